@@ -1,0 +1,90 @@
+"""minitf: the TF1 graph engine of the "Distributing TensorFlow Across Devices and Servers"
+chapter, small enough to read and run anywhere.  Use it as ``import minitf as tf``.
+
+The layout mirrors TensorFlow's: ``framework`` (graphs, devices, dtypes, errors), ``ops`` (op
+constructors), ``kernels`` (implementations per device type), ``runtime`` (devices, placer,
+scheduler, executor, session).
+"""
+
+from minitf import config  # noqa: F401  (minitf.config.emulate_gpus)
+from minitf.framework import dtypes, errors, tensor_shape  # noqa: F401
+from minitf.framework.device_spec import DeviceSpec
+from minitf.framework.dtypes import (DType, as_dtype, bool, complex64, complex128,  # noqa: A004
+                                     double, float16, float32, float64, half, int8, int16,
+                                     int32, int64, string, uint8, uint16)
+from minitf.framework.graph import (Graph, GraphKeys, NodeDef, Operation, Tensor,
+                                    convert_to_tensor, get_default_graph, get_default_session,
+                                    name_scope, reset_default_graph)
+from minitf.framework.tensor_shape import Dimension, TensorShape
+from minitf.kernels import cpu as _cpu_kernels  # noqa: F401  (registers the kernels)
+from minitf.ops.array_ops import (concat, constant, expand_dims, fill, identity, ones,
+                                  placeholder, reshape, stack, zeros)
+from minitf.ops.control_flow_ops import group, no_op
+from minitf.ops.init_ops import (constant_initializer, glorot_uniform_initializer,
+                                 ones_initializer, random_normal_initializer,
+                                 random_uniform_initializer, truncated_normal_initializer,
+                                 zeros_initializer)
+from minitf.ops.math_ops import (add, add_n, cast, divide, floordiv, matmul, multiply, negative,
+                                 reduce_mean, reduce_sum, square, subtract, truediv)
+from minitf.ops.random_ops import (random_normal, random_uniform, set_random_seed,
+                                   truncated_normal)
+from minitf.ops.state_ops import assign, assign_add, assign_sub
+from minitf.ops.variable_scope import (AUTO_REUSE, VariableScope, get_variable,
+                                       get_variable_scope, variable_scope)
+from minitf.ops.variables import (Variable, all_variables, global_variables,
+                                  global_variables_initializer, initialize_all_variables,
+                                  is_variable_initialized, local_variables,
+                                  local_variables_initializer, trainable_variables,
+                                  variables_initializer)
+from minitf.runtime.config_proto import (ConfigProto, GPUOptions, GraphOptions,
+                                         OptimizerOptions, RunMetadata, RunOptions,
+                                         ThreadPoolOptionProto)
+from minitf.runtime.session import InteractiveSession, Session
+
+__version__ = "0.1.0"
+
+
+def device(device_name_or_function):
+    """``with tf.device(x):`` pins the ops created inside to a device.
+
+    ``x`` is a device string (``"/gpu:0"``, ``"/job:ps/task:0"``), a ``DeviceSpec``, a function
+    ``op -> device string`` (a dynamic placement function) or ``None`` (forget outer blocks).
+    """
+    return get_default_graph().device(device_name_or_function)
+
+
+def control_dependencies(control_inputs):
+    """``with tf.control_dependencies([a, b]):`` ops created inside run after ``a`` and ``b``."""
+    return get_default_graph().control_dependencies(control_inputs)
+
+
+def colocate_with(op, ignore_existing=False):
+    """``with tf.colocate_with(v):`` ops created inside share ``v``'s device."""
+    return get_default_graph().colocate_with(op, ignore_existing)
+
+
+def container(container_name):
+    """``with tf.container("name"):`` variables created inside live in that resource container."""
+    return get_default_graph().container(container_name)
+
+
+def get_collection(key, scope=None):
+    return get_default_graph().get_collection(key, scope)
+
+
+def get_collection_ref(key):
+    return get_default_graph().get_collection_ref(key)
+
+
+def add_to_collection(name, value):
+    get_default_graph().add_to_collection(name, value)
+
+
+def add_to_collections(names, value):
+    get_default_graph().add_to_collections(names, value)
+
+
+mul = multiply
+sub = subtract
+neg = negative
+div = truediv

@@ -1,0 +1,46 @@
+"""Process-wide settings of minitf: how many emulated GPU cards this process sees.
+
+Book section: "Installation" / "Managing the GPU RAM".  Without a CUDA GPU, minitf offers
+emulated cards (2 of 4 GiB by default) so the chapter's GPU examples run anywhere.
+``MINITF_EMULATED_GPUS=0`` gives a CPU-only process, exactly like TF on a machine without GPU.
+"""
+
+import os
+
+DEFAULT_EMULATED_GPUS = 2
+DEFAULT_GPU_MEMORY = 4 << 30
+
+_emulated = None  # (count, memory_limit) set by emulate_gpus(); None: read the environment
+
+
+def emulate_gpus(n, memory_limit=None):
+    """Use ``n`` emulated GPU cards of ``memory_limit`` bytes (default 4 GiB) in new sessions.
+
+    ``emulate_gpus(None)`` goes back to the environment (``MINITF_EMULATED_GPUS``).
+    """
+    global _emulated
+    if n is None:
+        _emulated = None
+        return
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ValueError("emulate_gpus expects a number of cards >= 0, got %r" % (n,))
+    if memory_limit is not None and (not isinstance(memory_limit, int) or memory_limit <= 0):
+        raise ValueError("memory_limit must be a positive number of bytes, got %r"
+                         % (memory_limit,))
+    _emulated = (n, memory_limit or DEFAULT_GPU_MEMORY)
+
+
+def emulated_gpus():
+    """(count, memory bytes) of the emulated cards new sessions will see."""
+    if _emulated is not None:
+        return _emulated
+    raw = os.environ.get("MINITF_EMULATED_GPUS", "").strip()
+    if not raw:
+        return DEFAULT_EMULATED_GPUS, DEFAULT_GPU_MEMORY
+    try:
+        n = int(raw)
+        if n < 0:
+            raise ValueError
+    except ValueError:
+        raise ValueError("MINITF_EMULATED_GPUS must be a number >= 0, got %r" % raw) from None
+    return n, DEFAULT_GPU_MEMORY

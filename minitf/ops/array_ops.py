@@ -1,0 +1,261 @@
+"""Array ops: constants, placeholders, identity, reshaping and joining.
+
+Book sections: "Placing Operations on Devices" (constants and placeholders are the "generator"
+nodes that the simple placer puts next to their consumer) and every example that feeds data.
+"""
+
+import numpy as np
+
+from minitf.framework import dtypes, tensor_shape
+from minitf.framework.graph import Tensor, convert_to_tensor, name_scope
+from minitf.ops.op_def import apply_op, register_op, shape_error
+
+register_op("Const", type_attr="dtype")
+register_op("Placeholder", type_attr="dtype")
+register_op("Identity")
+register_op("ExpandDims")
+register_op("ConcatV2")
+register_op("Reshape")
+register_op("Fill")
+register_op("Pack")
+
+
+def _const_array(value, dtype, shape, verify_shape):
+    if dtype is None:
+        dtype = dtypes.infer_dtype(value)
+    np_dtype = dtype.as_numpy_dtype
+    raw = np.asarray(value, dtype=object if dtype == dtypes.string else None)
+    if dtype.is_integer or dtype.is_bool:
+        if raw.dtype.kind in "fc" and raw.size and not np.all(np.mod(raw.real, 1) == 0):
+            bad = raw.reshape(-1)[np.argmax(np.mod(raw.real.reshape(-1), 1) != 0)]
+            raise TypeError("Expected %s, got %r of type '%s' instead."
+                            % (dtype.name, bad.item(), type(bad.item()).__name__))
+    if raw.dtype.kind in "US" and dtype != dtypes.string:
+        raise TypeError("Expected %s, got %r of type 'str' instead."
+                        % (dtype.name, raw.reshape(-1)[0].item()))
+    arr = np.array(raw, dtype=np_dtype)
+    if shape is not None:
+        shape = tuple(tensor_shape.as_shape(shape).as_list())
+        size = int(np.prod(shape, dtype=np.int64))
+        if verify_shape and arr.shape != shape:
+            raise TypeError("Expected Tensor's shape: %s, got %s." % (shape, arr.shape))
+        if arr.size == size:
+            arr = arr.reshape(shape)
+        elif arr.size == 1:
+            arr = np.full(shape, arr.reshape(-1)[0], dtype=np_dtype)
+        elif arr.size < size:
+            if arr.size == 0:
+                raise ValueError("Cannot create a tensor of shape %s from an empty value."
+                                 % (shape,))
+            flat = np.concatenate([arr.reshape(-1), np.repeat(arr.reshape(-1)[-1:],
+                                                              size - arr.size)])
+            arr = flat.reshape(shape)
+        else:
+            raise TypeError("Too many elements provided. Needed at most %d, but received %d"
+                            % (size, arr.size))
+    return arr, dtype
+
+
+def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
+    """A ``Const`` op holding ``value`` (a Python or numpy value) with an optional dtype/shape."""
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+    arr, dtype = _const_array(value, dtype, shape, verify_shape)
+    op = apply_op("Const", [], [(dtype, tensor_shape.TensorShape(arr.shape))], name,
+                  {"value": arr, "dtype": dtype})
+    return op.outputs[0]
+
+
+def placeholder(dtype, shape=None, name=None):
+    """A ``Placeholder``: a tensor whose value must be fed to ``Session.run``."""
+    dtype = dtypes.as_dtype(dtype)
+    shape = tensor_shape.as_shape(shape) if shape is not None else tensor_shape.unknown_shape()
+    op = apply_op("Placeholder", [], [(dtype, shape)], name or "Placeholder",
+                  {"dtype": dtype, "shape": shape})
+    return op.outputs[0]
+
+
+def identity(input, name=None):
+    """``Identity``: the same value, possibly on another device (a cheap way to move a tensor)."""
+    if not isinstance(input, Tensor):
+        input = convert_to_tensor(input)
+    dt = input.dtype.base_dtype
+    op = apply_op("Identity", [input], [(dt, input.shape)], name or "Identity", {"T": dt})
+    return op.outputs[0]
+
+
+def _int_const(value, name):
+    return constant(value, dtype=dtypes.int32, name=name)
+
+
+def _static_value(t):
+    """The numpy value of a tensor made by ``constant`` (None for anything computed)."""
+    if t.op.type == "Const":
+        return t.op.get_attr("value")
+    return None
+
+
+def expand_dims(input, axis=None, name=None, dim=None):
+    """``ExpandDims``: inserts a dimension of size 1 at ``axis``."""
+    if axis is None:
+        axis = dim
+    if axis is None:
+        raise ValueError("Must specify an axis argument to tf.expand_dims()")
+    with name_scope(name, "ExpandDims", [input]) as scope:
+        input = convert_to_tensor(input, name="input")
+        axis_t = convert_to_tensor(axis, dtype=dtypes.int32, name="dim")
+        shape = tensor_shape.unknown_shape()
+        a = _static_value(axis_t)
+        if input.shape.ndims is not None and a is not None:
+            rank = input.shape.ndims
+            a = int(a)
+            if not -rank - 1 <= a <= rank:
+                raise shape_error("ExpandDims", scope, [input, axis_t],
+                                  "Tried to expand dim index %d for tensor with %d dimensions."
+                                  % (a, rank))
+            dims = list(input.shape.dims)
+            dims.insert(a if a >= 0 else rank + 1 + a, 1)
+            shape = tensor_shape.TensorShape(dims)
+        dt = input.dtype.base_dtype
+        return apply_op("ExpandDims", [input, axis_t], [(dt, shape)], scope,
+                        {"T": dt}).outputs[0]
+
+
+def concat(values, axis, name="concat"):
+    """``ConcatV2``: joins tensors along ``axis``."""
+    if not isinstance(values, (list, tuple)):
+        values = [values]
+    if len(values) == 1:
+        with name_scope(name) as scope:
+            convert_to_tensor(axis, dtype=dtypes.int32, name="concat_dim")
+            return identity(values[0], name=scope)
+    with name_scope(name, "concat", values) as scope:
+        values = [convert_to_tensor(v, name="values_%d" % i) for i, v in enumerate(values)]
+        dt = values[0].dtype.base_dtype
+        for v in values[1:]:
+            if v.dtype.base_dtype != dt:
+                raise TypeError("Tensors in list passed to 'values' of 'ConcatV2' Op have types "
+                                "[%s] that don't all match."
+                                % ", ".join(x.dtype.base_dtype.name for x in values))
+        axis_t = convert_to_tensor(axis, dtype=dtypes.int32, name="axis")
+        a = _static_value(axis_t)
+        shape = tensor_shape.unknown_shape()
+        if a is not None and all(v.shape.ndims is not None for v in values):
+            rank = values[0].shape.ndims
+            a = int(a)
+            if any(v.shape.ndims != rank for v in values):
+                raise shape_error("ConcatV2", scope, values + [axis_t],
+                                  "Shape must be rank %d but is rank %d"
+                                  % (rank, next(v.shape.ndims for v in values
+                                                if v.shape.ndims != rank)))
+            if not -rank <= a < rank:
+                raise shape_error("ConcatV2", scope, values + [axis_t],
+                                  "ConcatOp : Expected concatenating dimensions in the range "
+                                  "[%d, %d), but got %d" % (-rank, rank, a))
+            a %= rank
+            dims = list(values[0].shape.as_list())
+            for v in values[1:]:
+                for i, d in enumerate(v.shape.as_list()):
+                    if i == a:
+                        dims[i] = None if dims[i] is None or d is None else dims[i] + d
+                    elif dims[i] is not None and d is not None and dims[i] != d:
+                        raise shape_error("ConcatV2", scope, values + [axis_t],
+                                          "Dimension %d in both shapes must be equal, but are "
+                                          "%d and %d. Shapes are %s and %s." % (
+                                              i, dims[i], d, values[0].shape, v.shape))
+                    elif dims[i] is None:
+                        dims[i] = d
+            shape = tensor_shape.TensorShape(dims)
+        return apply_op("ConcatV2", values + [axis_t], [(dt, shape)], scope,
+                        {"T": dt, "N": len(values)}).outputs[0]
+
+
+def reshape(tensor, shape, name=None):
+    """``Reshape``: the same elements in a new shape (one dimension may be -1)."""
+    with name_scope(name, "Reshape", [tensor]) as scope:
+        tensor = convert_to_tensor(tensor, name="tensor")
+        shape_t = convert_to_tensor(shape, dtype=dtypes.int32, name="shape")
+        target = _static_value(shape_t)
+        out = tensor_shape.unknown_shape()
+        if target is not None:
+            target = [int(d) for d in np.reshape(target, -1)]
+            if sum(d == -1 for d in target) > 1:
+                raise shape_error("Reshape", scope, [tensor, shape_t],
+                                  "Cannot infer multiple unknown dimensions in shape %s"
+                                  % target)
+            n = tensor.shape.num_elements()
+            known = int(np.prod([d for d in target if d != -1], dtype=np.int64))
+            if n is not None:
+                if -1 in target:
+                    if known == 0 or n % known:
+                        raise shape_error("Reshape", scope, [tensor, shape_t],
+                                          "Cannot reshape a tensor with %d elements to shape "
+                                          "%s" % (n, target))
+                    target = [n // known if d == -1 else d for d in target]
+                elif known != n:
+                    raise shape_error("Reshape", scope, [tensor, shape_t],
+                                      "Cannot reshape a tensor with %d elements to shape %s "
+                                      "(%d elements)" % (n, target, known))
+            out = tensor_shape.TensorShape([None if d == -1 else d for d in target])
+        dt = tensor.dtype.base_dtype
+        return apply_op("Reshape", [tensor, shape_t], [(dt, out)], scope,
+                        {"T": dt}).outputs[0]
+
+
+def fill(dims, value, name=None):
+    """``Fill``: a tensor of shape ``dims`` filled with ``value``."""
+    with name_scope(name, "Fill", [dims, value]) as scope:
+        dims_t = convert_to_tensor(dims, dtype=dtypes.int32, name="dims")
+        value_t = convert_to_tensor(value, name="value")
+        d = _static_value(dims_t)
+        shape = tensor_shape.TensorShape([int(x) for x in np.reshape(d, -1)]) \
+            if d is not None else tensor_shape.unknown_shape()
+        dt = value_t.dtype.base_dtype
+        return apply_op("Fill", [dims_t, value_t], [(dt, shape)], scope, {"T": dt}).outputs[0]
+
+
+def zeros(shape, dtype=dtypes.float32, name=None):
+    """A tensor of zeros (a ``Const`` named ``zeros`` for a static shape)."""
+    return _filled(shape, dtype, name, "zeros", 0)
+
+
+def ones(shape, dtype=dtypes.float32, name=None):
+    """A tensor of ones (a ``Const`` named ``ones`` for a static shape)."""
+    return _filled(shape, dtype, name, "ones", 1)
+
+
+def _filled(shape, dtype, name, default_name, value):
+    dtype = dtypes.as_dtype(dtype).base_dtype
+    with name_scope(name, default_name, [shape]) as scope:
+        if isinstance(shape, Tensor):
+            return fill(shape, constant(value, dtype=dtype), name=scope)
+        shape = tensor_shape.as_shape(shape).as_list()
+        return constant(value, dtype=dtype, shape=shape, name=scope)
+
+
+def stack(values, axis=0, name="stack"):
+    """``Pack``: stacks same-shaped tensors along a new axis."""
+    with name_scope(name, "stack", values) as scope:
+        values = [convert_to_tensor(v, name="values_%d" % i) for i, v in enumerate(values)]
+        if not values:
+            raise ValueError("stack requires at least one tensor")
+        dt = values[0].dtype.base_dtype
+        shape = values[0].shape
+        for v in values[1:]:
+            if v.dtype.base_dtype != dt:
+                raise TypeError("Tensors in list passed to 'values' of 'Pack' Op have types "
+                                "[%s] that don't all match."
+                                % ", ".join(x.dtype.base_dtype.name for x in values))
+            if not shape.is_compatible_with(v.shape):
+                raise ValueError("Shapes %s and %s are incompatible" % (shape, v.shape))
+            shape = shape.merge_with(v.shape)
+        out = tensor_shape.unknown_shape()
+        if shape.ndims is not None:
+            rank = shape.ndims
+            if not -rank - 1 <= axis <= rank:
+                raise ValueError("axis = %d not in [%d, %d)" % (axis, -rank - 1, rank + 1))
+            dims = list(shape.as_list())
+            dims.insert(axis if axis >= 0 else rank + 1 + axis, len(values))
+            out = tensor_shape.TensorShape(dims)
+        return apply_op("Pack", values, [(dt, out)], scope,
+                        {"T": dt, "N": len(values), "axis": axis}).outputs[0]

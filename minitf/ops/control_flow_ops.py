@@ -1,0 +1,48 @@
+"""``no_op`` and ``group``: ops that do nothing but wait for their control inputs.
+
+Book section: "Control Dependencies" (a ``NoOp`` with control inputs is how several ops are
+run as one target, e.g. ``global_variables_initializer``).
+"""
+
+from minitf.framework.graph import _to_operation, get_default_graph, name_scope
+from minitf.ops.op_def import apply_op, register_op
+
+register_op("NoOp")
+
+
+def no_op(name=None):
+    """A ``NoOp``: runs nothing; useful only through its control inputs."""
+    return apply_op("NoOp", [], [], name or "NoOp")
+
+
+def group(*inputs, **kwargs):
+    """A ``NoOp`` named ``group_deps`` that runs after every op in ``inputs``.
+
+    As in TF, when the inputs sit on several devices one ``NoOp`` per device is made first, so
+    the final ``NoOp`` waits for one control edge per device.
+    """
+    name = kwargs.pop("name", None)
+    if kwargs:
+        raise TypeError("Unknown keyword arguments: " + ", ".join(sorted(kwargs)))
+    by_device = {}
+    for x in inputs:
+        for item in (x if isinstance(x, (list, tuple)) else [x]):
+            if item is not None:
+                op = _to_operation(None, item)
+                by_device.setdefault(op.device, []).append(op)
+    g = next(iter(by_device.values()))[0].graph if by_device else get_default_graph()
+    with g.as_default(), name_scope(name, "group_deps", []) as scope:
+        if len(by_device) <= 1:
+            dev, deps = next(iter(by_device.items())) if by_device else ("", [])
+            return _noop_after(g, dev, deps, scope)
+        per_device = [_noop_after(g, dev, by_device[dev], None) for dev in sorted(by_device)]
+        with g.control_dependencies(per_device):
+            return no_op(name=scope)
+
+
+def _noop_after(g, device, deps, name):
+    with g.control_dependencies(deps):
+        if not device:
+            return no_op(name=name)
+        with g.device(device):
+            return no_op(name=name)

@@ -1,0 +1,71 @@
+"""The op registry: what the graph layer must know about each op type before any kernel runs.
+
+Book section: "Operations and kernels".  An *op* is the abstract operation (``MatMul``,
+``VariableV2``); a *kernel* is its implementation for one device type (see
+``minitf.kernels.registry``).  This registry records, per op type, which inputs are references
+(ops taking a reference are built next to their variable), whether the op is stateful, and whether
+it has a ``container`` attribute (``tf.container`` fills it).
+"""
+
+from minitf.framework import graph as ops_graph
+
+_REGISTRY = {}
+
+
+class OpDef:
+    """Static facts about an op type."""
+
+    __slots__ = ("type", "ref_inputs", "is_stateful", "has_container", "type_attr")
+
+    def __init__(self, op_type, ref_inputs=(), is_stateful=False, has_container=False,
+                 type_attr="T"):
+        self.type = op_type
+        self.ref_inputs = tuple(ref_inputs)  # one bool per (leading) input
+        self.is_stateful = is_stateful
+        self.has_container = has_container
+        self.type_attr = type_attr  # the attr holding the dtype that kernels are keyed on
+
+
+def register_op(op_type, **kw):
+    op_def = OpDef(op_type, **kw)
+    _REGISTRY[op_type] = op_def
+    return op_def
+
+
+def get_op_def(op_type):
+    try:
+        return _REGISTRY[op_type]
+    except KeyError:
+        raise KeyError("Op type not registered '%s'" % op_type) from None
+
+
+def graph_of(inputs):
+    """The graph an op over ``inputs`` belongs to: that of its tensor inputs, else the default."""
+    g = None
+    for t in inputs:
+        if isinstance(t, ops_graph.Tensor):
+            if g is None:
+                g = t.graph
+            elif t.graph is not g:
+                raise ValueError("%s must be from the same graph as %s." % (t, inputs[0]))
+    return g if g is not None else ops_graph.get_default_graph()
+
+
+def apply_op(op_type, inputs, output_specs, name, attrs=None):
+    """Creates an op of a registered type in the inputs' graph and returns the Operation."""
+    op_def = _REGISTRY[op_type]
+    return graph_of(inputs).create_op(op_type, inputs, output_specs, name, attrs, op_def)
+
+
+def shape_error(op_type, name, inputs, reason):
+    """TF's graph-construction shape error: ``<reason> for '<name>' (op: '<type>') with input
+    shapes: [2,3], [3].``"""
+    shapes = ", ".join(_shape_text(t.shape) for t in inputs)
+    return ValueError("%s for '%s' (op: '%s') with input shapes: %s."
+                      % (reason, ops_graph.name_from_scope_name(name), op_type, shapes))
+
+
+def _shape_text(shape):
+    if shape.ndims is None:
+        return "?"
+    return "[%s]" % ",".join("?" if d is None else str(d) for d in shape.as_list())

@@ -1,0 +1,95 @@
+"""Random tensors (``random_normal``, ``random_uniform``, ``truncated_normal``) and seeds.
+
+Book section: the chapter's training examples initialise weights randomly; seeds follow TF1's
+rules (a graph-level seed from ``tf.set_random_seed`` plus an op-level seed).
+"""
+
+import numpy as np
+
+from minitf.framework import dtypes, tensor_shape
+from minitf.framework.graph import Tensor, convert_to_tensor, get_default_graph, name_scope
+from minitf.ops.array_ops import constant
+from minitf.ops.math_ops import add, multiply, subtract
+from minitf.ops.op_def import apply_op, register_op
+
+DEFAULT_GRAPH_SEED = 87654321
+for _t in ("RandomStandardNormal", "RandomUniform", "TruncatedNormal", "RandomUniformInt"):
+    register_op(_t, is_stateful=True, type_attr="dtype" if _t != "RandomUniformInt" else "Tout")
+
+
+def set_random_seed(seed):
+    """Sets the graph-level seed of the default graph."""
+    get_default_graph().seed = seed
+
+
+def get_seed(op_seed):
+    """TF1's seed pair: (graph seed, op seed); (None, None) means non-deterministic."""
+    g = get_default_graph()
+    if g.seed is not None:
+        return g.seed, (op_seed if op_seed is not None else len(g._ops))
+    if op_seed is not None:
+        return DEFAULT_GRAPH_SEED, op_seed
+    return None, None
+
+
+def _shape_tensor(shape):
+    if isinstance(shape, Tensor):
+        return shape, tensor_shape.unknown_shape()
+    dims = tensor_shape.as_shape(shape).as_list()
+    return constant(dims, dtype=dtypes.int32, name="shape"), tensor_shape.TensorShape(dims)
+
+
+def _random(op_type, shape_t, static, dtype, seed, attrs=None, inputs=()):
+    s1, s2 = get_seed(seed)
+    a = {"dtype": dtype, "seed": s1 or 0, "seed2": s2 or 0}
+    a.update(attrs or {})
+    return apply_op(op_type, [shape_t] + list(inputs), [(dtype, static)], op_type, a).outputs[0]
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
+    """Normal samples: ``RandomStandardNormal * stddev + mean`` (final op ``random_normal``)."""
+    dtype = dtypes.as_dtype(dtype)
+    with name_scope(name, "random_normal", [shape, mean, stddev]) as scope:
+        shape_t, static = _shape_tensor(shape)
+        mean_t = convert_to_tensor(mean, dtype=dtype, name="mean")
+        std_t = convert_to_tensor(stddev, dtype=dtype, name="stddev")
+        rnd = _random("RandomStandardNormal", shape_t, static, dtype, seed)
+        return add(multiply(rnd, std_t, name="mul"), mean_t, name=scope)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
+    """Normal samples redrawn until within two standard deviations of the mean."""
+    dtype = dtypes.as_dtype(dtype)
+    with name_scope(name, "truncated_normal", [shape, mean, stddev]) as scope:
+        shape_t, static = _shape_tensor(shape)
+        mean_t = convert_to_tensor(mean, dtype=dtype, name="mean")
+        std_t = convert_to_tensor(stddev, dtype=dtype, name="stddev")
+        rnd = _random("TruncatedNormal", shape_t, static, dtype, seed)
+        return add(multiply(rnd, std_t, name="mul"), mean_t, name=scope)
+
+
+def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):
+    """Uniform samples in ``[minval, maxval)`` (``maxval`` defaults to 1 for floats)."""
+    dtype = dtypes.as_dtype(dtype)
+    if maxval is None:
+        if dtype.is_integer:
+            raise ValueError("Must specify maxval for integer dtype %r" % dtype)
+        maxval = 1
+    with name_scope(name, "random_uniform", [shape, minval, maxval]) as scope:
+        shape_t, static = _shape_tensor(shape)
+        lo = convert_to_tensor(minval, dtype=dtype, name="min")
+        hi = convert_to_tensor(maxval, dtype=dtype, name="max")
+        if dtype.is_integer:
+            s1, s2 = get_seed(seed)
+            return apply_op("RandomUniformInt", [shape_t, lo, hi], [(dtype, static)], scope,
+                            {"Tout": dtype, "seed": s1 or 0, "seed2": s2 or 0}).outputs[0]
+        rnd = _random("RandomUniform", shape_t, static, dtype, seed)
+        return add(multiply(rnd, subtract(hi, lo, name="sub"), name="mul"), lo, name=scope)
+
+
+def make_generator(op):
+    """The numpy generator a random kernel uses: seeded when the op got seeds, else fresh."""
+    s1, s2 = op.get_attr("seed"), op.get_attr("seed2")
+    if s1 == 0 and s2 == 0:
+        return np.random.default_rng()
+    return np.random.default_rng([int(s1), int(s2)])

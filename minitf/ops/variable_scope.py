@@ -1,0 +1,131 @@
+"""``tf.variable_scope`` and ``tf.get_variable``: variables created (or reused) by name.
+
+Book section: "Pinning Operations Across Tasks" and the blog's examples, which create
+parameters with ``tf.get_variable("w", (2, 2), initializer=tf.constant_initializer(2))``.
+"""
+
+import contextlib
+
+from minitf.framework import dtypes, tensor_shape
+from minitf.framework.graph import get_default_graph
+from minitf.ops import init_ops
+from minitf.ops.variables import Variable
+
+AUTO_REUSE = "AUTO_REUSE"
+
+
+class VariableScope:
+    """A named scope for ``get_variable``: its name, reuse flag and default initializer."""
+
+    def __init__(self, reuse, name="", initializer=None):
+        self.name = name
+        self.reuse = reuse
+        self.initializer = initializer
+        self.original_name_scope = name + "/" if name else ""
+
+    def reuse_variables(self):
+        self.reuse = True
+
+
+class _Store:
+    def __init__(self):
+        self.vars = {}
+        self.scope = VariableScope(False)
+        self.scope_counts = {}
+
+
+def _store():
+    g = get_default_graph()
+    if g._variable_store is None:
+        g._variable_store = _Store()
+    return g._variable_store
+
+
+def get_variable_scope():
+    return _store().scope
+
+
+@contextlib.contextmanager
+def variable_scope(name_or_scope, default_name=None, values=None, initializer=None, reuse=None):
+    """Opens a variable scope (and a name scope of the same name)."""
+    store = _store()
+    g = get_default_graph()
+    outer = store.scope
+    if isinstance(name_or_scope, VariableScope):
+        full = name_or_scope.name
+    else:
+        base = name_or_scope
+        if base is None:
+            if default_name is None:
+                raise TypeError("If default_name is None then name_or_scope is required")
+            prefix = outer.name + "/" if outer.name else ""
+            n = store.scope_counts.get(prefix + default_name, 0)
+            store.scope_counts[prefix + default_name] = n + 1
+            base = default_name if n == 0 else "%s_%d" % (default_name, n)
+        full = (outer.name + "/" + base) if outer.name else base
+    new_reuse = True if (reuse is True or outer.reuse is True) else (
+        AUTO_REUSE if reuse == AUTO_REUSE or outer.reuse == AUTO_REUSE else False)
+    scope = VariableScope(new_reuse, full, initializer or (
+        name_or_scope.initializer if isinstance(name_or_scope, VariableScope)
+        else outer.initializer))
+    store.scope = scope
+    try:
+        name = full.rsplit("/", 1)[-1] if not isinstance(name_or_scope, VariableScope) else \
+            full + "/"
+        with g.name_scope(name):
+            yield scope
+    finally:
+        store.scope = outer
+
+
+def get_variable(name, shape=None, dtype=None, initializer=None, trainable=True,
+                 collections=None, caching_device=None, validate_shape=True, **unused):
+    """Returns the variable ``<scope>/<name>``, creating it unless the scope reuses variables."""
+    store = _store()
+    scope = store.scope
+    full = (scope.name + "/" + name) if scope.name else name
+    if full in store.vars:
+        if scope.reuse is False:
+            raise ValueError("Variable %s already exists, disallowed. Did you mean to set "
+                             "reuse=True or reuse=tf.AUTO_REUSE in VarScope?" % full)
+        var = store.vars[full]
+        if shape is not None and not tensor_shape.as_shape(shape).is_compatible_with(var.shape):
+            raise ValueError("Trying to share variable %s, but specified shape %s and found "
+                             "shape %s." % (full, tensor_shape.as_shape(shape), var.shape))
+        return var
+    if scope.reuse is True:
+        raise ValueError("Variable %s does not exist, or was not created with "
+                         "tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
+                         "VarScope?" % full)
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    initializer = initializer if initializer is not None else scope.initializer
+    if initializer is None:
+        if dtype.is_floating:
+            initializer = init_ops.glorot_uniform_initializer()
+        elif dtype.is_integer or dtype.is_bool:
+            initializer = init_ops.zeros_initializer()
+        else:
+            raise ValueError("An initializer for variable %s of %s is required"
+                             % (full, dtype.base_dtype))
+    if isinstance(initializer, type):
+        initializer = initializer(dtype=dtype)
+    if callable(initializer):
+        if shape is None:
+            raise ValueError("Shape of a new variable (%s) must be fully defined, but instead "
+                             "was %s." % (full, tensor_shape.unknown_shape()))
+        shape = tensor_shape.as_shape(shape)
+        if not shape.is_fully_defined():
+            raise ValueError("Shape of a new variable (%s) must be fully defined, but instead "
+                             "was %s." % (full, shape))
+        dims = shape.as_list()
+        init_value = lambda: initializer(dims, dtype=dtype)  # noqa: E731
+    else:
+        init_value = initializer
+    g = get_default_graph()
+    with g.name_scope(None):  # variables are named by the variable scope, not the name scope
+        with g.name_scope(scope.name + "/" if scope.name else None):
+            var = Variable(init_value, trainable=trainable, collections=collections,
+                           caching_device=caching_device, name=name, dtype=dtype,
+                           validate_shape=validate_shape)
+    store.vars[full] = var
+    return var

@@ -1,0 +1,169 @@
+"""``tf.Variable`` (TF1 reference variables) and the variable initializers.
+
+Book section: "Placing Operations on Devices".  ``tf.Variable(3.0, name="a")`` makes four ops:
+``a/initial_value`` (Const), ``a`` (VariableV2, where the value lives), ``a/Assign`` (the
+initializer, colocated with ``a``) and ``a/read`` (Identity, colocated with ``a``), exactly the
+ops the book's placement log lists.
+"""
+
+from minitf.framework import tensor_shape
+from minitf.framework.graph import (GraphKeys, convert_to_tensor, get_default_graph,
+                                    name_from_scope_name, name_scope,
+                                    register_tensor_conversion_function)
+from minitf.ops import array_ops, control_flow_ops, math_ops, state_ops
+
+
+class Variable:
+    """A TF1 reference variable.  ``v.op`` is its ``VariableV2``; ``v.initializer`` its Assign."""
+
+    def __init__(self, initial_value=None, trainable=True, collections=None, validate_shape=True,
+                 caching_device=None, name=None, dtype=None, expected_shape=None,
+                 use_resource=None, shape=None, **unused):
+        if initial_value is None:
+            raise ValueError("initial_value must be specified.")
+        if use_resource:
+            raise ValueError("minitf implements TF1 reference variables only (use_resource=False)")
+        g = get_default_graph()
+        if collections is None:
+            collections = [GraphKeys.GLOBAL_VARIABLES]
+        collections = list(collections)
+        if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
+            collections.append(GraphKeys.TRAINABLE_VARIABLES)
+        from_fn = callable(initial_value)
+        with name_scope(name, "Variable", [] if from_fn else [initial_value]) as scope:
+            true_name = name_from_scope_name(scope)
+            if from_fn:
+                saved = dict(g._default_attrs)
+                g._default_attrs["_class"] = [("loc:@" + true_name).encode()]
+                try:
+                    with g.name_scope("Initializer"), g.device(None):
+                        init = convert_to_tensor(initial_value(), name="initial_value",
+                                                 dtype=dtype)
+                finally:
+                    g._default_attrs = saved
+            else:
+                init = convert_to_tensor(initial_value, name="initial_value", dtype=dtype)
+            self._initial_value = init
+            var_shape = init.shape if validate_shape else tensor_shape.unknown_shape()
+            if shape is not None:
+                var_shape = tensor_shape.as_shape(shape)
+            self._variable = state_ops.variable_op_v2(var_shape, init.dtype.base_dtype,
+                                                      name=scope)
+            self._initializer_op = state_ops.assign(self._variable, init,
+                                                    validate_shape=validate_shape).op
+            if caching_device is not None:
+                with g.device(caching_device):
+                    self._snapshot = array_ops.identity(self._variable, name="read")
+            else:
+                with g.colocate_with(self._variable.op):
+                    self._snapshot = array_ops.identity(self._variable, name="read")
+        self._trainable = trainable
+        self._caching_device = caching_device
+        g.add_to_collections(collections, self)
+
+    # -- the TF1 Variable surface ------------------------------------------------------------
+    name = property(lambda self: self._variable.name)
+    op = property(lambda self: self._variable.op)
+    graph = property(lambda self: self._variable.graph)
+    device = property(lambda self: self._variable.device)
+    dtype = property(lambda self: self._variable.dtype)
+    shape = property(lambda self: self._variable.shape)
+    initializer = property(lambda self: self._initializer_op)
+    initial_value = property(lambda self: self._initial_value)
+    trainable = property(lambda self: self._trainable)
+
+    def get_shape(self):
+        return self._variable.shape
+
+    def value(self):
+        """The ``<name>/read`` snapshot: what ops see when they use the variable."""
+        return self._snapshot
+
+    def read_value(self):
+        return array_ops.identity(self._variable, name="read")
+
+    def _ref(self):
+        return self._variable
+
+    def _as_graph_element(self):
+        return self._variable
+
+    def assign(self, value, use_locking=False, name=None, read_value=True):
+        return state_ops.assign(self._variable, value, use_locking=use_locking, name=name)
+
+    def assign_add(self, delta, use_locking=False, name=None, read_value=True):
+        return state_ops.assign_add(self._variable, delta, use_locking=use_locking, name=name)
+
+    def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
+        return state_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
+
+    def eval(self, session=None):
+        return self._variable.eval(session=session)
+
+    def load(self, value, session=None):
+        """Writes ``value`` into the variable by feeding its initializer's value input."""
+        from minitf.framework.graph import get_default_session
+        session = session or get_default_session()
+        if session is None:
+            raise ValueError("Either session argument should be provided or default session "
+                             "should be established")
+        session.run(self._initializer_op, {self._initializer_op.inputs[1]: value})
+
+    def __repr__(self):
+        return "<tf.Variable '%s' shape=%s dtype=%s>" % (self.name, self.shape, self.dtype.name)
+
+    def __bool__(self):
+        raise TypeError("Using a `tf.Variable` as a Python `bool` is not allowed.")
+
+
+def _variable_to_tensor(v, dtype=None, name=None, as_ref=False):
+    t = v._ref() if as_ref else v.value()
+    if dtype is not None and not dtype.is_compatible_with(t.dtype):
+        raise ValueError("Incompatible type conversion requested to type '%s' for variable of "
+                         "type '%s'" % (dtype.name, t.dtype.name))
+    return t
+
+
+register_tensor_conversion_function(Variable, _variable_to_tensor)
+math_ops._install_operators(Variable)
+
+
+def global_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
+
+
+all_variables = global_variables
+
+
+def trainable_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
+
+
+def local_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
+
+
+def variables_initializer(var_list, name="init"):
+    """One op that runs every variable's initializer (a ``NoOp`` named ``init``)."""
+    if var_list:
+        return control_flow_ops.group(*[v.initializer for v in var_list], name=name)
+    return control_flow_ops.no_op(name=name)
+
+
+def global_variables_initializer():
+    """``tf.global_variables_initializer()``: initialises every global variable."""
+    return variables_initializer(global_variables())
+
+
+def initialize_all_variables():
+    """The pre-1.0 name of :func:`global_variables_initializer` (the blog posts use it)."""
+    return global_variables_initializer()
+
+
+def local_variables_initializer():
+    return variables_initializer(local_variables(), name="init")
+
+
+def is_variable_initialized(variable):
+    return state_ops.is_variable_initialized(variable)
+

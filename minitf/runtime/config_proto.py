@@ -1,0 +1,234 @@
+"""``ConfigProto``, ``GPUOptions``, ``RunOptions``, ``RunMetadata``: TF's session options.
+
+Book sections: "Managing the GPU RAM" (``gpu_options.per_process_gpu_memory_fraction``,
+``allow_growth``), "Logging placements" (``log_device_placement``), "Soft placement"
+(``allow_soft_placement``) and "Parallel Execution" (``inter_op_parallelism_threads`` ...).
+
+They behave like TF's protocol-buffer messages: every field has a proto3 default (0, False, ""),
+unknown field names and wrongly typed values are refused, nested messages are created on first
+read, and ``print(config)`` shows the set fields in protobuf text format.
+"""
+
+_SCALARS = {int: (int,), float: (int, float), bool: (bool, int), str: (str,)}
+
+
+class Message:
+    """A tiny protobuf-like message: subclasses declare ``FIELDS = {name: kind}``.
+
+    kind: a Python scalar type, a Message subclass, ``("repeated", kind)`` or
+    ``("map", key type, value type)``.
+    """
+
+    FIELDS = {}
+
+    def __init__(self, **kwargs):
+        for name, value in kwargs.items():
+            if name not in self.FIELDS:
+                raise ValueError('Protocol message %s has no "%s" field.'
+                                 % (type(self).__name__, name))
+            kind = self.FIELDS[name]
+            if isinstance(kind, type) and issubclass(kind, Message):
+                if isinstance(value, dict):
+                    value = kind(**value)
+                if not isinstance(value, kind):
+                    raise TypeError("Parameter to initialize message field must be instance of "
+                                    "%s" % kind.__name__)
+                self.__dict__[name] = value
+            elif isinstance(kind, tuple) and kind[0] == "map":
+                getattr(self, name).update(value)
+            elif isinstance(kind, tuple):
+                getattr(self, name).extend(value)
+            else:
+                setattr(self, name, value)
+
+    def __getattr__(self, name):
+        kind = type(self).FIELDS.get(name)
+        if kind is None:
+            raise AttributeError("Protocol message %s has no field %s"
+                                 % (type(self).__name__, name))
+        if isinstance(kind, tuple):
+            value = _TypedDict(kind[1], kind[2], name) if kind[0] == "map" \
+                else _TypedList(kind[1], name)
+        elif issubclass(kind, Message):
+            value = kind()
+        else:
+            return kind()
+        self.__dict__[name] = value
+        return value
+
+    def __setattr__(self, name, value):
+        kind = type(self).FIELDS.get(name)
+        if kind is None:
+            raise AttributeError("Protocol message %s has no field %s"
+                                 % (type(self).__name__, name))
+        if not isinstance(kind, type) or issubclass(kind, Message):
+            raise AttributeError('Assignment not allowed to field "%s" in protocol message '
+                                 'object.' % name)
+        self.__dict__[name] = _check_scalar(kind, value, name)
+
+    def HasField(self, name):
+        return name in self.__dict__
+
+    def ListFields(self):
+        return [(n, self.__dict__[n]) for n in self.FIELDS if n in self.__dict__
+                and _is_set(self.__dict__[n])]
+
+    def CopyFrom(self, other):
+        if type(other) is not type(self):
+            raise TypeError("Parameter to CopyFrom() must be instance of same class")
+        self.__dict__.clear()
+        self.MergeFrom(other)
+
+    def MergeFrom(self, other):
+        for name, value in other.ListFields():
+            kind = self.FIELDS[name]
+            if isinstance(kind, tuple):
+                (getattr(self, name).update if kind[0] == "map" else
+                 getattr(self, name).extend)(value)
+            elif issubclass(kind, Message):
+                getattr(self, name).MergeFrom(value)
+            else:
+                setattr(self, name, value)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and dict(self.ListFields()) == dict(other.ListFields())
+
+    def __str__(self):
+        return "".join(_text(self, ""))
+
+    def __repr__(self):
+        return str(self)
+
+
+def _is_set(value):
+    if isinstance(value, Message):
+        return bool(value.ListFields())
+    return bool(value)
+
+
+def _check_scalar(kind, value, name):
+    if isinstance(value, bool) and kind in (int, float):
+        raise TypeError("%r has type bool, but expected one of: %s" % (value, kind.__name__))
+    if not isinstance(value, _SCALARS[kind]):
+        raise TypeError("%r has type %s, but expected one of: %s"
+                        % (value, type(value).__name__, kind.__name__))
+    return kind(value)
+
+
+class _TypedList(list):
+    def __init__(self, kind, name):
+        super().__init__()
+        self._kind, self._name = kind, name
+
+    def append(self, value):
+        if self._kind is object:
+            super().append(value)
+        elif isinstance(self._kind, type) and issubclass(self._kind, Message):
+            if not isinstance(value, self._kind):
+                raise TypeError("%s expects %s" % (self._name, self._kind.__name__))
+            super().append(value)
+        else:
+            super().append(_check_scalar(self._kind, value, self._name))
+
+    def add(self, **kwargs):
+        msg = self._kind(**kwargs)
+        super().append(msg)
+        return msg
+
+    def extend(self, values):
+        for v in values:
+            self.append(v)
+
+
+class _TypedDict(dict):
+    def __init__(self, key_kind, value_kind, name):
+        super().__init__()
+        self._kinds, self._name = (key_kind, value_kind), name
+
+    def __setitem__(self, key, value):
+        super().__setitem__(_check_scalar(self._kinds[0], key, self._name),
+                            _check_scalar(self._kinds[1], value, self._name))
+
+    def update(self, other=(), **kw):
+        for k, v in dict(other, **kw).items():
+            self[k] = v
+
+
+def _fmt(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"%s"' % value
+    return repr(value)
+
+
+def _text(msg, indent):
+    for name, value in msg.ListFields():
+        if isinstance(value, Message):
+            yield "%s%s {\n" % (indent, name)
+            yield from _text(value, indent + "  ")
+            yield "%s}\n" % indent
+        elif isinstance(value, dict):
+            for k in sorted(value):
+                yield '%s%s {\n%s  key: %s\n%s  value: %s\n%s}\n' % (
+                    indent, name, indent, _fmt(k), indent, _fmt(value[k]), indent)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, Message):
+                    yield "%s%s {\n" % (indent, name)
+                    yield from _text(item, indent + "  ")
+                    yield "%s}\n" % indent
+                else:
+                    yield "%s%s: %s\n" % (indent, name, _fmt(item))
+        else:
+            yield "%s%s: %s\n" % (indent, name, _fmt(value))
+
+
+class GPUOptions(Message):
+    FIELDS = {"per_process_gpu_memory_fraction": float, "allow_growth": bool,
+              "allocator_type": str, "deferred_deletion_bytes": int, "visible_device_list": str,
+              "polling_active_delay_usecs": int, "polling_inactive_delay_msecs": int,
+              "force_gpu_compatible": bool}
+
+
+class ThreadPoolOptionProto(Message):
+    FIELDS = {"num_threads": int, "global_name": str}
+
+
+class OptimizerOptions(Message):
+    FIELDS = {"do_common_subexpression_elimination": bool, "do_constant_folding": bool,
+              "opt_level": int, "do_function_inlining": bool}
+
+
+class GraphOptions(Message):
+    FIELDS = {"place_pruned_graph": bool, "build_cost_model": int, "infer_shapes": bool,
+              "timeline_step": int, "optimizer_options": OptimizerOptions}
+
+
+class RPCOptions(Message):
+    FIELDS = {"use_rpc_for_inprocess_master": bool}
+
+
+class ConfigProto(Message):
+    FIELDS = {"device_count": ("map", str, int), "intra_op_parallelism_threads": int,
+              "inter_op_parallelism_threads": int, "use_per_session_threads": bool,
+              "session_inter_op_thread_pool": ("repeated", ThreadPoolOptionProto),
+              "placement_period": int, "device_filters": ("repeated", str),
+              "gpu_options": GPUOptions, "allow_soft_placement": bool,
+              "log_device_placement": bool, "graph_options": GraphOptions,
+              "operation_timeout_in_ms": int, "rpc_options": RPCOptions,
+              "isolate_session_state": bool}
+
+
+class RunOptions(Message):
+    NO_TRACE, SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = 0, 1, 2, 3
+    FIELDS = {"trace_level": int, "timeout_in_ms": int, "inter_op_thread_pool": int,
+              "output_partition_graphs": bool, "report_tensor_allocations_upon_oom": bool}
+
+
+class StepStats(Message):
+    FIELDS = {"dev_stats": ("repeated", object)}
+
+
+class RunMetadata(Message):
+    FIELDS = {"step_stats": StepStats, "partition_graphs": ("repeated", object)}

@@ -1,0 +1,147 @@
+"""The devices of a process: ``CPU:0`` (and more with ``device_count``), plus GPUs.
+
+Book sections: "Installation" and "Managing the GPU RAM".  GPUs are the CUDA cards numba sees
+or, without any, emulated cards (``minitf.config``).  ``CUDA_VISIBLE_DEVICES`` selects and
+renumbers cards (Figure 12-3: ``CUDA_VISIBLE_DEVICES=3,2`` makes card 3 ``/gpu:0``);
+``ConfigProto(device_count={"GPU": n})`` and ``gpu_options.visible_device_list`` narrow the set
+of one session further.
+"""
+
+import os
+
+from minitf import config as mconfig
+from minitf.framework import errors
+from minitf.runtime import device_name_utils as dnu
+from minitf.runtime.resource_mgr import ResourceMgr
+
+CPU_MEMORY_LIMIT = 256 << 20  # what TF reports for a CPU device (268435456)
+
+
+class PhysicalGPU:
+    """One card of the machine, real or emulated, by its physical (driver) id."""
+
+    def __init__(self, physical_id, name, memory_limit, compute_capability, emulated):
+        self.physical_id = physical_id
+        self.name = name
+        self.memory_limit = memory_limit
+        self.compute_capability = compute_capability
+        self.emulated = emulated
+
+    @property
+    def pci_bus_id(self):
+        return "0000:%02x:00.0" % (self.physical_id + 1)
+
+    def __repr__(self):
+        return "PhysicalGPU(%d, %r, %d bytes)" % (self.physical_id, self.name, self.memory_limit)
+
+
+def machine_gpus():
+    """Every card of the machine (ignoring CUDA_VISIBLE_DEVICES)."""
+    n, mem = mconfig.emulated_gpus()
+    return [PhysicalGPU(i, "minitf emulated GPU", mem, (7, 0), True) for i in range(n)]
+
+
+def parse_cuda_visible_devices(value, count):
+    """Physical ids listed by ``CUDA_VISIBLE_DEVICES`` (None: variable unset = all cards)."""
+    if value is None:
+        return list(range(count))
+    value = value.strip()
+    if not value:
+        return []
+    ids = []
+    for part in value.split(","):
+        part = part.strip()
+        try:
+            i = int(part)
+        except ValueError:
+            raise errors.InvalidArgumentError(
+                None, None, "CUDA_VISIBLE_DEVICES=%r: %r is not a GPU id (expected a "
+                "comma-separated list of integers such as '3,2')" % (value, part)) from None
+        if not 0 <= i < count:
+            raise errors.InvalidArgumentError(
+                None, None, "CUDA_VISIBLE_DEVICES=%r lists GPU %d but this machine has %d "
+                "GPU card(s) (ids 0..%d)" % (value, i, count, count - 1))
+        if i in ids:
+            raise errors.InvalidArgumentError(
+                None, None, "CUDA_VISIBLE_DEVICES=%r lists GPU %d twice" % (value, i))
+        ids.append(i)
+    return ids
+
+
+def visible_gpus():
+    """The cards this process sees, in CUDA order (``CUDA_VISIBLE_DEVICES`` applied)."""
+    cards = machine_gpus()
+    ids = parse_cuda_visible_devices(os.environ.get("CUDA_VISIBLE_DEVICES"), len(cards))
+    return [cards[i] for i in ids]
+
+
+def _visible_device_list(spec, count):
+    if not spec:
+        return list(range(count))
+    ids = []
+    for part in spec.split(","):
+        try:
+            i = int(part)
+        except ValueError:
+            raise errors.InvalidArgumentError(
+                None, None, "Could not parse entry in 'visible_device_list': '%s'. "
+                "visible_device_list = %s" % (part, spec)) from None
+        if not 0 <= i < count:
+            raise errors.InvalidArgumentError(
+                None, None, "'visible_device_list' listed an invalid GPU id '%d' but visible "
+                "device count is %d" % (i, count))
+        if i in ids:
+            raise errors.InvalidArgumentError(
+                None, None, "visible_device_list contained a duplicate entry: %s" % spec)
+        ids.append(i)
+    return ids
+
+
+class Device:
+    """A runtime device: a full name, a type, its resource manager and (GPU) its card."""
+
+    def __init__(self, job, replica, task, device_type, index, memory_limit, physical=None):
+        self.job, self.replica, self.task = job, replica, task
+        self.device_type, self.index = device_type, index
+        self.name = dnu.full_name(job, replica, task, device_type, index)
+        self.parsed = dnu.parse_full_name(self.name)
+        self.memory_limit = memory_limit
+        self.physical = physical
+        self.resource_manager = ResourceMgr(default_container=job)
+
+    @property
+    def description(self):
+        """TF's ``physical_device_desc`` ('' for CPUs, which the Device mapping block skips)."""
+        p = self.physical
+        if p is None:
+            return ""
+        return "device: %d, name: %s, pci bus id: %s, compute capability: %d.%d" % (
+            self.index, p.name, p.pci_bus_id, p.compute_capability[0], p.compute_capability[1])
+
+    def __repr__(self):
+        return "<Device %s>" % self.name
+
+
+def local_devices(config=None, job="localhost", task=0):
+    """The devices one session (or one server task) creates, CPUs first, then GPUs."""
+    counts = dict(config.device_count) if config is not None else {}
+    n_cpu = counts.get("CPU", 1)
+    if n_cpu < 0:
+        raise errors.InvalidArgumentError(None, None, "device_count['CPU'] must be >= 0, "
+                                          "got %d" % n_cpu)
+    devices = [Device(job, 0, task, "CPU", i, CPU_MEMORY_LIMIT) for i in range(max(n_cpu, 1))]
+    gpus = visible_gpus()
+    spec = config.gpu_options.visible_device_list if config is not None else ""
+    ids = _visible_device_list(spec, len(gpus))
+    limit = counts.get("GPU", len(ids))
+    for index, i in enumerate(ids[:max(limit, 0)]):
+        devices.append(Device(job, 0, task, "GPU", index, gpus[i].memory_limit, gpus[i]))
+    return devices
+
+
+def device_mapping_lines(devices):
+    """The ``Device mapping:`` block TF prints when a session is created with logging on."""
+    described = [d for d in devices if d.description]
+    if not described:
+        return ["Device mapping: no known devices."]
+    return ["Device mapping:"] + ["%s -> %s" % (d.name, d.description) for d in described]

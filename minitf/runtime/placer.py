@@ -1,0 +1,267 @@
+"""The simple placer: which device each op of a graph runs on (TF 1.15's rules).
+
+Book section: "Placing Operations on Devices" ("Simple placement", "Logging placements",
+"Operations and kernels", "Soft placement").  The rules, in the order they apply:
+
+1. an op placed in an earlier run of the session (a stateful one) stays where it is;
+2. ops that must share a device are grouped: ``_class`` colocation attributes (a variable's
+   ``Assign`` and ``read``) and reference edges (anything that writes to a variable);
+3. the group's requested devices are merged; the candidates are the devices matching that
+   request and having a kernel for every member, best first (GPU before CPU, then by name);
+4. an op with no inputs and one output (a "generator", e.g. a constant) is placed last, with
+   its consumers when they all agree;
+5. when no candidate is left, ``allow_soft_placement`` retries without the device type and
+   index; otherwise placement fails with TF's "Cannot assign a device" error.
+
+reference/tf1_semantics.md §2 is the specification this module follows.
+"""
+
+from minitf.framework import errors
+from minitf.kernels import registry
+from minitf.ops.op_def import get_op_def
+from minitf.runtime import device_name_utils as dnu
+
+
+def _sort_key(device):
+    return (-registry.DEVICE_PRIORITY.get(device.device_type, 50), device.name)
+
+
+def attach_node(message, name):
+    """TF's trailing ``\\n\\t [[name]]`` marker that tells which node an error belongs to."""
+    if "{{node %s}}" % name in message:
+        return "%s\n\t [[%s]]" % (message, name)
+    return "%s\n\t [[{{node %s}}]]" % (message, name)
+
+
+class _Group:
+    __slots__ = ("members", "request", "types", "assigned", "candidates")
+
+    def __init__(self):
+        self.members = []
+        self.request = dnu.ParsedName()
+        self.types = None
+        self.assigned = None
+        self.candidates = None
+
+
+class Placement:
+    """The result of placing a graph: ``device_of[op]`` and the log lines, in TF's order."""
+
+    def __init__(self, ops, device_of, log_lines):
+        self.ops = ops
+        self.device_of = device_of
+        self.log_lines = log_lines
+
+
+def place(ops, devices, allow_soft_placement=False, preassigned=None, has_cuda=False):
+    """Places every op of ``ops`` (graph order) on one of ``devices``.
+
+    ``preassigned`` maps op names to device names kept from an earlier placement.
+    """
+    if not devices:
+        raise errors.FailedPreconditionError(None, None, "No devices are registered")
+    preassigned = preassigned or {}
+    by_name = {d.name: d for d in devices}
+    ops_by_name = {op.name: op for op in ops}
+    requests = {}
+    types = {}
+    for op in ops:
+        t = registry.supported_device_types(op)
+        if not t:
+            raise errors.InvalidArgumentError(None, op, attach_node(
+                "No OpKernel was registered to support Op '%s' with these attrs.  Registered "
+                "devices: [%s], Registered kernels:\n%s" % (
+                    op.type, ",".join(registry.registered_devices()),
+                    registry.registered_kernels_text(op)), op.name))
+        types[op] = t
+        req = dnu.parse_full_name(op.device)
+        if req is None:
+            raise errors.InvalidArgumentError(None, op, attach_node(
+                "Malformed device specification '%s' in node: {{node %s}}" % (op.device, op.name),
+                op.name))
+        requests[op] = req
+
+    # -- colocation groups (union-find over _class attributes and reference edges) -----------
+    parent = {op: op for op in ops}
+
+    def find(op):
+        while parent[op] is not op:
+            parent[op] = parent[parent[op]]
+            op = parent[op]
+        return op
+
+    def union(a, b):
+        ra, rb = find(a), find(b)
+        if ra is not rb:
+            if ra._id > rb._id:
+                ra, rb = rb, ra
+            parent[rb] = ra
+
+    for op in ops:
+        for cls in op.colocation_groups():
+            target = ops_by_name.get(cls.decode()[len("loc:@"):] if isinstance(cls, bytes)
+                                     else cls[len("loc:@"):])
+            if target is not None and target is not op:
+                union(op, target)
+    for op in ops:
+        ref_flags = get_op_def(op.type).ref_inputs
+        for t, is_ref in zip(op._inputs, ref_flags):
+            if is_ref and t.dtype.is_ref_dtype:
+                src = t.op
+                rs, rd = requests[src], requests[op]
+                if _has_details(rs) and _has_details(rd) and not _compatible(rs, rd):
+                    requests[op] = rs.copy()  # the variable's device wins
+                union(src, op)
+
+    groups = {}
+    for op in ops:
+        g = groups.get(find(op))
+        if g is None:
+            g = groups[find(op)] = _Group()
+        g.members.append(op)
+    group_of = {}
+    for g in groups.values():
+        first = g.members[0]
+        for op in g.members:
+            group_of[op] = g
+            try:
+                dnu.merge_dev_names(g.request, requests[op], allow_soft_placement)
+            except errors.InvalidArgumentError as e:
+                raise errors.InvalidArgumentError(None, op, attach_node(
+                    "Cannot colocate nodes {{colocation_node %s}} and {{colocation_node %s}}: %s"
+                    % (first.name, op.name, e.message), op.name)) from None
+            t = types[op] if g.types is None else [x for x in g.types if x in types[op]]
+            if not t:
+                raise errors.InvalidArgumentError(None, op, attach_node(
+                    "Cannot colocate nodes {{colocation_node %s}} and {{colocation_node %s}} "
+                    "because no device type supports both of those nodes and the other nodes "
+                    "colocated with them.%s" % (first.name, op.name, _debug_info(g, types)),
+                    op.name))
+            g.types = t
+
+    # -- consumers, for the generator heuristic ------------------------------------------------
+    consumers = {}
+    for op in ops:
+        for t in op._inputs:
+            consumers.setdefault(t.op, []).append(op)
+        for c in op._control_inputs:
+            consumers.setdefault(c, []).append(op)
+
+    device_of = {}
+    log = []
+
+    def assign(op, device):
+        device_of[op] = device
+        group_of[op].assigned = device
+        log.append("%s: (%s): %s" % (op.name, op.type, device.name))
+
+    def candidates(op):
+        g = group_of[op]
+        if g.assigned is not None:
+            return [g.assigned]
+        if g.candidates is None:
+            g.candidates = _candidates(op, g, devices, allow_soft_placement, requests, types,
+                                       has_cuda)
+        return g.candidates
+
+    postponed = []
+    for op in ops:
+        kept = preassigned.get(op.name)
+        if kept is not None and kept in by_name:
+            assign(op, by_name[kept])
+            continue
+        if not op._inputs and len(op._outputs) == 1 and not op._outputs[0].dtype.is_ref_dtype:
+            postponed.append(op)
+            continue
+        cands = candidates(op)
+        assign(op, cands[0])
+    for op in postponed:
+        cands = candidates(op)
+        chosen = cands[0]
+        users = consumers.get(op)
+        if users and all(u in device_of for u in users):
+            first = device_of[users[0]]
+            if all(device_of[u] is first for u in users) and first in cands:
+                chosen = first
+        assign(op, chosen)
+    return Placement(ops, device_of, log)
+
+
+def _has_details(p):
+    return any(x is not None for x in (p.job, p.replica, p.task, p.type, p.id))
+
+
+def _compatible(a, b):
+    return all(x is None or y is None or x == y for x, y in (
+        (a.job, b.job), (a.replica, b.replica), (a.task, b.task), (a.type, b.type),
+        (a.id, b.id)))
+
+
+def _matching(request, devices):
+    return [d for d in devices if dnu.is_complete_specification(request, d.parsed)]
+
+
+def _candidates(op, group, devices, soft, requests, types, has_cuda):
+    req = group.request
+    if not _has_details(req):
+        found = [d for d in devices if d.device_type in group.types]
+        if not found:
+            raise _cannot_assign(op, "Node had no OpKernel registered to support this operation: "
+                                 "Operation was %s and inputs were [%s]%s" % (
+                                     op.type, ", ".join(t.dtype.name for t in op._inputs),
+                                     _debug_info(group, types)))
+        return sorted(found, key=_sort_key)
+    found = [d for d in _matching(req, devices) if d.device_type in group.types]
+    if not found and soft:
+        loose = req.copy()
+        loose.type = None
+        loose.id = None
+        found = [d for d in _matching(loose, devices) if d.device_type in group.types]
+    if found:
+        return sorted(found, key=_sort_key)
+    own = requests[op]
+    if own == req:
+        if not _matching(own, devices):
+            names = ", ".join(sorted(d.name for d in devices))
+            gpu = ""
+            if not has_cuda and (own.type or "").lower() == "gpu":
+                gpu = " The requested device appears to be a GPU, but CUDA is not enabled."
+            raise _cannot_assign(op, "{{node %s}} was explicitly assigned to %s but available "
+                                 "devices are [ %s ]. Make sure the device specification refers "
+                                 "to a valid device.%s" % (op.name, op.device, names, gpu))
+        if own.type is not None:
+            raise _cannot_assign(op, "Could not satisfy explicit device specification '%s' "
+                                 "because no supported kernel for %s devices is available.%s"
+                                 "\nOp: %s\nRegistered kernels:\n%s" % (
+                                     op.device, own.type, _debug_info(group, types), op.type,
+                                     registry.registered_kernels_text(op)))
+        raise _cannot_assign(op, "Could not satisfy explicit device specification '%s'%s"
+                             % (op.device, _debug_info(group, types)))
+    raise _cannot_assign(op, "Could not satisfy explicit device specification '%s' because the "
+                         "node {{colocation_node %s}} was colocated with a group of nodes that "
+                         "required incompatible device '%s'. All available devices [%s].%s" % (
+                             op.device, op.name, req.to_string(),
+                             ", ".join(sorted(d.name for d in devices)),
+                             _debug_info(group, types)))
+
+
+def _cannot_assign(op, reason):
+    return errors.InvalidArgumentError(None, op, attach_node(
+        "Cannot assign a device for operation %s: %s" % (op.name, reason), op.name))
+
+
+def _debug_info(group, types):
+    """TF's "Colocation Debug Info" block (only for groups of two or more ops)."""
+    if len(group.members) < 2:
+        return ""
+    lines = ["", "Colocation Debug Info:",
+             "Colocation group had the following types and supported devices: "]
+    seen = set()
+    for op in group.members:
+        if op.type not in seen:
+            seen.add(op.type)
+            lines.append("%s: %s " % (op.type, " ".join(types[op])))
+    lines += ["", "Colocation members, user-requested devices, and framework assigned devices, "
+              "if any:"]
+    lines += ["  %s (%s) %s" % (op.name, op.type, op.device) for op in group.members]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,74 @@
+"""Per-device resource managers: where variables (and later queues) keep their state.
+
+Book section: "Sharing State Across Sessions Using Resource Containers".  Every device has a
+resource manager mapping ``(container, name)`` to a resource; a variable's storage is found
+there by its container (``tf.container`` or, by default, the device's job name) and its name.
+"""
+
+import threading
+
+from minitf.framework import errors
+
+
+class VariableRef:
+    """The storage of one TF1 reference variable: a numpy value, or None until initialised."""
+
+    __slots__ = ("name", "dtype", "value", "lock")
+
+    def __init__(self, name, dtype):
+        self.name = name
+        self.dtype = dtype          # numpy dtype
+        self.value = None
+        self.lock = threading.Lock()
+
+    def read(self):
+        """The current value; FailedPreconditionError when the variable was never assigned."""
+        v = self.value
+        if v is None:
+            raise errors.FailedPreconditionError(
+                None, None, "Attempting to use uninitialized value %s" % self.name)
+        return v
+
+    def __repr__(self):
+        return "<VariableRef %s %s>" % (self.name, "uninitialized" if self.value is None
+                                       else "initialized")
+
+
+class ResourceMgr:
+    """``(container, name) -> resource`` for one device, safe to use from several threads."""
+
+    def __init__(self, default_container):
+        self.default_container = default_container
+        self._containers = {}
+        self._lock = threading.Lock()
+
+    def lookup_or_create(self, container, name, creator):
+        container = container or self.default_container
+        with self._lock:
+            c = self._containers.setdefault(container, {})
+            res = c.get(name)
+            if res is None:
+                res = c[name] = creator()
+            return res
+
+    def lookup(self, container, name):
+        container = container or self.default_container
+        with self._lock:
+            if container not in self._containers:
+                raise errors.NotFoundError(
+                    None, None, "Container %s does not exist. (Could not find resource: %s/%s)"
+                    % (container, container, name))
+            try:
+                return self._containers[container][name]
+            except KeyError:
+                raise errors.NotFoundError(None, None, "Resource %s/%s does not exist."
+                                           % (container, name)) from None
+
+    def cleanup(self, container):
+        """Drops every resource of ``container`` (what ``Session.reset`` does per device)."""
+        with self._lock:
+            self._containers.pop(container, None)
+
+    def containers(self):
+        with self._lock:
+            return {c: sorted(r) for c, r in self._containers.items()}
