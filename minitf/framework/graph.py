@@ -169,15 +169,24 @@ def _session_for(obj, session, what):
     if session is None:
         session = get_default_session()
         if session is None:
+            verb = "eval" if _kind(obj) == "tensor" else "run"
             raise ValueError(
-                "Cannot %s using `eval()`: No default session is registered. Use `with "
-                "sess.as_default()` or pass an explicit session to `eval(session=sess)`"
-                % ("evaluate tensor" if what == "evaluate tensor" else "execute operation"))
+                "Cannot %s using `%s()`: No default session is registered. Use `with "
+                "sess.as_default()` or pass an explicit session to `%s(session=sess)`"
+                % (what, verb, verb))
+        if session.graph is not obj.graph:
+            raise ValueError("Cannot use the default session to %s: the %s's graph is "
+                             "different from the session's graph. Pass an explicit session to "
+                             "`%s(session=sess)`." % (what, _kind(obj),
+                                                      "eval" if _kind(obj) == "tensor" else "run"))
     if session.graph is not obj.graph:
         raise ValueError("Cannot use the given session to %s: the %s's graph is different from "
-                         "the session's graph." % (what, "tensor" if isinstance(obj, Tensor)
-                                                    else "operation"))
+                         "the session's graph." % (what, _kind(obj)))
     return session
+
+
+def _kind(obj):
+    return "tensor" if isinstance(obj, Tensor) else "operation"
 
 
 class Operation:
@@ -526,6 +535,15 @@ class Graph:
                     op._control_inputs.append(c)
             for controller in self._control_dependencies_stack:
                 controller.seen.add(op)
+            # The op joins the graph before device functions run: as in TF, an op whose device
+            # function raised stays in the graph (with no device).
+            with self._lock:
+                if name in self._nodes_by_name:
+                    raise ValueError("Duplicate node name in graph: '%s'" % name)
+                op._id = len(self._ops)
+                self._ops.append(op)
+                self._nodes_by_name[name] = op
+                self._version += 1
             self._apply_device_functions(op)
             if self._colocation_stack:
                 groups = set()
@@ -537,13 +555,6 @@ class Graph:
             if self._container and op_def is not None and op_def.has_container:
                 if not op._attrs.get("container"):
                     op._attrs["container"] = self._container
-        with self._lock:
-            if name in self._nodes_by_name:
-                raise ValueError("Duplicate node name in graph: '%s'" % name)
-            op._id = len(self._ops)
-            self._ops.append(op)
-            self._nodes_by_name[name] = op
-            self._version += 1
         return op
 
     def _apply_device_functions(self, op):

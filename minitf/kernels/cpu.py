@@ -185,8 +185,10 @@ register("Fill", _fill, cpu=ALL, gpu=GPU_ARRAY)
 def _variable(op, device):
     name = op.get_attr("shared_name") or op.name
     np_dtype = op.get_attr("dtype").as_numpy_dtype
+    shape = op.get_attr("shape")
+    shape = tuple(shape.as_list()) if shape.is_fully_defined() else None
     ref = device.resource_manager.lookup_or_create(op.get_attr("container"), name,
-                                                   lambda: VariableRef(name, np_dtype))
+                                                   lambda: VariableRef(name, np_dtype, shape))
     out = (ref,)
     return lambda ctx, ins: out
 
@@ -197,11 +199,12 @@ def _assign(op, device):
     def compute(ctx, ins):
         ref, value = ins
         with ref.lock:
-            old = ref.value
-            if validate and old is not None and np.shape(old) != np.shape(value):
+            # Like TF, an uninitialised variable already has its declared shape.
+            lhs = np.shape(ref.value) if ref.value is not None else ref.shape
+            if validate and lhs is not None and lhs != np.shape(value):
                 raise errors.InvalidArgumentError(
-                    None, None, "Assign requires shapes of both tensors to match. lhs shape= %s "
-                    "rhs shape= %s" % (_shape_text(old), _shape_text(value)))
+                    None, None, "Assign requires shapes of both tensors to match. lhs shape= [%s] "
+                    "rhs shape= %s" % (",".join(map(str, lhs)), _shape_text(value)))
             ref.value = owned(value, ref.dtype)
         return (ref,)
     return compute

@@ -33,6 +33,8 @@ def _const_array(value, dtype, shape, verify_shape):
     if raw.dtype.kind in "US" and dtype != dtypes.string:
         raise TypeError("Expected %s, got %r of type 'str' instead."
                         % (dtype.name, raw.reshape(-1)[0].item()))
+    if dtype == dtypes.string:
+        raw = np.vectorize(_as_bytes, otypes=[object])(raw) if raw.size else raw
     arr = np.array(raw, dtype=np_dtype)
     if shape is not None:
         shape = tuple(tensor_shape.as_shape(shape).as_list())
@@ -51,9 +53,14 @@ def _const_array(value, dtype, shape, verify_shape):
                                                               size - arr.size)])
             arr = flat.reshape(shape)
         else:
-            raise TypeError("Too many elements provided. Needed at most %d, but received %d"
+            raise ValueError("Too many elements provided. Needed at most %d, but received %d"
                             % (size, arr.size))
     return arr, dtype
+
+
+def _as_bytes(x):
+    """TF strings are bytes: ``sess.run(tf.constant("hi"))`` gives ``b'hi'``."""
+    return x.encode("utf-8") if isinstance(x, str) else x
 
 
 def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):

@@ -46,26 +46,26 @@ def _random(op_type, shape_t, static, dtype, seed, attrs=None, inputs=()):
     return apply_op(op_type, [shape_t] + list(inputs), [(dtype, static)], op_type, a).outputs[0]
 
 
-def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
-    """Normal samples: ``RandomStandardNormal * stddev + mean`` (final op ``random_normal``)."""
+def _scaled_normal(op_type, default_name, shape, mean, stddev, dtype, seed, name):
     dtype = dtypes.as_dtype(dtype)
-    with name_scope(name, "random_normal", [shape, mean, stddev]) as scope:
+    with name_scope(name, default_name, [shape, mean, stddev]) as scope:
         shape_t, static = _shape_tensor(shape)
         mean_t = convert_to_tensor(mean, dtype=dtype, name="mean")
         std_t = convert_to_tensor(stddev, dtype=dtype, name="stddev")
-        rnd = _random("RandomStandardNormal", shape_t, static, dtype, seed)
+        rnd = _random(op_type, shape_t, static, dtype, seed)
         return add(multiply(rnd, std_t, name="mul"), mean_t, name=scope)
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
+    """Normal samples: ``RandomStandardNormal * stddev + mean`` (final op ``random_normal``)."""
+    return _scaled_normal("RandomStandardNormal", "random_normal", shape, mean, stddev, dtype,
+                          seed, name)
 
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
     """Normal samples redrawn until within two standard deviations of the mean."""
-    dtype = dtypes.as_dtype(dtype)
-    with name_scope(name, "truncated_normal", [shape, mean, stddev]) as scope:
-        shape_t, static = _shape_tensor(shape)
-        mean_t = convert_to_tensor(mean, dtype=dtype, name="mean")
-        std_t = convert_to_tensor(stddev, dtype=dtype, name="stddev")
-        rnd = _random("TruncatedNormal", shape_t, static, dtype, seed)
-        return add(multiply(rnd, std_t, name="mul"), mean_t, name=scope)
+    return _scaled_normal("TruncatedNormal", "truncated_normal", shape, mean, stddev, dtype,
+                          seed, name)
 
 
 def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):

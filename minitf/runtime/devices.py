@@ -41,6 +41,24 @@ def machine_gpus():
     return [PhysicalGPU(i, "minitf emulated GPU", mem, (7, 0), True) for i in range(n)]
 
 
+def _id_list(text, count, bad_entry, out_of_range, duplicate):
+    """Parses a comma-separated list of GPU ids below ``count`` (no repeats); the three
+    message formats say what was wrong in the words of the setting being parsed."""
+    ids = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            i = int(part)
+        except ValueError:
+            raise errors.InvalidArgumentError(None, None, bad_entry % part) from None
+        if not 0 <= i < count:
+            raise errors.InvalidArgumentError(None, None, out_of_range % i)
+        if i in ids:
+            raise errors.InvalidArgumentError(None, None, duplicate % i)
+        ids.append(i)
+    return ids
+
+
 def parse_cuda_visible_devices(value, count):
     """Physical ids listed by ``CUDA_VISIBLE_DEVICES`` (None: variable unset = all cards)."""
     if value is None:
@@ -48,24 +66,13 @@ def parse_cuda_visible_devices(value, count):
     value = value.strip()
     if not value:
         return []
-    ids = []
-    for part in value.split(","):
-        part = part.strip()
-        try:
-            i = int(part)
-        except ValueError:
-            raise errors.InvalidArgumentError(
-                None, None, "CUDA_VISIBLE_DEVICES=%r: %r is not a GPU id (expected a "
-                "comma-separated list of integers such as '3,2')" % (value, part)) from None
-        if not 0 <= i < count:
-            raise errors.InvalidArgumentError(
-                None, None, "CUDA_VISIBLE_DEVICES=%r lists GPU %d but this machine has %d "
-                "GPU card(s) (ids 0..%d)" % (value, i, count, count - 1))
-        if i in ids:
-            raise errors.InvalidArgumentError(
-                None, None, "CUDA_VISIBLE_DEVICES=%r lists GPU %d twice" % (value, i))
-        ids.append(i)
-    return ids
+    return _id_list(
+        value, count,
+        "CUDA_VISIBLE_DEVICES=%r: %%r is not a GPU id (expected a comma-separated list of "
+        "integers such as '3,2')" % value,
+        "CUDA_VISIBLE_DEVICES=%r lists GPU %%d but this machine has %d GPU card(s)"
+        % (value, count),
+        "CUDA_VISIBLE_DEVICES=%r lists GPU %%d twice" % value)
 
 
 def visible_gpus():
@@ -78,23 +85,12 @@ def visible_gpus():
 def _visible_device_list(spec, count):
     if not spec:
         return list(range(count))
-    ids = []
-    for part in spec.split(","):
-        try:
-            i = int(part)
-        except ValueError:
-            raise errors.InvalidArgumentError(
-                None, None, "Could not parse entry in 'visible_device_list': '%s'. "
-                "visible_device_list = %s" % (part, spec)) from None
-        if not 0 <= i < count:
-            raise errors.InvalidArgumentError(
-                None, None, "'visible_device_list' listed an invalid GPU id '%d' but visible "
-                "device count is %d" % (i, count))
-        if i in ids:
-            raise errors.InvalidArgumentError(
-                None, None, "visible_device_list contained a duplicate entry: %s" % spec)
-        ids.append(i)
-    return ids
+    return _id_list(
+        spec, count,
+        "Could not parse entry in 'visible_device_list': '%%s'. visible_device_list = %s" % spec,
+        "'visible_device_list' listed an invalid GPU id '%%d' but visible device count is %d"
+        % count,
+        "visible_device_list contained a duplicate entry: %s (GPU %%d)" % spec)
 
 
 class Device:

@@ -13,11 +13,12 @@ from minitf.framework import errors
 class VariableRef:
     """The storage of one TF1 reference variable: a numpy value, or None until initialised."""
 
-    __slots__ = ("name", "dtype", "value", "lock")
+    __slots__ = ("name", "dtype", "shape", "value", "lock")
 
-    def __init__(self, name, dtype):
+    def __init__(self, name, dtype, shape=None):
         self.name = name
         self.dtype = dtype          # numpy dtype
+        self.shape = shape          # declared shape (a tuple) when fully defined, else None
         self.value = None
         self.lock = threading.Lock()
 

@@ -46,6 +46,7 @@ class _FetchMapper:
         self._build = self._map(graph, fetches)
         self.tensors = [e for e in self.elements if isinstance(e, Tensor)]
         self.targets = [e for e in self.elements if isinstance(e, Operation)]
+        self.key = tuple(self.elements)
 
     def _element(self, graph, fetch):
         try:
@@ -259,16 +260,12 @@ class BaseSession:
                                "calling run().")
         feed_tensors, feed_values = self._feeds(feed_dict) if feed_dict else ((), ())
         placement = self._ensure_placed()
-        key = (id(mapper), tuple(feed_tensors))
+        key = (mapper.key, tuple(feed_tensors))
         eplan = self._plans.get(key)
         if eplan is None:
-            kernels = self._kernels
-            eplan = executor.build(placement.ops, placement, self._devices[0].name,
-                                   mapper.tensors, mapper.targets, feed_tensors,
-                                   _KernelCache(kernels, placement))
-            self._plans[key] = (eplan, mapper)
-        else:
-            eplan = eplan[0]
+            eplan = self._plans[key] = executor.build(
+                placement.ops, placement, self._devices[0].name, mapper.tensors,
+                mapper.targets, feed_tensors, _KernelCache(self._kernels, placement))
         vals = executor.run_serial(eplan, feed_values)
         out = []
         slots = eplan.fetch_slots

@@ -1,0 +1,41 @@
+"""Shared pytest fixtures for the minitf tests.
+
+* every test starts from a fresh default graph (``tf.reset_default_graph()``);
+* ``cpu_only``: a process without GPUs, like the CPU-only machine that produced
+  /work/shared/reference/tf_outputs (``tf.config.emulate_gpus(0)``);
+* ``two_gpus``: a process with two emulated GPU cards (``tf.config.emulate_gpus(2)``), for the
+  book's and the blog's GPU examples.
+
+Both device fixtures go back to the environment's setting (``emulate_gpus(None)``) afterwards.
+"""
+
+import pytest
+
+import minitf as tf
+
+
+@pytest.fixture(autouse=True)
+def fresh_default_graph():
+    """Each test builds its ops in a new, empty default graph."""
+    tf.reset_default_graph()
+    yield
+
+
+@pytest.fixture
+def cpu_only():
+    """No GPU in this process: sessions see only /job:localhost/replica:0/task:0/device:CPU:0."""
+    tf.config.emulate_gpus(0)
+    try:
+        yield
+    finally:
+        tf.config.emulate_gpus(None)
+
+
+@pytest.fixture
+def two_gpus():
+    """Two emulated GPU cards: sessions see CPU:0, GPU:0 and GPU:1."""
+    tf.config.emulate_gpus(2)
+    try:
+        yield
+    finally:
+        tf.config.emulate_gpus(None)
