@@ -92,7 +92,7 @@ def test_graph_version_grows_with_ops():
     assert g.version > v1
 
 
-# -- unique names, name scopes (§11.1, §11.2) -----------------------------------------------------
+# -- unique names, name scopes (§11.1, §11.2) ---------------------------------------------------
 
 def test_unique_names_add_add_1():
     """§11.2: repeated default names get _1, _2 ..."""
@@ -225,7 +225,15 @@ def test_floordiv_values():
     np.testing.assert_array_equal(run(a // b), [3, -4])
 
 
-# -- Tensor and Operation objects -----------------------------------------------------------------
+def test_float_floordiv_is_floor_of_quotient():
+    """TF's float FloorDiv kernel computes floor(x / y): 1.0 // 0.1 is 10 in float32 (numpy's
+    floor_divide, which is fmod-based, gives 9)."""
+    x = tf.constant(1.0, name="x")
+    y = tf.constant(0.1, name="y")
+    assert run(x // y) == np.floor(np.float32(1.0) / np.float32(0.1)) == 10.0
+
+
+# -- Tensor and Operation objects ---------------------------------------------------------------
 
 def test_tensor_name_dtype_shape():
     """A tensor is named '<op>:<index>' and carries dtype and static shape."""
@@ -364,7 +372,7 @@ def test_inputs_from_another_graph_are_rejected():
             tf.add(a, b)
 
 
-# -- variables (§1.8) ------------------------------------------------------------------------------
+# -- variables (§1.8) ---------------------------------------------------------------------------
 
 def test_variable_creates_four_ops():
     """§1.8: tf.Variable(3.0, name='a') makes a/initial_value, a, a/Assign, a/read."""
@@ -508,7 +516,7 @@ def test_variable_collections():
     assert tf.trainable_variables() == [v1]
 
 
-# -- tf.device (§1.6, §11.7) -------------------------------------------------------------------------
+# -- tf.device (§1.6, §11.7) --------------------------------------------------------------------
 
 @pytest.mark.parametrize("given_device, stored", [
     ("/cpu:0", "/device:CPU:0"),
@@ -670,7 +678,7 @@ def test_device_is_never_changed_by_running():
     assert a.op.device == "" and b.op.device == "" and c.op.device == "/device:CPU:0"
 
 
-# -- colocation (§1.7) ---------------------------------------------------------------------------
+# -- colocation (§1.7) --------------------------------------------------------------------------
 
 def test_colocate_with_copies_device_and_sets_class():
     """§1.7: ops created under colocate_with(v) get v's device and _class=[loc:@v]."""
@@ -745,7 +753,7 @@ def test_colocate_with_none():
     assert m.op.get_attr("_class") == [b"loc:@a"]
 
 
-# -- control dependencies (§5.4) -------------------------------------------------------------------
+# -- control dependencies (§5.4) ----------------------------------------------------------------
 
 def test_control_dependencies_only_new_ops():
     """§5.4: only ops created inside the block get control inputs."""
@@ -920,7 +928,7 @@ def test_container_sets_variable_attr():
         c.op.get_attr("container")  # only ops with a container attr get one
 
 
-# -- shape and dtype errors at graph construction -------------------------------------------------
+# -- shape and dtype errors at graph construction -----------------------------------------------
 
 def test_broadcast_shape_error():
     """Incompatible elementwise shapes fail at construction with TF's text."""
@@ -1244,7 +1252,7 @@ def test_graph_seed_reproducible_across_sessions():
     assert not np.array_equal(va1, vb1)  # different ops get different op seeds
 
 
-# -- hypothesis: elementwise ops and reductions vs numpy --------------------------------------------
+# -- hypothesis: elementwise ops and reductions vs numpy ----------------------------------------
 
 _FLOAT = st.floats(-100, 100, allow_nan=False, width=32)
 _DIVISOR = st.one_of(st.floats(0.5, 100, width=32), st.floats(-100, -0.5, width=32))
@@ -1288,7 +1296,8 @@ def test_float_binary_ops_match_numpy(name, tf_fn, np_fn, data, shapes):
 @given(data=st.data(), shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3,
                                                                  max_side=4))
 def test_float_division_matches_numpy(data, shapes):
-    """Broadcasting RealDiv and FloorDiv on float32 agree with numpy."""
+    """Broadcasting RealDiv and FloorDiv on float32 agree with numpy (TF's float FloorDiv is
+    floor(x / y), computed in the tensor's dtype)."""
     sx, sy = shapes.input_shapes
     x = data.draw(hnp.arrays(np.float32, sx, elements=_FLOAT))
     y = data.draw(hnp.arrays(np.float32, sy, elements=_DIVISOR))
@@ -1296,7 +1305,7 @@ def test_float_division_matches_numpy(data, shapes):
     assert static == list(shapes.result_shape)
     np.testing.assert_allclose(out, x / y, rtol=1e-6)
     fout, _ = _eval_in_fresh_graph(lambda a, b: a // b, x, y)
-    np.testing.assert_allclose(fout, np.floor_divide(x, y), rtol=1e-6)
+    np.testing.assert_allclose(fout, np.floor(x / y), rtol=1e-6)  # TF: floor(x / y)
 
 
 @HYP

@@ -445,7 +445,7 @@ def test_sessions_do_not_share_variables():
     s2.close()
 
 
-# -- placement and its log (§2, §3) --------------------------------------------------------------
+# -- placement and its log (§2, §3) -------------------------------------------------------------
 
 def test_placement_at_first_run_and_after_growth(capsys):
     """§2.1/§3: the whole graph is placed (and logged) at the first run and again only when
@@ -673,7 +673,7 @@ def test_int32_variable_on_gpu_fails_without_soft_placement():
             sess.run(iv.initializer)
 
 
-# -- the session's devices (§2.1, §5.3) ------------------------------------------------------------
+# -- the session's devices (§2.1, §5.3) ---------------------------------------------------------
 
 def test_list_devices_default():
     """A local session has CPU:0 and one GPU per visible card."""

@@ -57,13 +57,15 @@ class OpError(Exception):
         return self._message
 
     def __reduce__(self):
-        # Keeps errors picklable across process boundaries (subclasses take 3 args).
-        return (type(self), (self._node_def, self._op, self._message))
+        # Keeps errors picklable across process boundaries, code included.
+        return (type(self), (self._node_def, self._op, self._message, self._error_code))
 
 
 def _make(name, code, doc):
     def __init__(self, node_def, op, message, *args):
-        OpError.__init__(self, node_def, op, message, code)
+        # Only UnknownError keeps a code given to it (TF's signature); the others are fixed.
+        given = args[0] if args and code == UNKNOWN else code
+        OpError.__init__(self, node_def, op, message, given)
 
     cls = type(name, (OpError,), {"__init__": __init__, "__doc__": doc, "__module__": __name__})
     return cls

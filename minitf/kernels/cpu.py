@@ -87,7 +87,13 @@ register("AddV2", _binary(operator.add), cpu=NUMERIC, gpu=GPU_MATH)
 register("Sub", _binary(operator.sub), cpu=NUMERIC, gpu=GPU_MATH)
 register("Mul", _binary(operator.mul), cpu=NUMERIC, gpu=GPU_MATH)
 register("RealDiv", _binary(operator.truediv), cpu=FLOATS + COMPLEX, gpu=FLOATS + COMPLEX)
-register("FloorDiv", _binary(operator.floordiv), cpu=FLOATS + INTS, gpu=FLOATS + (D.int64,))
+def _floordiv(op, device):
+    # TF's float kernel is floor(x / y) (1.0 // 0.1 == 10.0); Python's // differs (9.0).
+    fn = operator.floordiv if op.get_attr("T").is_integer else (lambda x, y: np.floor(x / y))
+    return _binary(fn)(op, device)
+
+
+register("FloorDiv", _floordiv, cpu=FLOATS + INTS, gpu=FLOATS + (D.int64,))
 register("Neg", _unary(operator.neg), cpu=NUMERIC, gpu=GPU_MATH)
 register("Square", _unary(lambda x: x * x), cpu=NUMERIC, gpu=GPU_MATH)
 

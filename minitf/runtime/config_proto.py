@@ -9,6 +9,8 @@ unknown field names and wrongly typed values are refused, nested messages are cr
 read, and ``print(config)`` shows the set fields in protobuf text format.
 """
 
+import copy
+
 _SCALARS = {int: (int,), float: (int, float), bool: (bool, int), str: (str,)}
 
 
@@ -19,7 +21,8 @@ class Message:
     ``("map", key type, value type)``.
     """
 
-    FIELDS = {}
+    FIELDS = {}   # in field-number order, which is the order text format prints them in
+    ENUMS = {}    # field -> {number: name} for enum fields
 
     def __init__(self, **kwargs):
         for name, value in kwargs.items():
@@ -33,7 +36,7 @@ class Message:
                 if not isinstance(value, kind):
                     raise TypeError("Parameter to initialize message field must be instance of "
                                     "%s" % kind.__name__)
-                self.__dict__[name] = value
+                self.__dict__[name] = copy.deepcopy(value)  # protobuf copies, never shares
             elif isinstance(kind, tuple) and kind[0] == "map":
                 getattr(self, name).update(value)
             elif isinstance(kind, tuple):
@@ -67,7 +70,7 @@ class Message:
         self.__dict__[name] = _check_scalar(kind, value, name)
 
     def HasField(self, name):
-        return name in self.__dict__
+        return name in self.__dict__ and _is_set(self.__dict__[name])
 
     def ListFields(self):
         return [(n, self.__dict__[n]) for n in self.FIELDS if n in self.__dict__
@@ -80,7 +83,7 @@ class Message:
         self.MergeFrom(other)
 
     def MergeFrom(self, other):
-        for name, value in other.ListFields():
+        for name, value in copy.deepcopy(other.ListFields()):
             kind = self.FIELDS[name]
             if isinstance(kind, tuple):
                 (getattr(self, name).update if kind[0] == "map" else
@@ -164,6 +167,9 @@ def _fmt(value):
 
 def _text(msg, indent):
     for name, value in msg.ListFields():
+        if name in msg.ENUMS:
+            yield "%s%s: %s\n" % (indent, name, msg.ENUMS[name].get(value, value))
+            continue
         if isinstance(value, Message):
             yield "%s%s {\n" % (indent, name)
             yield from _text(value, indent + "  ")
@@ -185,8 +191,8 @@ def _text(msg, indent):
 
 
 class GPUOptions(Message):
-    FIELDS = {"per_process_gpu_memory_fraction": float, "allow_growth": bool,
-              "allocator_type": str, "deferred_deletion_bytes": int, "visible_device_list": str,
+    FIELDS = {"per_process_gpu_memory_fraction": float, "allocator_type": str,
+              "deferred_deletion_bytes": int, "allow_growth": bool, "visible_device_list": str,
               "polling_active_delay_usecs": int, "polling_inactive_delay_msecs": int,
               "force_gpu_compatible": bool}
 
@@ -201,8 +207,8 @@ class OptimizerOptions(Message):
 
 
 class GraphOptions(Message):
-    FIELDS = {"place_pruned_graph": bool, "build_cost_model": int, "infer_shapes": bool,
-              "timeline_step": int, "optimizer_options": OptimizerOptions}
+    FIELDS = {"optimizer_options": OptimizerOptions, "build_cost_model": int,
+              "infer_shapes": bool, "place_pruned_graph": bool, "timeline_step": int}
 
 
 class RPCOptions(Message):
@@ -211,19 +217,21 @@ class RPCOptions(Message):
 
 class ConfigProto(Message):
     FIELDS = {"device_count": ("map", str, int), "intra_op_parallelism_threads": int,
-              "inter_op_parallelism_threads": int, "use_per_session_threads": bool,
-              "session_inter_op_thread_pool": ("repeated", ThreadPoolOptionProto),
               "placement_period": int, "device_filters": ("repeated", str),
-              "gpu_options": GPUOptions, "allow_soft_placement": bool,
-              "log_device_placement": bool, "graph_options": GraphOptions,
-              "operation_timeout_in_ms": int, "rpc_options": RPCOptions,
-              "isolate_session_state": bool}
+              "inter_op_parallelism_threads": int, "gpu_options": GPUOptions,
+              "allow_soft_placement": bool, "log_device_placement": bool,
+              "use_per_session_threads": bool, "graph_options": GraphOptions,
+              "operation_timeout_in_ms": int,
+              "session_inter_op_thread_pool": ("repeated", ThreadPoolOptionProto),
+              "rpc_options": RPCOptions, "isolate_session_state": bool}
 
 
 class RunOptions(Message):
     NO_TRACE, SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = 0, 1, 2, 3
     FIELDS = {"trace_level": int, "timeout_in_ms": int, "inter_op_thread_pool": int,
               "output_partition_graphs": bool, "report_tensor_allocations_upon_oom": bool}
+    ENUMS = {"trace_level": {0: "NO_TRACE", 1: "SOFTWARE_TRACE", 2: "HARDWARE_TRACE",
+                             3: "FULL_TRACE"}}
 
 
 class StepStats(Message):
