@@ -67,14 +67,28 @@ register("Identity", lambda op, device: (lambda ctx, ins: (ins[0],)), cpu=ALL, g
 
 # -- elementwise -----------------------------------------------------------------------------
 
-def _binary(fn):
+SPLIT_ELEMENTS = 1 << 16   # elementwise ops at least this large split over the intra-op pool
+SPLIT_FLOPS = 1 << 21      # matmuls with at least this many multiply-adds split too
+
+
+def _binary(fn, ufunc=None):
+    """A broadcasting binary kernel; with ``ufunc``, large same-shape operands are split into
+    chunks that the device's intra-op pool computes in parallel (numpy releases the GIL)."""
     def factory(op, device):
         def compute(ctx, ins):
+            x, y = ins
+            if ufunc is not None and type(x) is np.ndarray and type(y) is np.ndarray and \
+                    x.shape == y.shape and x.size >= SPLIT_ELEMENTS:
+                out = np.empty(x.shape, np.result_type(x, y))
+                fx, fy, fo = x.reshape(-1), y.reshape(-1), out.reshape(-1)
+                ctx.parallel_for(fo.size, lambda lo, hi: ufunc(fx[lo:hi], fy[lo:hi],
+                                                               out=fo[lo:hi]))
+                return (out,)
             try:
-                return (fn(ins[0], ins[1]),)
+                return (fn(x, y),)
             except ValueError:
                 raise errors.InvalidArgumentError(None, None, "Incompatible shapes: %s vs. %s"
-                                                  % (_shape_text(ins[0]), _shape_text(ins[1])))
+                                                  % (_shape_text(x), _shape_text(y)))
         return compute
     return factory
 
@@ -83,10 +97,12 @@ def _unary(fn):
     return lambda op, device: (lambda ctx, ins: (fn(ins[0]),))
 
 
-register("AddV2", _binary(operator.add), cpu=NUMERIC, gpu=GPU_MATH)
-register("Sub", _binary(operator.sub), cpu=NUMERIC, gpu=GPU_MATH)
-register("Mul", _binary(operator.mul), cpu=NUMERIC, gpu=GPU_MATH)
-register("RealDiv", _binary(operator.truediv), cpu=FLOATS + COMPLEX, gpu=FLOATS + COMPLEX)
+register("AddV2", _binary(operator.add, np.add), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
+register("Sub", _binary(operator.sub, np.subtract), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
+register("Mul", _binary(operator.mul, np.multiply), cpu=NUMERIC, gpu=GPU_MATH,
+         splittable=True)
+register("RealDiv", _binary(operator.truediv, np.true_divide), cpu=FLOATS + COMPLEX,
+         gpu=FLOATS + COMPLEX, splittable=True)
 def _floordiv(op, device):
     # TF's float kernel is floor(x / y) (1.0 // 0.1 == 10.0); Python's // differs (9.0).
     fn = operator.floordiv if op.get_attr("T").is_integer else (lambda x, y: np.floor(x / y))
@@ -119,7 +135,14 @@ def _matmul(op, device):
             raise errors.InvalidArgumentError(
                 None, None, "Matrix size-incompatible: In[0]: %s, In[1]: %s"
                 % (_shape_text(a), _shape_text(b)))
-        return (np.matmul(a, b),)
+        m, k = a.shape
+        n = b.shape[1]
+        if m * k * n < SPLIT_FLOPS or m < 2:
+            return (np.matmul(a, b),)
+        # Figure 12-5's op A: row blocks of the result computed by the intra-op pool.
+        out = np.empty((m, n), np.result_type(a, b))
+        ctx.parallel_for(m, lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]))
+        return (out,)
     return compute
 
 
@@ -147,7 +170,7 @@ def _reduction(mean):
 
 
 register("MatMul", _matmul, cpu=FLOATS + COMPLEX + (D.int32, D.int64), gpu=FLOATS + COMPLEX,
-         cost="expensive")
+         cost="expensive", splittable=True)
 register("AddN", _add_n, cpu=NUMERIC, gpu=GPU_MATH)
 register("Sum", _reduction(False), cpu=NUMERIC, gpu=GPU_MATH)
 register("Mean", _reduction(True), cpu=NUMERIC, gpu=GPU_MATH)

@@ -19,20 +19,21 @@ _KERNELS = {}  # op type -> [KernelDef]
 
 
 class KernelDef:
-    __slots__ = ("op_type", "device_type", "dtypes", "factory", "cost")
+    __slots__ = ("op_type", "device_type", "dtypes", "factory", "cost", "splittable")
 
-    def __init__(self, op_type, device_type, dtype_set, factory, cost):
+    def __init__(self, op_type, device_type, dtype_set, factory, cost, splittable):
         self.op_type = op_type
         self.device_type = device_type
         self.dtypes = dtype_set  # frozenset of DType, or None for "any"
         self.factory = factory
-        self.cost = cost  # "cheap" (runs inline) or "expensive" (goes to the pool)
+        self.cost = cost  # "cheap" (may run inline) or "expensive" (always goes to the pool)
+        self.splittable = splittable  # splits its work over the intra-op pool when large
 
     def matches(self, dtype):
         return self.dtypes is None or dtype is None or dtype in self.dtypes
 
 
-def register(op_type, factory, cpu=None, gpu=None, cost="cheap"):
+def register(op_type, factory, cpu=None, gpu=None, cost="cheap", splittable=False):
     """Registers ``factory`` for CPU with dtypes ``cpu`` and for GPU with dtypes ``gpu``.
 
     ``cpu``/``gpu``: an iterable of DTypes, ``"any"`` (no constraint) or None (no kernel).
@@ -42,7 +43,7 @@ def register(op_type, factory, cpu=None, gpu=None, cost="cheap"):
             continue
         dset = None if allowed == "any" else frozenset(allowed)
         _KERNELS.setdefault(op_type, []).append(
-            KernelDef(op_type, device_type, dset, factory, cost))
+            KernelDef(op_type, device_type, dset, factory, cost, splittable))
 
 
 def _kernel_dtype(op):

@@ -235,7 +235,9 @@ class RunOptions(Message):
 
 
 class StepStats(Message):
-    FIELDS = {"dev_stats": ("repeated", object)}
+    """``dev_stats``: DeviceStepStats per device; ``transfers``: TransferStats (minitf's
+    record of cross-device copies).  See ``minitf.runtime.step_stats``."""
+    FIELDS = {"dev_stats": ("repeated", object), "transfers": ("repeated", object)}
 
 
 class RunMetadata(Message):

@@ -4,35 +4,59 @@ Book sections: "Placing Operations on Devices" (a run only executes what its fet
 "Parallel Execution" (the dependency-counting :class:`~minitf.runtime.scheduler.Step`).
 
 :func:`build` prunes the graph to the ops a run needs, instantiates one kernel per op on its
-assigned device, and adds a feed node per fed tensor.  :func:`run_serial` drives the scheduler
-on the calling thread.
+assigned device, and adds a feed node per fed tensor.  :func:`run_step` runs one step: on the
+calling thread when every op is cheap (:func:`run_serial`), else over each device's inter-op
+pool, splittable kernels splitting their work over the device's intra-op pool
+(:class:`_ThreadedRun`).  Both drive the same :class:`~minitf.runtime.scheduler.Step`.
 """
+
+import threading
+import time
 
 from minitf.framework import errors
 from minitf.kernels import registry
 from minitf.ops.op_def import get_op_def
+from minitf.runtime import pools
+from minitf.runtime.config_proto import StepStats
 from minitf.runtime.placer import attach_node
+from minitf.runtime.resource_mgr import VariableRef
 from minitf.runtime.scheduler import Plan, Step
+from minitf.runtime.step_stats import (ChunkStats, DeviceStepStats, NodeExecStats, TensorOutput,
+                                       TransferStats, timeline_label)
 
 
-class StepContext:
-    """What kernels may read during one step (the fed values, for feed nodes)."""
+INLINE_ELEMENTS = 1 << 15  # ops producing more elements than this go to the inter-op pool
 
-    __slots__ = ("feeds",)
 
-    def __init__(self, feeds):
-        self.feeds = feeds
+def is_expensive(op, kdef):
+    """TF's cost estimate, simplified: a kernel declared expensive (MatMul), or any op whose
+    static output has more than ``INLINE_ELEMENTS`` elements, is sent to the device's inter-op
+    pool; everything else runs inline on the thread that made it ready."""
+    if kdef.cost == "expensive":
+        return True
+    for t in op._outputs:
+        n = t.shape.num_elements()
+        if n is not None and n > INLINE_ELEMENTS:
+            return True
+    return False
 
 
 class ExecutionPlan:
-    """A plan plus its kernels: ``kernels[i](ctx, inputs)`` computes node ``i``."""
+    """A plan plus its kernels: ``kernels[i](ctx, inputs)`` computes node ``i``.
 
-    def __init__(self, plan, kernels, names, ops, fetch_slots):
+    ``expensive[i]``: node ``i`` goes to its device's inter-op pool rather than running inline;
+    ``splittable[i]``: its kernel may split its work over the device's intra-op pool.
+    """
+
+    def __init__(self, plan, kernels, names, ops, fetch_slots, expensive, splittable):
         self.plan = plan
         self.kernels = kernels
         self.names = names    # node name per index (feed nodes: "_arg_<tensor>")
         self.ops = ops        # Operation per index (None for feed nodes)
         self.fetch_slots = fetch_slots  # (node, output index) per fetched tensor
+        self.expensive = expensive
+        self.splittable = splittable
+        self.any_expensive = any(expensive)
 
 
 def prune(fetch_ops, feed_tensors):
@@ -81,6 +105,7 @@ def build(graph_ops, placement, client_device, fetch_tensors, target_ops, feed_t
     for t, j in feed_index.items():
         feed_node[t] = n + j
     inputs, controls, devices, kernels, names = [], [], [], [], []
+    expensive, splittable = [], []
     for op in ops:
         device = placement.device_of[op]
         kdef = registry.find_kernel(op, device.device_type)
@@ -103,16 +128,20 @@ def build(graph_ops, placement, client_device, fetch_tensors, target_ops, feed_t
         devices.append(device.name)
         kernels.append(kernel)
         names.append(op.name)
+        expensive.append(is_expensive(op, kdef))
+        splittable.append(kdef.splittable)
     for t, j in feed_index.items():
         inputs.append([])
         controls.append([])
         devices.append(client_device)
         kernels.append(_feed_kernel(j))
         names.append("_arg_%s_%d" % (t.op.name, t.value_index))
+        expensive.append(False)
+        splittable.append(False)
     fetch_slots = [(feed_node[t], 0) if t in feed_node else (index[t.op], t._value_index)
                    for t in fetch_tensors]
     return ExecutionPlan(Plan(inputs, controls, devices), kernels, names,
-                         ops + [None] * len(feed_index), fetch_slots)
+                         ops + [None] * len(feed_index), fetch_slots, expensive, splittable)
 
 
 def node_error(exc, eplan, i):
@@ -130,7 +159,90 @@ def node_error(exc, eplan, i):
     return cls(op.node_def if op is not None else None, op, msg)
 
 
-def run_serial(eplan, feeds):
+# -- contexts handed to kernels ---------------------------------------------------------------
+
+class StepContext:
+    """What kernels may use during one step: the fed values, and ``parallel_for`` (serial here;
+    a kernel run by a pool thread gets a :class:`_NodeContext` that splits for real)."""
+
+    __slots__ = ("feeds",)
+
+    def __init__(self, feeds):
+        self.feeds = feeds
+
+    def parallel_for(self, n, fn):
+        fn(0, n)
+
+
+class _NodeContext:
+    __slots__ = ("feeds", "_pool", "chunks")
+
+    def __init__(self, feeds, pool):
+        self.feeds = feeds
+        self._pool = pool
+        self.chunks = []
+
+    def parallel_for(self, n, fn):
+        self._pool.parallel_for(n, fn, self._record)
+
+    def _record(self, index, ident, name, start, end):
+        self.chunks.append(ChunkStats(index, ident, name, start, end))
+
+
+# -- tracing ----------------------------------------------------------------------------------
+
+def _nbytes(v):
+    if type(v) is VariableRef:
+        v = v.value
+    return int(getattr(v, "nbytes", 0) or 0)
+
+
+class Tracer:
+    """Collects a NodeExecStats per executed node (and cross-device transfers)."""
+
+    def __init__(self, eplan):
+        self.eplan = eplan
+        self.nodes = [None] * eplan.plan.n
+        self.transfers = []
+
+    def record(self, i, vals, start, end, pool, chunks=()):
+        ep = self.eplan
+        ident, tname = pools.current_thread()
+        outs = vals[i] or ()
+        outputs = [TensorOutput(k, str(getattr(v, "dtype", "")), tuple(getattr(v, "shape", ())),
+                                                    _nbytes(v)) for k, v in enumerate(outs)]
+        self.nodes[i] = NodeExecStats(ep.names[i], ep.ops[i].type if ep.ops[i] else "_Arg",
+                                      start, end - start, ident, tname, pool,
+                                      timeline_label(ep.ops[i], ep.names[i]), output=outputs,
+                                      chunks=chunks)
+        dev = ep.plan.device
+        for s, k in ep.plan.inputs[i]:
+            if dev[s] != dev[i]:
+                self.transfers.append(TransferStats(
+                    "%s:%d" % (ep.names[s], k), ep.names[s], ep.names[i], dev[s], dev[i],
+                    _nbytes(vals[s][k]), start))
+
+    def step_stats(self, device_order):
+        per_device = {}
+        for i, ns in enumerate(self.nodes):
+            if ns is not None:
+                per_device.setdefault(self.eplan.plan.device[i], []).append(ns)
+        stats = StepStats()
+        for d in device_order:
+            if d in per_device:
+                nodes = sorted(per_device[d], key=lambda n: n.all_start_micros)
+                stats.dev_stats.append(DeviceStepStats(d, nodes))
+        stats.transfers.extend(self.transfers)
+        return stats
+
+
+def _now():
+    return time.time_ns() // 1000
+
+
+# -- the drivers ------------------------------------------------------------------------------
+
+def run_serial(eplan, feeds, tracer=None):
     """Runs one step on the calling thread; returns the list of every node's outputs."""
     ctx = StepContext(feeds)
     plan = eplan.plan
@@ -143,9 +255,162 @@ def run_serial(eplan, feeds):
         current[0] = i
         vals[i] = kernels[i](ctx, [vals[s][k] for s, k in inputs[i]])
 
+    def execute_traced(i):
+        current[0] = i
+        start = _now()
+        vals[i] = kernels[i](ctx, [vals[s][k] for s, k in inputs[i]])
+        tracer.record(i, vals, start, _now(), "inline")
+
     try:
-        Step(plan).run_inline(execute)
+        Step(plan).run_inline(execute if tracer is None else execute_traced)
     except Exception as e:  # noqa: BLE001 - every kernel failure becomes a TF error
         raise node_error(e, eplan, current[0]) from (None if isinstance(e, errors.OpError)
                                                      else e)
     return vals
+
+
+class _ThreadedRun:
+    """One step over the per-device pools: cheap ops inline, expensive ones to the pool.
+
+    A node that becomes ready runs inline on the thread that made it ready when it is cheap
+    and on that thread's device (the caller's thread takes any device); otherwise it joins its
+    device's ready queue and a thread of that device's inter-op pool picks it up.
+    """
+
+    def __init__(self, eplan, feeds, pool_set, tracer):
+        self.eplan = eplan
+        self.plan = eplan.plan
+        self.step = Step(self.plan)
+        self.vals = [None] * self.plan.n
+        self.ctx = StepContext(feeds)
+        self.feeds = feeds
+        self.pools = pool_set
+        self.tracer = tracer
+        self.cond = threading.Condition()
+        self.outstanding = 0
+        self.error = None
+        self.cancelled = False
+
+    def run(self, timeout_ms):
+        self._process(list(self.plan.roots), None)
+        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms > 0 else None
+        with self.cond:
+            while not self._finished():
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    self.cancelled = True
+                    raise errors.DeadlineExceededError(None, None,
+                                                       "Timed out waiting for notification")
+                self.cond.wait(remaining)
+        if self.error is not None:
+            e, i = self.error
+            raise node_error(e, self.eplan, i) from (None if isinstance(e, errors.OpError)
+                                                     else e)
+        return self.vals
+
+    def _finished(self):
+        if self.error is not None:
+            return self.outstanding == 0
+        return self.step.done
+
+    def _execute(self, i, device):
+        plan, vals = self.plan, self.vals
+        ins = [vals[s][k] for s, k in plan.inputs[i]]
+        if self.eplan.splittable[i] and device is not None:
+            ctx = _NodeContext(self.feeds, self.pools.for_device(device).intra)
+        else:
+            ctx = self.ctx
+        start = _now() if self.tracer is not None else 0
+        vals[i] = self.eplan.kernels[i](ctx, ins)
+        if self.tracer is not None:
+            self.tracer.record(i, vals, start, _now(), "inter_op" if device else "inline",
+                               getattr(ctx, "chunks", ()))
+
+    def _process(self, ready, device, first=None):
+        """Runs ``first`` (a node popped from a pool queue) and every cheap node that becomes
+        ready after it on this thread; hands the rest to the pools."""
+        stack = []
+        self._route(ready, device, stack)
+        if first is not None:
+            stack.append(first)
+        plan_device = self.plan.device
+        while stack:
+            if self.cancelled:
+                return
+            i = stack.pop()
+            try:
+                self._execute(i, plan_device[i] if device is not None else None)
+            except Exception as e:  # noqa: BLE001 - reported to the caller
+                with self.cond:
+                    if self.error is None:
+                        self.error = (e, i)
+                    self.cancelled = True
+                    self.cond.notify_all()
+                return
+            with self.cond:
+                newly = self.step.finish(i, enqueue=False)
+                if self.step.done:
+                    self.cond.notify_all()
+            if newly:
+                self._route(newly, device, stack)
+
+    def _route(self, nodes, device, stack):
+        expensive, plan_device = self.eplan.expensive, self.plan.device
+        for j in nodes:
+            if not expensive[j] and (device is None or plan_device[j] == device):
+                stack.append(j)
+            else:
+                with self.cond:
+                    if self.cancelled:  # a failed or timed-out step starts nothing new
+                        return
+                    self.step.enqueue(j)
+                    self.outstanding += 1
+                self.pools.for_device(plan_device[j]).inter.submit(self._pool_task,
+                                                                   plan_device[j])
+
+    def _pool_task(self, device):
+        try:
+            with self.cond:
+                i = self.step.pop_ready(device)
+            if i is not None and not self.cancelled:
+                self._process((), device, first=i)
+        finally:
+            with self.cond:
+                self.outstanding -= 1
+                if self._finished():
+                    self.cond.notify_all()
+
+
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_limiter = None
+
+
+class _SingleThreadedBlas:
+    """While threaded steps run, BLAS uses one thread: parallelism comes from minitf's own
+    pools, sized as the user asked, not from BLAS threads multiplying them (threadpoolctl)."""
+
+    def __enter__(self):
+        global _blas_users, _blas_limiter
+        with _blas_lock:
+            if _blas_users == 0:
+                from threadpoolctl import threadpool_limits
+                _blas_limiter = threadpool_limits(limits=1, user_api="blas")
+            _blas_users += 1
+
+    def __exit__(self, *exc):
+        global _blas_users, _blas_limiter
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0 and _blas_limiter is not None:
+                _blas_limiter.restore_original_limits()
+                _blas_limiter = None
+        return False
+
+
+def run_step(eplan, feeds, pool_set, tracer=None, timeout_ms=0):
+    """Runs one step: inline on the caller when every node is cheap, else over the pools."""
+    if not eplan.any_expensive:
+        return run_serial(eplan, feeds, tracer)
+    with _SingleThreadedBlas():
+        return _ThreadedRun(eplan, feeds, pool_set, tracer).run(timeout_ms)

@@ -54,8 +54,9 @@ class Step:
             self.ready.setdefault(self.plan.device[i], deque()).append(i)
         return list(self.plan.roots)
 
-    def finish(self, i):
-        """Marks node ``i`` done; returns the nodes that just became ready (also queued)."""
+    def finish(self, i, enqueue=True):
+        """Marks node ``i`` done; returns the nodes that just became ready (and, with
+        ``enqueue``, appends them to their device's ready queue)."""
         self.finished += 1
         newly = []
         pending = self.pending
@@ -63,8 +64,13 @@ class Step:
             pending[j] -= 1
             if pending[j] == 0:
                 newly.append(j)
-                self.ready.setdefault(self.plan.device[j], deque()).append(j)
+                if enqueue:
+                    self.enqueue(j)
         return newly
+
+    def enqueue(self, j):
+        """Appends ready node ``j`` to its device's queue."""
+        self.ready.setdefault(self.plan.device[j], deque()).append(j)
 
     def pop_ready(self, device):
         q = self.ready.get(device)

@@ -16,8 +16,8 @@ from minitf.framework import graph as ops_graph
 from minitf.framework.graph import Graph, Operation, Tensor
 from minitf.ops.op_def import get_op_def
 from minitf.runtime import devices as devices_mod
-from minitf.runtime import executor, placer
-from minitf.runtime.config_proto import ConfigProto
+from minitf.runtime import executor, placer, pools
+from minitf.runtime.config_proto import ConfigProto, RunOptions
 from minitf.runtime.resource_mgr import VariableRef
 
 _live_sessions = weakref.WeakSet()
@@ -125,6 +125,7 @@ class BaseSession:
         self._mappers = {}
         self._lock = threading.Lock()
         self._default_contexts = []
+        self._pool_sets, self._owned_pools = pools.session_pools(config)
         if config.log_device_placement:
             self._log(devices_mod.device_mapping_lines(self._devices))
         _live_sessions.add(self)
@@ -149,6 +150,9 @@ class BaseSession:
         self._closed = True
         self._kernels.clear()
         self._plans.clear()
+        for p in self._owned_pools:
+            p.close()
+        self._owned_pools = []
 
     def _check_open(self):
         if self._reset:
@@ -242,12 +246,9 @@ class BaseSession:
             values.append(arr)
         return tensors, values
 
-    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        """Runs what ``fetches`` need and returns their values in the same structure.
-
-        ``fetches``: a Tensor, an Operation (its value is None), a Variable, a name, or any
-        nesting of lists, tuples, namedtuples and dicts of those.
-        """
+    def _prepare(self, fetches, feed_dict):
+        """Resolves fetches and feeds, places the graph if needed, and returns
+        ``(mapper, execution plan, fed values)`` for one run (the simulator uses it too)."""
         self._check_open()
         hashable = isinstance(fetches, (Tensor, Operation, str))
         mapper = self._mappers.get(fetches) if hashable else None
@@ -266,7 +267,28 @@ class BaseSession:
             eplan = self._plans[key] = executor.build(
                 placement.ops, placement, self._devices[0].name, mapper.tensors,
                 mapper.targets, feed_tensors, _KernelCache(self._kernels, placement))
-        vals = executor.run_serial(eplan, feed_values)
+        return mapper, eplan, feed_values
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Runs what ``fetches`` need and returns their values in the same structure.
+
+        ``fetches``: a Tensor, an Operation (its value is None), a Variable, a name, or any
+        nesting of lists, tuples, namedtuples and dicts of those.
+        """
+        mapper, eplan, feed_values = self._prepare(fetches, feed_dict)
+        options = options if options is not None else _NO_OPTIONS
+        index = options.inter_op_thread_pool
+        if not 0 <= index < len(self._pool_sets):
+            raise errors.InvalidArgumentError(None, None, "Invalid inter_op_thread_pool: %d"
+                                              % index)
+        trace = options.trace_level > 0 and run_metadata is not None
+        tracer = executor.Tracer(eplan) if trace else None
+        timeout = options.timeout_in_ms or self._config.operation_timeout_in_ms
+        vals = executor.run_step(eplan, feed_values, self._pool_sets[index], tracer, timeout)
+        if trace:
+            stats = tracer.step_stats([d.name for d in self._devices])
+            run_metadata.step_stats.dev_stats[:] = stats.dev_stats
+            run_metadata.step_stats.transfers[:] = stats.transfers
         out = []
         slots = eplan.fetch_slots
         ti = 0
@@ -282,6 +304,9 @@ class BaseSession:
                 name = "_retval_%s_%d_%d" % (el.op.name, el.value_index, ti - 1)
                 raise type(e)(None, el.op, placer.attach_node(e.message, name)) from None
         return mapper.build(out)
+
+
+_NO_OPTIONS = RunOptions()
 
 
 class _KernelCache:

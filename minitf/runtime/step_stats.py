@@ -1,0 +1,112 @@
+"""The record of one traced step: who ran what, where and when.
+
+Book section: "Parallel Execution".  ``sess.run(..., options=RunOptions(trace_level=FULL_TRACE),
+run_metadata=md)`` fills ``md.step_stats`` with one :class:`DeviceStepStats` per device, each
+holding a :class:`NodeExecStats` per op (the fields TF's ``step_stats.proto`` has, plus the
+pool and thread that ran it and the intra-op chunks of a split kernel), and a
+:class:`TransferStats` per tensor that crossed devices.  Every view (timeline, Chrome trace,
+step-through widget) reads this one record; the simulator produces the same record on a
+virtual clock.
+"""
+
+
+class TensorOutput:
+    """One output of a node: slot, dtype name, shape and bytes."""
+
+    __slots__ = ("slot", "dtype", "shape", "requested_bytes")
+
+    def __init__(self, slot, dtype, shape, requested_bytes):
+        self.slot, self.dtype, self.shape, self.requested_bytes = slot, dtype, shape, \
+            requested_bytes
+
+    def __repr__(self):
+        return "TensorOutput(%d, %s, %s, %d bytes)" % (self.slot, self.dtype, self.shape,
+                                                       self.requested_bytes)
+
+
+class ChunkStats:
+    """One chunk of a kernel split over a device's intra-op pool."""
+
+    __slots__ = ("index", "thread_id", "thread_name", "start_micros", "end_micros")
+
+    def __init__(self, index, thread_id, thread_name, start_micros, end_micros):
+        self.index, self.thread_id, self.thread_name = index, thread_id, thread_name
+        self.start_micros, self.end_micros = start_micros, end_micros
+
+    def __repr__(self):
+        return "ChunkStats(#%d on %s, %d..%d)" % (self.index, self.thread_name,
+                                                  self.start_micros, self.end_micros)
+
+
+class NodeExecStats:
+    """One op's execution: TF's ``NodeExecStats`` fields plus minitf's pool/thread/chunks.
+
+    Times: ``all_start_micros`` is absolute (microseconds since the epoch for real runs, since
+    the step's start for simulated ones); the ``*_rel_micros`` are relative to it.
+    """
+
+    __slots__ = ("node_name", "op_type", "all_start_micros", "op_start_rel_micros",
+                 "op_end_rel_micros", "all_end_rel_micros", "scheduled_micros", "thread_id",
+                 "thread_name", "pool", "timeline_label", "output", "chunks")
+
+    def __init__(self, node_name, op_type, all_start_micros, all_end_rel_micros, thread_id,
+                 thread_name, pool, timeline_label, scheduled_micros=0, output=(), chunks=()):
+        self.node_name = node_name
+        self.op_type = op_type
+        self.all_start_micros = all_start_micros
+        self.op_start_rel_micros = 0
+        self.op_end_rel_micros = all_end_rel_micros
+        self.all_end_rel_micros = all_end_rel_micros
+        self.scheduled_micros = scheduled_micros
+        self.thread_id = thread_id
+        self.thread_name = thread_name
+        self.pool = pool            # "inter_op" (a pool thread) or "inline" (the caller)
+        self.timeline_label = timeline_label
+        self.output = list(output)
+        self.chunks = list(chunks)
+
+    @property
+    def end_micros(self):
+        return self.all_start_micros + self.all_end_rel_micros
+
+    def __repr__(self):
+        return "NodeExecStats(%s on %s, %d+%d us)" % (self.node_name, self.thread_name,
+                                                      self.all_start_micros,
+                                                      self.all_end_rel_micros)
+
+
+class DeviceStepStats:
+    """The node stats of one device, in start order."""
+
+    __slots__ = ("device", "node_stats")
+
+    def __init__(self, device, node_stats=()):
+        self.device = device
+        self.node_stats = list(node_stats)
+
+    def __repr__(self):
+        return "DeviceStepStats(%s, %d nodes)" % (self.device, len(self.node_stats))
+
+
+class TransferStats:
+    """A tensor copied from one device to another during the step (TF's Send/Recv pair)."""
+
+    __slots__ = ("tensor_name", "src_node", "dst_node", "src_device", "dst_device", "bytes",
+                 "micros")
+
+    def __init__(self, tensor_name, src_node, dst_node, src_device, dst_device, nbytes, micros):
+        self.tensor_name, self.src_node, self.dst_node = tensor_name, src_node, dst_node
+        self.src_device, self.dst_device = src_device, dst_device
+        self.bytes, self.micros = nbytes, micros
+
+    def __repr__(self):
+        return "TransferStats(%s %s -> %s, %d bytes)" % (self.tensor_name, self.src_device,
+                                                         self.dst_device, self.bytes)
+
+
+def timeline_label(op, name=None):
+    """TF's ``name = OpType(input, input, ^control)`` label of a node."""
+    if op is None:
+        return "%s = _Arg()" % name
+    nd = op.node_def
+    return "%s = %s(%s)" % (nd.name, nd.op, ", ".join(nd.input))

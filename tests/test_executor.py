@@ -1,0 +1,301 @@
+"""The parallel executor: per-device inter-op pools, intra-op chunks, control edges, tracing.
+
+Book section: "Parallel Execution" (Figure 12-5) and "Control Dependencies".  Parallelism is
+proved from the recorded step stats (who ran what, on which thread, when), never from wall time.
+"""
+
+import threading
+
+import numpy as np
+import pytest
+
+import minitf as tf
+from minitf.runtime import executor, pools
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    tf.reset_default_graph()
+    tf.config.emulate_gpus(0)
+    yield
+    tf.config.emulate_gpus(None)
+
+
+def _config(inter, intra=1, **kw):
+    return tf.ConfigProto(inter_op_parallelism_threads=inter, intra_op_parallelism_threads=intra,
+                          use_per_session_threads=True, **kw)
+
+
+def _traced(sess, fetches, feed_dict=None):
+    md = tf.RunMetadata()
+    out = sess.run(fetches, feed_dict, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                   run_metadata=md)
+    nodes = {n.node_name: n for d in md.step_stats.dev_stats for n in d.node_stats}
+    return out, nodes, md
+
+
+def _branches(k=2, depth=3, n=384):
+    x = tf.constant(np.random.RandomState(0).rand(n, n).astype(np.float32) / n, name="x")
+    ends = []
+    for b in range(k):
+        y = x
+        for i in range(depth):
+            y = tf.matmul(y, x, name="b%d_m%d" % (b, i))
+        ends.append(y)
+    return x, ends
+
+
+def _overlap(a, b):
+    return a.all_start_micros < b.end_micros and b.all_start_micros < a.end_micros
+
+
+def _branch_spans(nodes, k, depth):
+    spans = []
+    for b in range(k):
+        ns = [nodes["b%d_m%d" % (b, i)] for i in range(depth)]
+        spans.append((min(n.all_start_micros for n in ns), max(n.end_micros for n in ns), ns))
+    return spans
+
+
+def test_two_inter_op_threads_run_independent_branches_at_once():
+    """With 2 inter-op threads, two independent matmul chains overlap in time on 2 threads."""
+    x, ends = _branches()
+    with tf.Session(config=_config(2)) as sess:
+        overlapped = False
+        for _ in range(5):  # scheduling is real: give the OS a few chances
+            _, nodes, _ = _traced(sess, ends)
+            (s0, e0, n0), (s1, e1, n1) = _branch_spans(nodes, 2, 3)
+            threads = {n.thread_name for n in n0 + n1}
+            assert threads <= {"CPU:0 inter-op #0", "CPU:0 inter-op #1"}
+            if any(_overlap(a, b) for a in n0 for b in n1):
+                overlapped = True
+                break
+        assert overlapped
+
+
+def test_one_inter_op_thread_runs_branches_one_after_the_other():
+    """With 1 inter-op thread no two matmuls ever overlap, and all run on that one thread."""
+    x, ends = _branches()
+    with tf.Session(config=_config(1)) as sess:
+        _, nodes, _ = _traced(sess, ends)
+        mm = sorted((n for n in nodes.values() if n.op_type == "MatMul"),
+                    key=lambda n: n.all_start_micros)
+        assert {n.thread_name for n in mm} == {"CPU:0 inter-op #0"}
+        for a, b in zip(mm, mm[1:]):
+            assert a.end_micros <= b.all_start_micros
+
+
+def test_intra_op_chunks_of_one_matmul_run_on_different_threads():
+    """Figure 12-5's op A: one large matmul is split into row blocks on two threads."""
+    a = tf.constant(np.ones((256, 256), np.float32), name="a")
+    m = tf.matmul(a, a, name="opA")
+    with tf.Session(config=_config(1, intra=2)) as sess:
+        value, nodes, _ = _traced(sess, m)
+    np.testing.assert_allclose(value, np.full((256, 256), 256.0))
+    chunks = nodes["opA"].chunks
+    assert sorted(c.index for c in chunks) == [0, 1]
+    assert len({c.thread_id for c in chunks}) == 2
+    assert any("intra-op" in c.thread_name for c in chunks)
+
+
+def test_large_elementwise_op_is_split_and_correct():
+    """Elementwise kernels over large same-shape arrays split over the intra-op pool."""
+    rs = np.random.RandomState(1)
+    xa, ya = rs.rand(300, 400), rs.rand(300, 400)
+    z = tf.constant(xa) * tf.constant(ya) - tf.constant(ya)
+    with tf.Session(config=_config(2, intra=2)) as sess:
+        value, nodes, _ = _traced(sess, z)
+    np.testing.assert_allclose(value, xa * ya - ya)
+    assert len(nodes["mul"].chunks) == 2
+
+
+def test_default_pools_are_shared_between_sessions():
+    """Without use_per_session_threads the first session's pools serve every later session."""
+    s1 = tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=1))
+    s2 = tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=3))
+    assert s1._pool_sets[0] is s2._pool_sets[0]
+    assert s1._owned_pools == [] and s2._owned_pools == []
+
+
+def test_per_session_pools_are_owned_and_stopped_on_close():
+    """use_per_session_threads gives the session its own pools; close() stops their threads."""
+    x, ends = _branches(depth=1)
+    sess = tf.Session(config=_config(2))
+    other = tf.Session(config=_config(2))
+    assert sess._pool_sets[0] is not other._pool_sets[0]
+    sess.run(ends)
+    pool = sess._pool_sets[0].for_device("/job:localhost/replica:0/task:0/device:CPU:0").inter
+    assert pool._threads and all(t.is_alive() for t in pool._threads)
+    sess.close()
+    other.close()
+    assert not any(t.is_alive() for t in pool._threads)
+
+
+def test_named_global_pools_and_pool_index():
+    """session_inter_op_thread_pool entries: a global_name is shared process-wide; reusing it
+    with another size fails; RunOptions.inter_op_thread_pool picks the entry."""
+    cfg = tf.ConfigProto()
+    cfg.session_inter_op_thread_pool.add(num_threads=1, global_name="mt_pool_a")
+    cfg.session_inter_op_thread_pool.add(num_threads=2)
+    s1 = tf.Session(config=cfg)
+    s2 = tf.Session(config=cfg)
+    assert s1._pool_sets[0] is s2._pool_sets[0]
+    assert s1._pool_sets[1] is not s2._pool_sets[1]
+    bad = tf.ConfigProto()
+    bad.session_inter_op_thread_pool.add(num_threads=3, global_name="mt_pool_a")
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="Pool mt_pool_a configured previously with num_threads=1; cannot "
+                             "re-configure with num_threads=3"):
+        tf.Session(config=bad)
+    x, ends = _branches(depth=1)
+    md = tf.RunMetadata()
+    s1.run(ends, options=tf.RunOptions(inter_op_thread_pool=1, trace_level=3), run_metadata=md)
+    names = {n.thread_name for d in md.step_stats.dev_stats for n in d.node_stats
+             if n.op_type == "MatMul"}
+    assert names <= {"CPU:0 inter-op #0", "CPU:0 inter-op #1"}
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Invalid inter_op_thread_pool: 2"):
+        s1.run(ends, options=tf.RunOptions(inter_op_thread_pool=2))
+    s1.close()
+    s2.close()
+
+
+def test_control_dependencies_delay_ops_in_the_trace():
+    """The chapter's example: x and y start only after a and b ended; z = 7.0."""
+    a = tf.constant(1.0, name="a")
+    b = tf.add(a, 2.0, name="b")
+    with tf.control_dependencies([a, b]):
+        x = tf.constant(3.0, name="x")
+        y = tf.constant(4.0, name="y")
+    z = tf.add(x, y, name="z")
+    with tf.Session(config=_config(2)) as sess:
+        value, nodes, _ = _traced(sess, z)
+    assert value == 7.0
+    for late in ("x", "y"):
+        for early in ("a", "b"):
+            assert nodes[late].all_start_micros >= nodes[early].end_micros
+    assert nodes["z"].all_start_micros >= max(nodes["x"].end_micros, nodes["y"].end_micros)
+
+
+def test_threaded_and_serial_drivers_agree_on_values():
+    """Both drivers run the same plan: results are identical."""
+    x, ends = _branches(k=3, depth=2, n=200)
+    s = tf.add_n(ends)
+    with tf.Session(config=_config(2, intra=2)) as sess:
+        threaded = sess.run(s)
+        mapper, eplan, feeds = sess._prepare(s, None)
+        assert eplan.any_expensive
+        serial = executor.run_serial(eplan, feeds)[eplan.fetch_slots[0][0]][0]
+    np.testing.assert_allclose(threaded, serial, rtol=1e-5)
+
+
+def test_error_in_one_op_cancels_the_step_and_names_the_op():
+    """A failing op stops the step; the caller gets TF's class and ``[[op]]``; the session and
+    its pools stay usable."""
+    p = tf.placeholder(tf.float32, name="p")
+    q = tf.placeholder(tf.float32, name="q")
+    bad = tf.matmul(p, q, name="bad")
+    x, ends = _branches(k=1, depth=4)
+    with tf.Session(config=_config(2)) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError) as info:
+            sess.run([bad] + ends, {p: np.ones((2, 3)), q: np.ones((2, 3))})
+        assert "Matrix size-incompatible: In[0]: [2,3], In[1]: [2,3]" in str(info.value)
+        assert "[[{{node bad}}]]" in str(info.value)
+        assert info.value.op is bad.op
+        good = sess.run(bad, {p: np.ones((2, 3)), q: np.ones((3, 2))})
+        np.testing.assert_allclose(good, np.full((2, 2), 3.0))
+
+
+def test_run_timeout_raises_deadline_exceeded():
+    """RunOptions(timeout_in_ms) bounds a step: DeadlineExceededError, then the session works."""
+    x, ends = _branches(k=1, depth=60, n=256)
+    with tf.Session(config=_config(1)) as sess:
+        with pytest.raises(tf.errors.DeadlineExceededError,
+                           match="Timed out waiting for notification"):
+            sess.run(ends, options=tf.RunOptions(timeout_in_ms=1))
+        assert sess.run(x).shape == (256, 256)
+
+
+def test_operation_timeout_in_ms_applies_to_every_run():
+    """ConfigProto.operation_timeout_in_ms is the session-wide default deadline."""
+    x, ends = _branches(k=1, depth=60, n=256)
+    with tf.Session(config=_config(1, operation_timeout_in_ms=1)) as sess:
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run(ends)
+
+
+def test_blas_threads_are_limited_during_steps_and_restored_after():
+    """BLAS runs one thread per minitf thread while a step runs, then gets its limit back."""
+    from threadpoolctl import threadpool_info
+    before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    seen = []
+    a = tf.constant(np.ones((128, 128), np.float32))
+    m = tf.matmul(a, a)
+    with tf.Session(config=_config(1)) as sess:
+        orig = sess._prepare
+
+        def spy(*args):
+            mapper, eplan, feeds = orig(*args)
+            k = eplan.kernels[eplan.fetch_slots[0][0]]
+
+            def recording(ctx, ins):
+                seen.extend(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+                return k(ctx, ins)
+            eplan.kernels[eplan.fetch_slots[0][0]] = recording
+            return mapper, eplan, feeds
+        sess._prepare = spy
+        sess.run(m)
+    after = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    assert seen and set(seen) == {1}
+    assert after == before
+
+
+def test_cross_device_copies_are_recorded(monkeypatch):
+    """Every tensor crossing devices is a TransferStats with its bytes and both devices."""
+    tf.config.emulate_gpus(2)
+    with tf.device("/gpu:0"):
+        a = tf.constant(np.ones((200, 200), np.float32), name="a")
+    with tf.device("/gpu:1"):
+        b = tf.matmul(a, a, name="b")
+    with tf.Session(config=_config(2)) as sess:
+        _, nodes, md = _traced(sess, b)
+    (t,) = [t for t in md.step_stats.transfers if t.dst_node == "b"][:1]
+    assert t.src_node == "a" and t.bytes == 200 * 200 * 4
+    assert t.src_device.endswith("GPU:0") and t.dst_device.endswith("GPU:1")
+    devices = [d.device for d in md.step_stats.dev_stats]
+    assert devices == ["/job:localhost/replica:0/task:0/device:GPU:0",
+                       "/job:localhost/replica:0/task:0/device:GPU:1"]
+    assert nodes["b"].thread_name.startswith("GPU:1 inter-op #")
+
+
+def test_step_stats_fields():
+    """NodeExecStats carry TF's label, outputs with bytes, and the inline/pool distinction."""
+    a = tf.constant([1.0, 2.0], name="a")
+    b = tf.square(a, name="b")
+    with tf.Session(config=_config(1)) as sess:
+        value, nodes, md = _traced(sess, b)
+    assert nodes["b"].timeline_label == "b = Square(a)"
+    assert nodes["b"].pool == "inline" and nodes["b"].thread_name == "caller"
+    assert nodes["b"].output[0].requested_bytes == 8
+    assert nodes["b"].output[0].shape == (2,)
+    assert nodes["a"].all_end_rel_micros >= 0
+
+
+def test_pool_parallel_for_covers_the_range_once():
+    """parallel_for splits [0, n) into contiguous chunks that cover it exactly once."""
+    pool = pools.ThreadPool("test intra", 3)
+    hits = np.zeros(100, int)
+    lock = threading.Lock()
+
+    def work(lo, hi):
+        with lock:
+            hits[lo:hi] += 1
+    pool.parallel_for(100, work)
+    pool.close()
+    assert (hits == 1).all()
+
+
+def test_bad_thread_counts():
+    """A negative pool size is refused with a clear error."""
+    with pytest.raises(tf.errors.InvalidArgumentError, match="thread pool size must be >= 0"):
+        tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=-1,
+                                         use_per_session_threads=True))
