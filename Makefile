@@ -28,9 +28,10 @@ test: setup
 
 bench: setup
 	$(BIN)/python bench/bench_session.py
+	$(BIN)/python bench/bench_executor.py
 
 lab: setup-lab
-	$(BIN)/jupyter lab --notebook-dir=.
+	$(BIN)/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -39,9 +39,14 @@ from minitf.ops.variables import (Variable, all_variables, global_variables,
 from minitf.runtime.config_proto import (ConfigProto, GPUOptions, GraphOptions,
                                          OptimizerOptions, RunMetadata, RunOptions,
                                          ThreadPoolOptionProto)
+from minitf.runtime import trace as timeline  # tf.timeline.Timeline, as TF's client.timeline
 from minitf.runtime.session import InteractiveSession, Session
 
 __version__ = "0.1.0"
+
+import sys as _sys  # noqa: E402
+
+_sys.modules[__name__ + ".timeline"] = timeline  # `from minitf.timeline import Timeline` too
 
 
 def device(device_name_or_function):
