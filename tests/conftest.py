@@ -1,6 +1,7 @@
 """Shared pytest fixtures for the minitf tests.
 
-* every test starts from a fresh default graph (``tf.reset_default_graph()``);
+* every test starts from a fresh default graph (``tf.reset_default_graph()``) in a process with
+  two emulated GPU cards, whatever the environment says;
 * ``cpu_only``: a process without GPUs, like the CPU-only machine that produced
   /work/shared/reference/tf_outputs (``tf.config.emulate_gpus(0)``);
 * ``two_gpus``: a process with two emulated GPU cards (``tf.config.emulate_gpus(2)``), for the
@@ -16,9 +17,11 @@ import minitf as tf
 
 @pytest.fixture(autouse=True)
 def fresh_default_graph():
-    """Each test builds its ops in a new, empty default graph."""
+    """Each test builds its ops in a new, empty default graph, with two emulated GPUs."""
     tf.reset_default_graph()
+    tf.config.emulate_gpus(2)
     yield
+    tf.config.emulate_gpus(None)
 
 
 @pytest.fixture

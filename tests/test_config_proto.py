@@ -18,14 +18,6 @@ import pytest
 import minitf as tf
 
 
-@pytest.fixture(autouse=True)
-def _fresh_state():
-    tf.reset_default_graph()
-    tf.config.emulate_gpus(2)
-    yield
-    tf.config.emulate_gpus(None)
-
-
 # -- defaults -----------------------------------------------------------------------------------
 
 def test_config_defaults():

@@ -11,14 +11,6 @@ import minitf as tf
 from minitf import errors
 
 
-@pytest.fixture(autouse=True)
-def _fresh_state():
-    tf.reset_default_graph()
-    tf.config.emulate_gpus(2)
-    yield
-    tf.config.emulate_gpus(None)
-
-
 CLASSES = [
     ("CancelledError", "CANCELLED", 1),
     ("UnknownError", "UNKNOWN", 2),

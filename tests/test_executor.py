@@ -13,12 +13,7 @@ import minitf as tf
 from minitf.runtime import executor, pools
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    tf.reset_default_graph()
-    tf.config.emulate_gpus(0)
-    yield
-    tf.config.emulate_gpus(None)
+pytestmark = pytest.mark.usefixtures("cpu_only")
 
 
 def _config(inter, intra=1, **kw):

@@ -14,14 +14,6 @@ from hypothesis.extra import numpy as hnp
 import minitf as tf
 
 
-@pytest.fixture(autouse=True)
-def _fresh_state():
-    tf.reset_default_graph()
-    tf.config.emulate_gpus(2)
-    yield
-    tf.config.emulate_gpus(None)
-
-
 HYP = settings(max_examples=40, deadline=None, database=None,
                suppress_health_check=[HealthCheck.function_scoped_fixture,
                                       HealthCheck.too_slow])

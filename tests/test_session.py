@@ -19,14 +19,6 @@ GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_state():
-    tf.reset_default_graph()
-    tf.config.emulate_gpus(2)
-    yield
-    tf.config.emulate_gpus(None)
-
-
 def placements(text):
     """{node name: (op type, device)} from log_device_placement lines, plus the name order."""
     found = {}
