@@ -294,3 +294,23 @@ def test_bad_thread_counts():
     with pytest.raises(tf.errors.InvalidArgumentError, match="thread pool size must be >= 0"):
         tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=-1,
                                          use_per_session_threads=True))
+
+
+@pytest.mark.parametrize("axis,keep", [(None, False), (None, True), (1, False), ([1, 2], True),
+                                       (0, False)])
+def test_split_reductions_and_add_n_match_numpy(axis, keep):
+    """Large reductions and add_n split over the intra-op pool and still equal numpy."""
+    rs = np.random.RandomState(2)
+    xs = [rs.rand(64, 40, 30) for _ in range(3)]
+    t = tf.constant(xs[0])
+    s = tf.reduce_sum(t, axis=axis, keepdims=keep, name="s")
+    m = tf.reduce_mean(t, axis=axis, keepdims=keep, name="m")
+    n = tf.add_n([tf.constant(x) for x in xs], name="n")
+    np_axis = tuple(axis) if isinstance(axis, list) else axis
+    with tf.Session(config=_config(1, intra=2)) as sess:
+        (sv, mv, nv), nodes, _ = _traced(sess, [s, m, n])
+    np.testing.assert_allclose(sv, np.sum(xs[0], axis=np_axis, keepdims=keep))
+    np.testing.assert_allclose(mv, np.mean(xs[0], axis=np_axis, keepdims=keep))
+    np.testing.assert_allclose(nv, xs[0] + xs[1] + xs[2])
+    assert len(nodes["n"].chunks) == 2
+    assert len(nodes["s"].chunks) == (0 if axis == 0 else 2)

@@ -147,7 +147,47 @@ def _matmul(op, device):
 
 
 def _add_n(op, device):
-    return lambda ctx, ins: (functools.reduce(operator.add, ins),)
+    def compute(ctx, ins):
+        first = ins[0]
+        if type(first) is np.ndarray and first.size >= SPLIT_ELEMENTS and \
+                all(type(x) is np.ndarray and x.shape == first.shape for x in ins):
+            out = np.empty(first.shape, np.result_type(*ins))
+            flats, fo = [x.reshape(-1) for x in ins], out.reshape(-1)
+
+            def chunk(lo, hi):
+                np.add(flats[0][lo:hi], flats[1][lo:hi], out=fo[lo:hi])
+                for f in flats[2:]:
+                    np.add(fo[lo:hi], f[lo:hi], out=fo[lo:hi])
+            ctx.parallel_for(fo.size, chunk)
+            return (out,)
+        return (functools.reduce(operator.add, ins),)
+    return compute
+
+
+def _split_sum(ctx, x, axis, keep, np_dtype):
+    """``np.sum`` that splits large inputs over the intra-op pool: partial sums of flat chunks
+    for a full reduction, row blocks when the first axis is kept."""
+    if type(x) is not np.ndarray or x.size < SPLIT_ELEMENTS:
+        return np.sum(x, axis=axis, dtype=np_dtype, keepdims=keep)
+    if sorted(axis) == list(range(x.ndim)):
+        flat = x.reshape(-1)
+        parts = {}
+
+        def partial(lo, hi):
+            parts[lo] = np.sum(flat[lo:hi], dtype=np_dtype)
+        ctx.parallel_for(flat.size, partial)
+        total = np.sum(np.array([parts[k] for k in sorted(parts)], dtype=np_dtype),
+                       dtype=np_dtype)
+        return np.reshape(total, (1,) * x.ndim) if keep else total
+    if 0 in axis:
+        return np.sum(x, axis=axis, dtype=np_dtype, keepdims=keep)
+    row_shape = np.sum(x[:1], axis=axis, dtype=np_dtype, keepdims=keep).shape[1:]
+    out = np.empty((x.shape[0],) + row_shape, np_dtype)
+
+    def rows(lo, hi):
+        out[lo:hi] = np.sum(x[lo:hi], axis=axis, dtype=np_dtype, keepdims=keep)
+    ctx.parallel_for(x.shape[0], rows)
+    return out
 
 
 def _reduction(mean):
@@ -157,23 +197,26 @@ def _reduction(mean):
 
         def compute(ctx, ins):
             x, axes = ins
-            axis = tuple(int(a) for a in np.reshape(axes, -1))
+            axis = tuple(sorted({int(a) % max(np.ndim(x), 1)
+                                 for a in np.reshape(axes, -1)}))
             if not mean:
-                return (_scalarize(np.sum(x, axis=axis, dtype=np_dtype, keepdims=keep)),)
+                return (_scalarize(_split_sum(ctx, x, axis, keep, np_dtype)),)
+            n = int(np.prod([np.shape(x)[a] for a in axis]))
             if np.issubdtype(np_dtype, np.integer):
-                n = int(np.prod([np.shape(x)[a] for a in axis]))
-                total = np.sum(x, axis=axis, dtype=np.int64, keepdims=keep)
+                total = _split_sum(ctx, x, axis, keep, np.int64)
                 return (_scalarize(np.trunc(total / max(n, 1)).astype(np_dtype)),)
-            return (_scalarize(np.mean(x, axis=axis, keepdims=keep).astype(np_dtype)),)
+            acc = np.float32 if np_dtype == np.float16 else np_dtype
+            total = _split_sum(ctx, x, axis, keep, acc)
+            return (_scalarize(np.asarray(total / n).astype(np_dtype)),)
         return compute
     return factory
 
 
 register("MatMul", _matmul, cpu=FLOATS + COMPLEX + (D.int32, D.int64), gpu=FLOATS + COMPLEX,
          cost="expensive", splittable=True)
-register("AddN", _add_n, cpu=NUMERIC, gpu=GPU_MATH)
-register("Sum", _reduction(False), cpu=NUMERIC, gpu=GPU_MATH)
-register("Mean", _reduction(True), cpu=NUMERIC, gpu=GPU_MATH)
+register("AddN", _add_n, cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
+register("Sum", _reduction(False), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
+register("Mean", _reduction(True), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
 
 
 # -- shapes ----------------------------------------------------------------------------------

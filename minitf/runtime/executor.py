@@ -30,11 +30,11 @@ INLINE_ELEMENTS = 1 << 15  # ops producing more elements than this go to the int
 
 def is_expensive(op, kdef):
     """TF's cost estimate, simplified: a kernel declared expensive (MatMul), or any op whose
-    static output has more than ``INLINE_ELEMENTS`` elements, is sent to the device's inter-op
-    pool; everything else runs inline on the thread that made it ready."""
+    static inputs or outputs have more than ``INLINE_ELEMENTS`` elements, is sent to the
+    device's inter-op pool; everything else runs inline on the thread that made it ready."""
     if kdef.cost == "expensive":
         return True
-    for t in op._outputs:
+    for t in op._outputs + op._inputs:
         n = t.shape.num_elements()
         if n is not None and n > INLINE_ELEMENTS:
             return True
