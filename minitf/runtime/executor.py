@@ -220,7 +220,7 @@ class Tracer:
             if dev[s] != dev[i]:
                 self.transfers.append(TransferStats(
                     "%s:%d" % (ep.names[s], k), ep.names[s], ep.names[i], dev[s], dev[i],
-                    _nbytes(vals[s][k]), start))
+                    _nbytes(vals[s][k]), 0, start))
 
     def step_stats(self, device_order):
         per_device = {}

@@ -89,15 +89,21 @@ class DeviceStepStats:
 
 
 class TransferStats:
-    """A tensor copied from one device to another during the step (TF's Send/Recv pair)."""
+    """A tensor copied from one device to another during the step (TF's Send/Recv pair).
+
+    ``micros``: how long the copy took (modelled by the simulator; 0 in real in-process runs,
+    where devices share memory and the copy is a hand-over); ``start_micros``: when the
+    consumer received it (None where not recorded).
+    """
 
     __slots__ = ("tensor_name", "src_node", "dst_node", "src_device", "dst_device", "bytes",
-                 "micros")
+                 "micros", "start_micros")
 
-    def __init__(self, tensor_name, src_node, dst_node, src_device, dst_device, nbytes, micros):
+    def __init__(self, tensor_name, src_node, dst_node, src_device, dst_device, nbytes, micros,
+                 start_micros=None):
         self.tensor_name, self.src_node, self.dst_node = tensor_name, src_node, dst_node
         self.src_device, self.dst_device = src_device, dst_device
-        self.bytes, self.micros = nbytes, micros
+        self.bytes, self.micros, self.start_micros = nbytes, micros, start_micros
 
     def __repr__(self):
         return "TransferStats(%s %s -> %s, %d bytes)" % (self.tensor_name, self.src_device,
