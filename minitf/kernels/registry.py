@@ -44,6 +44,7 @@ def register(op_type, factory, cpu=None, gpu=None, cost="cheap", splittable=Fals
         dset = None if allowed == "any" else frozenset(allowed)
         _KERNELS.setdefault(op_type, []).append(
             KernelDef(op_type, device_type, dset, factory, cost, splittable))
+    _lookup_cache.clear()
 
 
 def _kernel_dtype(op):
@@ -52,19 +53,29 @@ def _kernel_dtype(op):
     return dt.base_dtype if isinstance(dt, dtypes.DType) else None
 
 
+_lookup_cache = {}  # (op type, dtype) -> (supported types, {device type: KernelDef})
+
+
+def _lookup(op):
+    key = (op.type, _kernel_dtype(op))
+    hit = _lookup_cache.get(key)
+    if hit is None:
+        kernels = {}
+        for k in _KERNELS.get(op.type, ()):
+            if k.matches(key[1]):
+                kernels.setdefault(k.device_type, k)
+        types = sorted(kernels, key=lambda t: -DEVICE_PRIORITY.get(t, 50))
+        hit = _lookup_cache[key] = (types, kernels)
+    return hit
+
+
 def supported_device_types(op):
     """Device types with a kernel for ``op`` (its dtype attr included), highest priority first."""
-    dt = _kernel_dtype(op)
-    types = {k.device_type for k in _KERNELS.get(op.type, ()) if k.matches(dt)}
-    return sorted(types, key=lambda t: -DEVICE_PRIORITY.get(t, 50))
+    return list(_lookup(op)[0])
 
 
 def find_kernel(op, device_type):
-    dt = _kernel_dtype(op)
-    for k in _KERNELS.get(op.type, ()):
-        if k.device_type == device_type and k.matches(dt):
-            return k
-    return None
+    return _lookup(op)[1].get(device_type)
 
 
 def registered_devices():

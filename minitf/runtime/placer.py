@@ -155,13 +155,21 @@ def place(ops, devices, allow_soft_placement=False, preassigned=None, has_cuda=F
         group_of[op].assigned = device
         log.append("%s: (%s): %s" % (op.name, op.type, device.name))
 
+    shared = {}  # (request, types) -> candidates: most groups of a big graph ask alike
+
     def candidates(op):
         g = group_of[op]
         if g.assigned is not None:
             return [g.assigned]
         if g.candidates is None:
-            g.candidates = _candidates(op, g, devices, allow_soft_placement, requests, types,
-                                       has_cuda)
+            key = (g.request.to_string(), tuple(g.types), len(g.members) == 1 and
+                   requests[op] == g.request)
+            g.candidates = shared.get(key) if key[2] else None
+            if g.candidates is None:
+                g.candidates = _candidates(op, g, devices, allow_soft_placement, requests,
+                                           types, has_cuda)
+                if key[2]:
+                    shared[key] = g.candidates
         return g.candidates
 
     postponed = []
