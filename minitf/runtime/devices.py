@@ -35,8 +35,44 @@ class PhysicalGPU:
         return "PhysicalGPU(%d, %r, %d bytes)" % (self.physical_id, self.name, self.memory_limit)
 
 
+_real_cards = None
+
+
+def cuda_available():
+    """True when a real CUDA driver and card are present (numba.cuda, outside its simulator).
+
+    numba is imported only when the machine has NVIDIA device files, so CPU-only machines pay
+    nothing at import or session time.
+    """
+    return bool(_real_gpus())
+
+
+def _real_gpus():
+    global _real_cards
+    if _real_cards is None:
+        _real_cards = []
+        if os.environ.get("MINITF_GPU_BACKEND", "") in ("", "cuda") and \
+                os.path.exists("/dev/nvidiactl") and \
+                os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0"):
+            try:
+                from numba import cuda
+                if cuda.is_available():  # the driver has applied CUDA_VISIBLE_DEVICES already
+                    for i, dev in enumerate(cuda.list_devices()):
+                        with dev:
+                            free, total = cuda.current_context().get_memory_info()
+                        _real_cards.append(PhysicalGPU(
+                            i, dev.name.decode() if isinstance(dev.name, bytes) else dev.name,
+                            total, tuple(dev.compute_capability), False))
+            except Exception:  # noqa: BLE001 - no usable driver: fall back to emulation
+                _real_cards = []
+    return _real_cards
+
+
 def machine_gpus():
-    """Every card of the machine (ignoring CUDA_VISIBLE_DEVICES)."""
+    """Every card of the machine: the real CUDA cards, or else the emulated ones."""
+    real = _real_gpus()
+    if real:
+        return list(real)
     n, mem = mconfig.emulated_gpus()
     return [PhysicalGPU(i, "minitf emulated GPU", mem, (7, 0), True) for i in range(n)]
 
@@ -77,6 +113,8 @@ def parse_cuda_visible_devices(value, count):
 
 def visible_gpus():
     """The cards this process sees, in CUDA order (``CUDA_VISIBLE_DEVICES`` applied)."""
+    if _real_gpus():
+        return list(_real_gpus())  # the CUDA driver already applied CUDA_VISIBLE_DEVICES
     cards = machine_gpus()
     ids = parse_cuda_visible_devices(os.environ.get("CUDA_VISIBLE_DEVICES"), len(cards))
     return [cards[i] for i in ids]
