@@ -10,9 +10,20 @@
 Both device fixtures go back to the environment's setting (``emulate_gpus(None)``) afterwards.
 """
 
+import os
+import tempfile
+
 import pytest
 
-import minitf as tf
+# Card reservations of emulated GPUs are machine-wide (like a real driver's): keep this test
+# run's in a private registry so it never competes with notebooks or other runs on the machine.
+os.environ["MINITF_STATE_DIR"] = tempfile.mkdtemp(prefix="minitf-tests-")
+# CI has no GPU: CUDA kernels run in Numba's simulator unless MINITF_TEST_REAL_CUDA=1 (set it
+# on a CUDA machine to run the same tests on the card).
+if os.environ.get("MINITF_TEST_REAL_CUDA") != "1":
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
+import minitf as tf  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

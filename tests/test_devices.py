@@ -98,3 +98,142 @@ def test_emulate_gpus_and_environment(monkeypatch):
             tf.config.emulate_gpus(bad)
     with pytest.raises(ValueError, match="memory_limit must be a positive number of bytes"):
         tf.config.emulate_gpus(1, memory_limit=0)
+
+
+# -- GPU memory (book: "Managing the GPU RAM") -----------------------------------------------
+
+import numpy as np  # noqa: E402
+
+from minitf.runtime import devices as devices_mod  # noqa: E402
+from minitf.runtime import memory  # noqa: E402
+
+
+@pytest.fixture
+def fresh_cards(tmp_path, monkeypatch):
+    """A private reservation registry and no card memory held by this process yet."""
+    monkeypatch.setenv("MINITF_STATE_DIR", str(tmp_path))
+    devices_mod.release_gpu_memory()
+    yield
+    devices_mod.release_gpu_memory()
+
+
+def test_first_run_reserves_card_memory(fresh_cards):
+    """A session takes (nearly) all of every visible card at its first run, not before."""
+    tf.config.emulate_gpus(2, memory_limit=1 << 30)
+    sess = tf.Session()
+    assert memory.usage(0) == []
+    sess.run(tf.constant(1.0))
+    (entry,) = memory.usage(0)
+    expected = memory.GpuMemoryPolicy(1 << 30, tf.GPUOptions(), free_bytes=1 << 30).limit_bytes
+    assert entry["bytes"] == expected and entry["pid"] > 0
+    assert [e["bytes"] for e in memory.usage(1)] == [expected]
+
+
+def test_fraction_limits_the_reservation_and_first_session_wins(fresh_cards):
+    """per_process_gpu_memory_fraction=0.4 reserves 40 % of each card; later sessions share it."""
+    tf.config.emulate_gpus(1, memory_limit=1 << 30)
+    cfg = tf.ConfigProto(gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.4))
+    tf.Session(config=cfg).run(tf.constant(1.0))
+    tf.Session().run(tf.constant(2.0))
+    assert [e["bytes"] for e in memory.usage(0)] == [int(0.4 * (1 << 30))]
+
+
+def test_gpu_tensors_and_variables_count_against_the_card(fresh_cards):
+    """Op outputs on a GPU live in its allocator during the step; variables stay allocated."""
+    tf.config.emulate_gpus(1, memory_limit=1 << 30)
+    with tf.device("/gpu:0"):
+        v = tf.Variable(np.zeros((256, 256), np.float32), name="v")
+        big = tf.matmul(v, v, name="big")
+    sess = tf.Session()
+    sess.run(v.initializer)
+    alloc = sess._devices[1].allocator
+    assert alloc.bytes_in_use == 256 * 256 * 4
+    sess.run(big)
+    assert alloc.bytes_in_use == 256 * 256 * 4
+    assert alloc.peak_bytes_in_use >= 3 * 256 * 256 * 4
+
+
+def test_an_op_too_big_for_its_card_fails_with_oom(fresh_cards):
+    """ResourceExhaustedError names the op, the shape, the device and the sizes."""
+    tf.config.emulate_gpus(1, memory_limit=1 << 20)
+    with tf.device("/gpu:0"):
+        big = tf.zeros([600, 600], name="big") + 1.0
+    with pytest.raises(tf.errors.ResourceExhaustedError) as info:
+        tf.Session().run(big)
+    msg = str(info.value)
+    assert "OOM when allocating tensor with shape[600,600] and type float on " \
+           "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc" in msg
+    assert "[[{{node" in msg
+
+
+def test_allow_growth_grows_and_never_shrinks(fresh_cards):
+    """allow_growth starts small, grows with the work, and keeps what it took."""
+    tf.config.emulate_gpus(1, memory_limit=1 << 30)
+    cfg = tf.ConfigProto(gpu_options=tf.GPUOptions(allow_growth=True))
+    with tf.device("/gpu:0"):
+        small = tf.zeros([10], name="small") + 1.0
+        large = tf.zeros([1024, 1024], name="large") + 1.0
+    sess = tf.Session(config=cfg)
+    sess.run(small)
+    first = memory.usage(0)[0]["bytes"]
+    sess.run(large)
+    grown = memory.usage(0)[0]["bytes"]
+    sess.run(small)
+    assert first < grown == memory.usage(0)[0]["bytes"]
+    assert grown >= 4 << 20
+
+
+@pytest.mark.parametrize("fraction", [-0.1, 1.5])
+def test_bad_memory_fraction_is_refused_at_session_creation(fraction):
+    """A fraction outside [0, 1] is an InvalidArgumentError naming the value."""
+    cfg = tf.ConfigProto(gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=fraction))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=str(fraction)):
+        tf.Session(config=cfg)
+
+
+_PROGRAM = """
+import sys
+import minitf as tf
+tf.config.emulate_gpus(1, memory_limit=4 << 30)
+cfg = tf.ConfigProto()
+cfg.gpu_options.per_process_gpu_memory_fraction = 0.4
+with tf.device("/gpu:0"):
+    c = tf.constant(3.0) * 2.0
+try:
+    print(tf.Session(config=cfg).run(c), flush=True)
+except tf.errors.ResourceExhaustedError as e:
+    print("OOM:", e, flush=True)
+    sys.exit(3)
+sys.stdin.readline()
+"""
+
+
+def test_three_programs_at_04_share_a_card_only_two_fit(fresh_cards, tmp_path):
+    """Figure 12-4: two programs with fraction 0.4 run side by side on one card; a third gets
+    the book's CUDA_ERROR_OUT_OF_MEMORY; when one exits its memory is free again."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(tf.__file__)),
+               MINITF_STATE_DIR=str(tmp_path))
+    procs = []
+    try:
+        for _ in range(2):
+            p = subprocess.Popen([sys.executable, "-c", _PROGRAM], env=env, text=True,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            assert p.stdout.readline().strip() == "6.0"
+            procs.append(p)
+        third = subprocess.run([sys.executable, "-c", _PROGRAM], env=env, text=True,
+                               input="", capture_output=True, timeout=60)
+        assert third.returncode == 3
+        assert "failed to allocate 1.60G (1717986918 bytes) from device: " \
+               "CUDA_ERROR_OUT_OF_MEMORY" in third.stdout
+        procs[0].communicate("\n", timeout=30)
+        again = subprocess.run([sys.executable, "-c", _PROGRAM], env=env, text=True,
+                               input="\n", capture_output=True, timeout=60)
+        assert again.returncode == 0 and again.stdout.strip() == "6.0"
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.communicate(timeout=30)

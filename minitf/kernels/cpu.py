@@ -259,8 +259,9 @@ def _variable(op, device):
     np_dtype = op.get_attr("dtype").as_numpy_dtype
     shape = op.get_attr("shape")
     shape = tuple(shape.as_list()) if shape.is_fully_defined() else None
-    ref = device.resource_manager.lookup_or_create(op.get_attr("container"), name,
-                                                   lambda: VariableRef(name, np_dtype, shape))
+    ref = device.resource_manager.lookup_or_create(
+        op.get_attr("container"), name,
+        lambda: VariableRef(name, np_dtype, shape, getattr(device, "allocator", None)))
     out = (ref,)
     return lambda ctx, ins: out
 
@@ -277,7 +278,7 @@ def _assign(op, device):
                 raise errors.InvalidArgumentError(
                     None, None, "Assign requires shapes of both tensors to match. lhs shape= [%s] "
                     "rhs shape= %s" % (",".join(map(str, lhs)), _shape_text(value)))
-            ref.value = owned(value, ref.dtype)
+            ref.set(owned(value, ref.dtype))
         return (ref,)
     return compute
 
@@ -292,7 +293,7 @@ def _update(fn):
                     raise errors.InvalidArgumentError(
                         None, None, "Must have the same shape. lhs shape= %s rhs shape= %s"
                         % (_shape_text(old), _shape_text(delta)))
-                ref.value = _scalarize(np.asarray(fn(old, delta), dtype=ref.dtype))
+                ref.set(_scalarize(np.asarray(fn(old, delta), dtype=ref.dtype)))
             return (ref,)
         return compute
     return factory

@@ -8,10 +8,12 @@ of one session further.
 """
 
 import os
+import threading
 
 from minitf import config as mconfig
 from minitf.framework import errors
 from minitf.runtime import device_name_utils as dnu
+from minitf.runtime import memory
 from minitf.runtime.resource_mgr import ResourceMgr
 
 CPU_MEMORY_LIMIT = 256 << 20  # what TF reports for a CPU device (268435456)
@@ -142,6 +144,7 @@ class Device:
         self.memory_limit = memory_limit
         self.physical = physical
         self.resource_manager = ResourceMgr(default_container=job)
+        self.allocator = None  # GPUs: the process's allocator for the card (ensure_gpu_memory)
 
     @property
     def description(self):
@@ -179,3 +182,54 @@ def device_mapping_lines(devices):
     if not described:
         return ["Device mapping: no known devices."]
     return ["Device mapping:"] + ["%s -> %s" % (d.name, d.description) for d in described]
+
+
+# -- GPU memory of this process ----------------------------------------------------------------
+
+_process_gpu_lock = threading.Lock()
+_process_gpus = {}  # physical card id -> (Reservation or None, Allocator)
+
+
+def ensure_gpu_memory(devices, gpu_options):
+    """Gives every GPU device its process-wide allocator, reserving card memory on first use.
+
+    As in TF the first session decides (its ``gpu_options``) and later sessions share the same
+    reservation.  The default takes the whole card minus TF's system reserve, computed for an
+    empty card, so a second default program on the same emulated card fails with the book's
+    ``CUDA_ERROR_OUT_OF_MEMORY`` error; ``per_process_gpu_memory_fraction`` and ``allow_growth``
+    take less.
+    """
+    with _process_gpu_lock:
+        for d in devices:
+            if d.device_type != "GPU" or d.allocator is not None:
+                continue
+            card = d.physical
+            state = _process_gpus.get(card.physical_id)
+            if state is None:
+                policy = memory.GpuMemoryPolicy(card.memory_limit, gpu_options,
+                                                free_bytes=card.memory_limit)
+                reservation = None
+                if card.emulated:
+                    reservation = memory.reserve(card.physical_id, card.memory_limit,
+                                                 policy.initial_bytes)
+                grow = memory.growth_callback(reservation, policy.limit_bytes) \
+                    if policy.allow_growth and reservation is not None else None
+                allocator = memory.Allocator("GPU_%d_bfc" % d.index, d.name,
+                                             policy.initial_bytes, grow=grow)
+                state = _process_gpus[card.physical_id] = (reservation, allocator)
+            d.allocator = state[1]
+
+
+def process_gpu_allocators():
+    """{physical card id: Allocator} of this process (what the memory monitor reads)."""
+    with _process_gpu_lock:
+        return {k: v[1] for k, v in _process_gpus.items()}
+
+
+def release_gpu_memory():
+    """Gives this process's card reservations back (tests and notebooks that restart)."""
+    with _process_gpu_lock:
+        for reservation, _ in _process_gpus.values():
+            if reservation is not None:
+                reservation.release()
+        _process_gpus.clear()

@@ -84,6 +84,28 @@ def _deref_inputs(kernel, positions):
     return compute
 
 
+def _accounted(kernel, allocator, op):
+    """Wraps a kernel of a device with a memory allocator: its outputs are allocated there and
+    live until the end of the step (variables account for their own storage)."""
+    name = op.name
+
+    def compute(ctx, ins):
+        outs = kernel(ctx, ins)
+        for v in outs:
+            nbytes = getattr(v, "nbytes", 0) if type(v) is not VariableRef else 0
+            if nbytes:
+                ctx.allocations.append((allocator, allocator.allocate(
+                    int(nbytes), name, getattr(v, "shape", None), str(getattr(v, "dtype", "")))))
+        return outs
+    return compute
+
+
+def _free_step_memory(allocations):
+    for allocator, token in allocations:
+        allocator.free(token)
+    allocations.clear()
+
+
 def _feed_kernel(j):
     return lambda ctx, ins: (ctx.feeds[j],)
 
@@ -123,6 +145,8 @@ def build(graph_ops, placement, client_device, fetch_tensors, target_ops, feed_t
                     deref.append(pos)
         if deref:
             kernel = _deref_inputs(kernel, deref)
+        if device.allocator is not None:
+            kernel = _accounted(kernel, device.allocator, op)
         inputs.append(edges)
         controls.append([index[c] for c in op._control_inputs])
         devices.append(device.name)
@@ -165,20 +189,22 @@ class StepContext:
     """What kernels may use during one step: the fed values, and ``parallel_for`` (serial here;
     a kernel run by a pool thread gets a :class:`_NodeContext` that splits for real)."""
 
-    __slots__ = ("feeds",)
+    __slots__ = ("feeds", "allocations")
 
     def __init__(self, feeds):
         self.feeds = feeds
+        self.allocations = []  # (allocator, token) of this step's device tensors
 
     def parallel_for(self, n, fn):
         fn(0, n)
 
 
 class _NodeContext:
-    __slots__ = ("feeds", "_pool", "chunks")
+    __slots__ = ("feeds", "allocations", "_pool", "chunks")
 
-    def __init__(self, feeds, pool):
-        self.feeds = feeds
+    def __init__(self, step_ctx, pool):
+        self.feeds = step_ctx.feeds
+        self.allocations = step_ctx.allocations
         self._pool = pool
         self.chunks = []
 
@@ -266,6 +292,8 @@ def run_serial(eplan, feeds, tracer=None):
     except Exception as e:  # noqa: BLE001 - every kernel failure becomes a TF error
         raise node_error(e, eplan, current[0]) from (None if isinstance(e, errors.OpError)
                                                      else e)
+    finally:
+        _free_step_memory(ctx.allocations)
     return vals
 
 
@@ -317,7 +345,7 @@ class _ThreadedRun:
         plan, vals = self.plan, self.vals
         ins = [vals[s][k] for s, k in plan.inputs[i]]
         if self.eplan.splittable[i] and device is not None:
-            ctx = _NodeContext(self.feeds, self.pools.for_device(device).intra)
+            ctx = _NodeContext(self.ctx, self.pools.for_device(device).intra)
         else:
             ctx = self.ctx
         start = _now() if self.tracer is not None else 0
@@ -379,6 +407,12 @@ class _ThreadedRun:
                 self.outstanding -= 1
                 if self._finished():
                     self.cond.notify_all()
+                if self.cancelled and self.outstanding == 0:
+                    _free_step_memory(self.ctx.allocations)
+
+    def release_memory(self):
+        with self.cond:
+            _free_step_memory(self.ctx.allocations)
 
 
 _blas_lock = threading.Lock()
@@ -413,4 +447,9 @@ def run_step(eplan, feeds, pool_set, tracer=None, timeout_ms=0):
     if not eplan.any_expensive:
         return run_serial(eplan, feeds, tracer)
     with _SingleThreadedBlas():
-        return _ThreadedRun(eplan, feeds, pool_set, tracer).run(timeout_ms)
+        run = _ThreadedRun(eplan, feeds, pool_set, tracer)
+        try:
+            return run.run(timeout_ms)
+        finally:
+            if run.error is not None or not run.cancelled:
+                run.release_memory()  # (a timed-out step frees when its last kernel ends)

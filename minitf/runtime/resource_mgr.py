@@ -6,6 +6,7 @@ there by its container (``tf.container`` or, by default, the device's job name) 
 """
 
 import threading
+import weakref
 
 from minitf.framework import errors
 
@@ -13,14 +14,30 @@ from minitf.framework import errors
 class VariableRef:
     """The storage of one TF1 reference variable: a numpy value, or None until initialised."""
 
-    __slots__ = ("name", "dtype", "shape", "value", "lock")
+    __slots__ = ("name", "dtype", "shape", "value", "lock", "allocator", "_token",
+                 "__weakref__")
 
-    def __init__(self, name, dtype, shape=None):
+    def __init__(self, name, dtype, shape=None, allocator=None):
         self.name = name
         self.dtype = dtype          # numpy dtype
         self.shape = shape          # declared shape (a tuple) when fully defined, else None
         self.value = None
         self.lock = threading.Lock()
+        self.allocator = allocator  # GPU variables count against their card's memory
+        self._token = None
+
+    def set(self, value):
+        """Stores ``value`` (caller holds ``lock``), accounting for it on the device."""
+        if self.allocator is not None:
+            token = self.allocator.allocate(int(getattr(value, "nbytes", 0)), self.name,
+                                            getattr(value, "shape", ()), self.dtype.__name__)
+            if self._token is None:
+                self._token = [None]  # freed when the variable's storage goes away
+                weakref.finalize(self, _free_token, self.allocator, self._token)
+            elif self._token[0] is not None:
+                self.allocator.free(self._token[0])
+            self._token[0] = token
+        self.value = value
 
     def read(self):
         """The current value; FailedPreconditionError when the variable was never assigned."""
@@ -33,6 +50,12 @@ class VariableRef:
     def __repr__(self):
         return "<VariableRef %s %s>" % (self.name, "uninitialized" if self.value is None
                                        else "initialized")
+
+
+def _free_token(allocator, holder):
+    if holder[0] is not None:
+        allocator.free(holder[0])
+        holder[0] = None
 
 
 class ResourceMgr:

@@ -16,7 +16,7 @@ from minitf.framework import graph as ops_graph
 from minitf.framework.graph import Graph, Operation, Tensor
 from minitf.ops.op_def import get_op_def
 from minitf.runtime import devices as devices_mod
-from minitf.runtime import executor, placer, pools
+from minitf.runtime import executor, memory, placer, pools
 from minitf.runtime.config_proto import ConfigProto, RunOptions
 from minitf.runtime.resource_mgr import VariableRef
 
@@ -116,6 +116,9 @@ class BaseSession:
         self._closed = False
         self._reset = False
         self._devices = devices_mod.local_devices(config)
+        for d in self._devices:  # bad gpu_options fail here, before any run
+            if d.device_type == "GPU":
+                memory.GpuMemoryPolicy(d.physical.memory_limit, config.gpu_options)
         self._has_gpu_support = bool(devices_mod.machine_gpus())
         self._placement = None
         self._placed_version = -1
@@ -211,6 +214,8 @@ class BaseSession:
                 return self._placement
             version = g.version
             ops = list(g._ops)
+            # "TensorFlow grabs all the RAM of all visible GPUs the first time you run a graph"
+            devices_mod.ensure_gpu_memory(self._devices, self._config.gpu_options)
             placement = placer.place(ops, self._devices, self._config.allow_soft_placement,
                                      preassigned=self._stateful,
                                      has_cuda=self._has_gpu_support)

@@ -1,0 +1,827 @@
+"""GPU kernels written with numba.cuda, and the launcher thread that runs them.
+
+Book sections: "Installation" (what a GPU build adds) and "Operations and kernels" (the
+GPU kernel of an op).  This module is independent of the rest of minitf: it works on numba
+device arrays and numpy dtypes only, and the runtime imports it lazily when a device runs
+its kernels through CUDA (a real card, or Numba's simulator with
+``MINITF_GPU_BACKEND=cudasim``).
+
+Conventions
+-----------
+* Every function that touches the GPU takes the ``stream`` it must use as its first
+  argument and is meant to run on the device's :class:`CudaLauncher` thread, e.g.
+  ``launcher.call(binary, "add", a, b)``.  Kernels are launched asynchronously on that
+  stream; only :func:`to_host` waits for it.
+* Device arrays are C-contiguous numba device arrays (what :func:`to_device` and every
+  kernel here produce).  Results are new arrays, except for :func:`assign`.
+* Dtypes follow numpy: ``binary`` computes in ``np.result_type`` of its inputs, every other
+  function keeps its input's dtype.  float16 is computed (and accumulated) in float32 and
+  stored back as float16.
+* Kernels are specialised per op, dtype family and block size by small factories, cached,
+  so each variant is compiled once per process on a real GPU.
+
+Performance notes (the code is written for real hardware; the simulator only checks it)
+----------------------------------------------------------------------------------------
+* Elementwise kernels use one thread per output element with a grid-stride loop, so a
+  bounded grid covers any size and consecutive threads touch consecutive addresses.
+  Broadcasting is done by index arithmetic with stride 0 on broadcast dimensions; the
+  shapes and strides travel in one small int64 device array.
+* ``matmul`` stages TILE x TILE tiles of both operands in shared memory; transposed
+  operands are read in their stored layout (so the global loads stay coalesced) and
+  transposed while being written to shared memory; the tiles are padded by one column
+  to avoid shared-memory bank conflicts.
+* ``reduce`` gathers the reduced elements by strides (no transposed copy) and reduces
+  them with a shared-memory tree; each row of a 2-D block reduces one output element.
+* Under the simulator (``NUMBA_ENABLE_CUDASIM=1``) blocks have at most 64 threads and
+  TILE is 8.  The simulator runs one Python thread per CUDA thread and is slow, mostly
+  at ``syncthreads`` barriers; lowering ``sys.setswitchinterval`` speeds it up a lot.
+"""
+
+import math
+import queue
+import threading
+
+import numpy as np
+from numba import cuda
+
+try:                                    # numba-cuda (the NVIDIA package)
+    from numba.cuda.np import numpy_support as _numpy_support
+except ImportError:                     # pragma: no cover - numba's built-in CUDA target
+    from numba.np import numpy_support as _numpy_support
+
+
+def _simulator_enabled():
+    flag = getattr(cuda, "simulator_enabled", None)
+    if flag is not None:
+        return bool(flag)
+    import numba
+    return bool(getattr(numba.config, "ENABLE_CUDASIM", False))
+
+
+SIMULATOR = _simulator_enabled()
+
+#: side of a matmul tile; a matmul block has TILE x TILE threads
+TILE = 8 if SIMULATOR else 16
+#: threads per block of the elementwise kernels
+ELEMENTWISE_THREADS = 32 if SIMULATOR else 256
+#: most blocks an elementwise launch uses (grid-stride loops cover the rest)
+MAX_BLOCKS = 2 if SIMULATOR else 4096
+#: most threads in a reduction block (a power of two)
+REDUCE_THREADS = 64 if SIMULATOR else 256
+#: most blocks a reduction or matmul launch uses along one grid axis
+MAX_REDUCE_BLOCKS = 1 if SIMULATOR else 4096
+MAX_MATMUL_BLOCKS = 4 if SIMULATOR else 1024
+
+BINARY_OPS = ("add", "sub", "mul", "realdiv", "floordiv")
+UNARY_OPS = ("neg", "square", "identity")
+REDUCE_OPS = ("sum", "mean")
+
+
+# ---------------------------------------------------------------------------------------
+# The launcher thread
+# ---------------------------------------------------------------------------------------
+
+class _Pending:
+    """The result slot of one call: filled by the launcher thread, read by the caller."""
+
+    __slots__ = ("done", "result", "error")
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.result = None
+        self.error = None
+
+
+_STOP = object()
+
+
+class CudaLauncher:
+    """One daemon thread that makes every CUDA call for one device.
+
+    The simulator only tolerates CUDA calls from a single thread, and on real hardware a
+    CUDA context is current per thread, so a device funnels all its work through here.
+    ``call(fn, *args)`` runs ``fn(stream, *args)`` on the thread, with the launcher's own
+    stream (created on that thread), and returns the result or re-raises the exception in
+    the caller.  A call made from the launcher thread itself runs directly.
+    """
+
+    def __init__(self, device_index=0, name=None):
+        self.device_index = int(device_index)
+        self._queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._stream = None
+        self._started = threading.Event()
+        self._start_error = None
+        self._thread = threading.Thread(
+            target=self._run, name=name or "minitf-cuda-launcher-%d" % self.device_index,
+            daemon=True)
+        self._thread.start()
+        self._started.wait()
+        if self._start_error is not None:
+            self._thread.join(timeout=5.0)
+            self._closed = True
+            raise self._start_error
+
+    # -- the thread ----------------------------------------------------------------------
+
+    def _run(self):
+        try:
+            if not SIMULATOR or self.device_index != 0:
+                cuda.select_device(self.device_index)
+            self._stream = cuda.stream()
+        except BaseException as exc:        # reported to the constructor
+            self._start_error = exc
+            self._started.set()
+            return
+        self._started.set()
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                break
+            fn, args, kwargs, pending = item
+            try:
+                pending.result = fn(self._stream, *args, **kwargs)
+            except BaseException as exc:     # handed to the caller
+                pending.error = exc
+            finally:
+                pending.done.set()
+        try:
+            self._stream.synchronize()
+        except Exception:                   # pragma: no cover - best effort at shutdown
+            pass
+
+    # -- the public side -----------------------------------------------------------------
+
+    @property
+    def stream(self):
+        """The launcher's CUDA stream (use it only from the launcher thread)."""
+        return self._stream
+
+    @property
+    def closed(self):
+        return self._closed
+
+    @property
+    def thread(self):
+        return self._thread
+
+    def call(self, fn, *args, timeout=None, **kwargs):
+        """Run ``fn(stream, *args, **kwargs)`` on the launcher thread; return its result.
+
+        Raises ``RuntimeError`` if the launcher is closed, ``TimeoutError`` if ``timeout``
+        seconds pass first, or whatever ``fn`` raised.
+        """
+        if threading.current_thread() is self._thread:
+            return fn(self._stream, *args, **kwargs)
+        pending = _Pending()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("CudaLauncher for device %d is closed" % self.device_index)
+            self._queue.put((fn, args, kwargs, pending))
+        if not pending.done.wait(timeout):
+            raise TimeoutError("CUDA call %s did not finish within %s s"
+                               % (getattr(fn, "__name__", fn), timeout))
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    def close(self, timeout=10.0):
+        """Stop the thread after the calls already queued; later calls raise RuntimeError."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.put(_STOP)
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "<CudaLauncher device=%d%s>" % (self.device_index,
+                                               " closed" if self._closed else "")
+
+
+# ---------------------------------------------------------------------------------------
+# Host-side helpers
+# ---------------------------------------------------------------------------------------
+
+def _numba_type(np_dtype):
+    return _numpy_support.from_dtype(np.dtype(np_dtype))
+
+
+def _compute_dtype(np_dtype):
+    """The dtype arithmetic is done in: float16 widens to float32."""
+    np_dtype = np.dtype(np_dtype)
+    return np.dtype(np.float32) if np_dtype == np.float16 else np_dtype
+
+
+def _accumulate_dtype(np_dtype):
+    """The dtype sums are accumulated in."""
+    np_dtype = np.dtype(np_dtype)
+    if np_dtype.kind == "f":
+        return _compute_dtype(np_dtype)
+    if np_dtype.kind == "u":
+        return np.dtype(np.uint64)
+    if np_dtype.kind == "i":
+        return np.dtype(np.int64)
+    return np_dtype
+
+
+def _check_numeric(np_dtype, what):
+    np_dtype = np.dtype(np_dtype)
+    if np_dtype.kind not in "iuf":
+        raise TypeError("%s: unsupported dtype %s on the GPU" % (what, np_dtype))
+    return np_dtype
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def _contiguous_strides(shape):
+    """Element strides of a C-contiguous array of ``shape``."""
+    strides = [1] * len(shape)
+    acc = 1
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d] = acc
+        acc *= int(shape[d])
+    return strides
+
+
+def _flat(arr):
+    """A 1-D view of a C-contiguous device array (0-d arrays become length 1)."""
+    if arr.ndim == 1:
+        return arr
+    if arr.ndim > 1 and not arr.is_c_contiguous():
+        raise ValueError("minitf CUDA kernels need C-contiguous device arrays")
+    return arr.reshape(_size(arr.shape))
+
+
+def _empty(stream, shape, dtype):
+    return cuda.device_array(tuple(int(d) for d in shape), dtype=np.dtype(dtype),
+                             stream=stream)
+
+
+def _meta(stream, values):
+    """Shapes and strides for a kernel, as one small int64 device array."""
+    host = np.array(list(values) or [0], dtype=np.int64)
+    return cuda.to_device(host, stream=stream)
+
+
+def _launch_1d(n):
+    threads = ELEMENTWISE_THREADS
+    blocks = max(1, min(MAX_BLOCKS, (n + threads - 1) // threads))
+    return blocks, threads
+
+
+def _next_pow2(n):
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+# ---------------------------------------------------------------------------------------
+# Transfers
+# ---------------------------------------------------------------------------------------
+
+def to_device(stream, host_array):
+    """Copy a numpy array (or scalar) to a new device array."""
+    host = np.asarray(host_array)
+    if not host.flags.c_contiguous:
+        host = np.ascontiguousarray(host)    # (never for 0-d arrays: it would make them 1-d)
+    if host.dtype.kind not in "biuf":
+        raise TypeError("cannot put dtype %s on a CUDA device" % host.dtype)
+    return cuda.to_device(host, stream=stream)
+
+
+def to_host(stream, dev_array):
+    """Copy a device array back to a new numpy array; waits for the stream."""
+    out = dev_array.copy_to_host(stream=stream)
+    stream.synchronize()
+    return out
+
+
+def device_copy(stream, dev_array):
+    """A new device array with the same contents (a device-to-device copy)."""
+    out = _empty(stream, dev_array.shape, dev_array.dtype)
+    if dev_array.size:
+        out.copy_to_device(dev_array, stream=stream)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Elementwise kernels
+# ---------------------------------------------------------------------------------------
+
+_factory_lock = threading.Lock()
+_kernels = {}
+
+
+def _cached(key, build):
+    with _factory_lock:
+        kernel = _kernels.get(key)
+        if kernel is None:
+            kernel = _kernels[key] = build()
+    return kernel
+
+
+def _binary_device_fn(op, ctype):
+    """The scalar function of a binary op, computing in numpy scalar type ``ctype``."""
+    is_float = np.dtype(ctype).kind == "f"
+    if op == "add":
+        def f(x, y):
+            return ctype(x) + ctype(y)
+    elif op == "sub":
+        def f(x, y):
+            return ctype(x) - ctype(y)
+    elif op == "mul":
+        def f(x, y):
+            return ctype(x) * ctype(y)
+    elif op == "realdiv" and is_float:
+        def f(x, y):
+            return ctype(x) / ctype(y)
+    elif op == "realdiv":
+        # integer RealDiv/Div truncate toward zero, like C and TF
+        def f(x, y):
+            p = ctype(x)
+            q = ctype(y)
+            r = p // q
+            if r < 0 and r * q != p:
+                r += 1
+            return r
+    elif op == "floordiv" and is_float:
+        # TF's FloorDiv on floats: floor(x / y); inf and nan pass through
+        def f(x, y):
+            r = ctype(x) / ctype(y)
+            if r - r != 0:          # inf or nan
+                return r
+            return ctype(math.floor(r))
+    elif op == "floordiv":
+        def f(x, y):
+            return ctype(x) // ctype(y)   # Python-style floor division
+    else:
+        raise ValueError("unknown binary op %r (known: %s)" % (op, ", ".join(BINARY_OPS)))
+    return cuda.jit(device=True)(f)
+
+
+def _binary_same_kernel(op, ctype):
+    def build():
+        f = _binary_device_fn(op, ctype)
+
+        def kernel(a, b, out):
+            start = cuda.grid(1)
+            step = cuda.gridsize(1)
+            for i in range(start, out.shape[0], step):
+                out[i] = f(a[i], b[i])
+        return cuda.jit(kernel)
+    return _cached(("binary_same", op, np.dtype(ctype).str), build)
+
+
+def _binary_bcast_kernel(op, ctype):
+    def build():
+        f = _binary_device_fn(op, ctype)
+
+        def kernel(a, b, meta, ndim, out):
+            # meta = [out_shape(ndim), a_strides(ndim), b_strides(ndim)]
+            start = cuda.grid(1)
+            step = cuda.gridsize(1)
+            for i in range(start, out.shape[0], step):
+                rem = i
+                ia = 0
+                ib = 0
+                for d in range(ndim - 1, -1, -1):
+                    extent = meta[d]
+                    coord = rem % extent
+                    rem //= extent
+                    ia += coord * meta[ndim + d]
+                    ib += coord * meta[2 * ndim + d]
+                out[i] = f(a[ia], b[ib])
+        return cuda.jit(kernel)
+    return _cached(("binary_bcast", op, np.dtype(ctype).str), build)
+
+
+def _collapse(shape, *stride_lists):
+    """Merge adjacent dimensions that are contiguous in every stride list; drop size 1."""
+    dims = [(int(n), [int(s[d]) for s in stride_lists]) for d, n in enumerate(shape)
+            if int(n) != 1]
+    merged = []
+    for n, strides in dims:
+        if merged:
+            pn, pstrides = merged[-1]
+            if all(ps == s * n for ps, s in zip(pstrides, strides)):
+                merged[-1] = (pn * n, strides)
+                continue
+        merged.append((n, strides))
+    out_shape = [n for n, _ in merged]
+    out_strides = [[s[k] for _, s in merged] for k in range(len(stride_lists))]
+    return out_shape, out_strides
+
+
+def _broadcast_strides(in_shape, out_shape):
+    pad = len(out_shape) - len(in_shape)
+    full = [1] * pad + [int(d) for d in in_shape]
+    strides = _contiguous_strides(full)
+    return [0 if full[d] == 1 and int(out_shape[d]) != 1 else strides[d]
+            for d in range(len(full))]
+
+
+def binary(stream, op, a, b):
+    """``op(a, b)`` elementwise with numpy broadcasting; op in BINARY_OPS."""
+    if op not in BINARY_OPS:
+        raise ValueError("unknown binary op %r (known: %s)" % (op, ", ".join(BINARY_OPS)))
+    _check_numeric(a.dtype, op)
+    _check_numeric(b.dtype, op)
+    out_dtype = np.result_type(a.dtype, b.dtype)
+    try:
+        out_shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+    except ValueError:
+        raise ValueError("%s: incompatible shapes %s and %s"
+                         % (op, list(a.shape), list(b.shape))) from None
+    out = _empty(stream, out_shape, out_dtype)
+    n = out.size
+    if n == 0:
+        return out
+    ctype = _compute_dtype(out_dtype).type
+    flat_out = _flat(out)
+    blocks, threads = _launch_1d(n)
+    if tuple(a.shape) == tuple(b.shape):
+        _binary_same_kernel(op, ctype)[blocks, threads, stream](_flat(a), _flat(b), flat_out)
+        return out
+    shape, (sa, sb) = _collapse(out_shape, _broadcast_strides(a.shape, out_shape),
+                                _broadcast_strides(b.shape, out_shape))
+    meta = _meta(stream, shape + sa + sb)
+    _binary_bcast_kernel(op, ctype)[blocks, threads, stream](
+        _flat(a), _flat(b), meta, len(shape), flat_out)
+    return out
+
+
+def _unary_kernel(op, ctype):
+    def build():
+        if op == "neg":
+            def f(x):
+                return -ctype(x)
+        elif op == "square":
+            def f(x):
+                return ctype(x) * ctype(x)
+        else:
+            def f(x):
+                return x
+        g = cuda.jit(device=True)(f)
+
+        def kernel(a, out):
+            start = cuda.grid(1)
+            step = cuda.gridsize(1)
+            for i in range(start, out.shape[0], step):
+                out[i] = g(a[i])
+        return cuda.jit(kernel)
+    return _cached(("unary", op, np.dtype(ctype).str), build)
+
+
+def unary(stream, op, a):
+    """``op(a)`` elementwise; op in UNARY_OPS."""
+    if op not in UNARY_OPS:
+        raise ValueError("unknown unary op %r (known: %s)" % (op, ", ".join(UNARY_OPS)))
+    if op != "identity":
+        _check_numeric(a.dtype, op)
+    out = _empty(stream, a.shape, a.dtype)
+    if out.size:
+        blocks, threads = _launch_1d(out.size)
+        ctype = _compute_dtype(a.dtype).type
+        _unary_kernel(op, ctype)[blocks, threads, stream](_flat(a), _flat(out))
+    return out
+
+
+def _convert_kernel(to_bool):
+    def build():
+        if to_bool:
+            def kernel(src, out):
+                start = cuda.grid(1)
+                step = cuda.gridsize(1)
+                for i in range(start, out.shape[0], step):
+                    out[i] = src[i] != 0
+        else:
+            def kernel(src, out):
+                start = cuda.grid(1)
+                step = cuda.gridsize(1)
+                for i in range(start, out.shape[0], step):
+                    out[i] = src[i]      # converted on store (floats truncate toward 0)
+        return cuda.jit(kernel)
+    return _cached(("convert", bool(to_bool)), build)
+
+
+def _convert_into(stream, src, dst):
+    n = dst.size
+    if n:
+        blocks, threads = _launch_1d(n)
+        _convert_kernel(np.dtype(dst.dtype) == np.bool_)[blocks, threads, stream](
+            _flat(src), _flat(dst))
+    return dst
+
+
+def cast(stream, a, np_dtype):
+    """``a`` converted to ``np_dtype`` (a new array, even when the dtype is unchanged)."""
+    np_dtype = np.dtype(np_dtype)
+    if np_dtype.kind not in "biuf" or np.dtype(a.dtype).kind not in "biuf":
+        raise TypeError("cannot cast %s to %s on the GPU" % (a.dtype, np_dtype))
+    if np_dtype == np.dtype(a.dtype):
+        return device_copy(stream, a)
+    return _convert_into(stream, a, _empty(stream, a.shape, np_dtype))
+
+
+def assign(stream, dst, src):
+    """Copy ``src`` into the existing device array ``dst`` (same shape); returns ``dst``."""
+    if tuple(dst.shape) != tuple(src.shape):
+        raise ValueError("assign: shapes %s and %s differ" % (list(dst.shape), list(src.shape)))
+    if dst.size == 0:
+        return dst
+    if np.dtype(dst.dtype) == np.dtype(src.dtype):
+        dst.copy_to_device(src, stream=stream)
+        return dst
+    return _convert_into(stream, src, dst)
+
+
+def _fill_kernel():
+    def build():
+        def kernel(out, value):
+            start = cuda.grid(1)
+            step = cuda.gridsize(1)
+            for i in range(start, out.shape[0], step):
+                out[i] = value
+        return cuda.jit(kernel)
+    return _cached(("fill",), build)
+
+
+def fill(stream, shape, value, dtype):
+    """A new device array of ``shape`` and ``dtype`` with every element ``value``."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "biuf":
+        raise TypeError("fill: unsupported dtype %s on the GPU" % dtype)
+    shape = tuple(int(d) for d in shape)
+    if any(d < 0 for d in shape):
+        raise ValueError("fill: negative dimension in shape %s" % (list(shape),))
+    out = _empty(stream, shape, dtype)
+    if out.size:
+        blocks, threads = _launch_1d(out.size)
+        # the value travels in the compute dtype (float16 as float32) and converts on store
+        value = np.array(value, dtype=dtype).astype(_compute_dtype(dtype))[()]
+        _fill_kernel()[blocks, threads, stream](_flat(out), value)
+    return out
+
+
+def _accumulate_kernel(ctype):
+    def build():
+        def kernel(dst, src):
+            start = cuda.grid(1)
+            step = cuda.gridsize(1)
+            for i in range(start, dst.shape[0], step):
+                dst[i] = ctype(dst[i]) + ctype(src[i])
+        return cuda.jit(kernel)
+    return _cached(("accumulate", np.dtype(ctype).str), build)
+
+
+def add_n(stream, arrays):
+    """The elementwise sum of same-shape, same-dtype device arrays."""
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("add_n needs at least one array")
+    shape, dtype = tuple(arrays[0].shape), np.dtype(arrays[0].dtype)
+    _check_numeric(dtype, "add_n")
+    for x in arrays[1:]:
+        if tuple(x.shape) != shape:
+            raise ValueError("add_n: shapes %s and %s differ" % (list(shape), list(x.shape)))
+        if np.dtype(x.dtype) != dtype:
+            raise TypeError("add_n: dtypes %s and %s differ" % (dtype, x.dtype))
+    out = device_copy(stream, arrays[0])
+    if out.size and len(arrays) > 1:
+        blocks, threads = _launch_1d(out.size)
+        kernel = _accumulate_kernel(_compute_dtype(dtype).type)
+        flat_out = _flat(out)
+        for x in arrays[1:]:
+            kernel[blocks, threads, stream](flat_out, _flat(x))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Matrix multiplication
+# ---------------------------------------------------------------------------------------
+
+def _matmul_kernel(transpose_a, transpose_b, acc_dtype):
+    acc_nb = _numba_type(acc_dtype)
+    acc = np.dtype(acc_dtype).type
+    T = TILE
+    TP = TILE + 1              # padded row length: shared-array shapes must be literals
+
+    def build():
+        def kernel(a, b, out):
+            # out[M, N] = A[M, K] @ B[K, N]; a is stored as A (M, K) or, transposed, (K, M);
+            # b as B (K, N) or (N, K).  The thread with threadIdx.x = tx always reads along
+            # the stored array's last (contiguous) axis, so global loads are coalesced.
+            tile_a = cuda.shared.array((T, TP), acc_nb)   # tile_a[row, k]
+            tile_b = cuda.shared.array((T, TP), acc_nb)   # tile_b[k, col]
+            tx = cuda.threadIdx.x
+            ty = cuda.threadIdx.y
+            M = out.shape[0]
+            N = out.shape[1]
+            if transpose_a:
+                K = a.shape[0]
+            else:
+                K = a.shape[1]
+            tiles_m = (M + T - 1) // T
+            tiles_n = (N + T - 1) // T
+            for tm in range(cuda.blockIdx.y, tiles_m, cuda.gridDim.y):
+                for tn in range(cuda.blockIdx.x, tiles_n, cuda.gridDim.x):
+                    row0 = tm * T
+                    col0 = tn * T
+                    total = acc(0)
+                    for k0 in range(0, K, T):
+                        if transpose_a:
+                            r = row0 + tx
+                            k = k0 + ty
+                            if r < M and k < K:
+                                tile_a[tx, ty] = a[k, r]
+                            else:
+                                tile_a[tx, ty] = 0
+                        else:
+                            r = row0 + ty
+                            k = k0 + tx
+                            if r < M and k < K:
+                                tile_a[ty, tx] = a[r, k]
+                            else:
+                                tile_a[ty, tx] = 0
+                        if transpose_b:
+                            c = col0 + ty
+                            k = k0 + tx
+                            if c < N and k < K:
+                                tile_b[tx, ty] = b[c, k]
+                            else:
+                                tile_b[tx, ty] = 0
+                        else:
+                            c = col0 + tx
+                            k = k0 + ty
+                            if c < N and k < K:
+                                tile_b[ty, tx] = b[k, c]
+                            else:
+                                tile_b[ty, tx] = 0
+                        cuda.syncthreads()
+                        for kk in range(T):
+                            total += tile_a[ty, kk] * tile_b[kk, tx]
+                        cuda.syncthreads()
+                    r = row0 + ty
+                    c = col0 + tx
+                    if r < M and c < N:
+                        out[r, c] = total
+        return cuda.jit(kernel)
+    return _cached(("matmul", bool(transpose_a), bool(transpose_b), np.dtype(acc_dtype).str,
+                    T), build)
+
+
+def matmul(stream, a, b, transpose_a=False, transpose_b=False):
+    """The matrix product of two rank-2 device arrays, optionally transposing either."""
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError("matmul: both operands must be rank 2, got shapes %s and %s"
+                         % (list(a.shape), list(b.shape)))
+    _check_numeric(a.dtype, "matmul")
+    _check_numeric(b.dtype, "matmul")
+    m, k = (a.shape[1], a.shape[0]) if transpose_a else (a.shape[0], a.shape[1])
+    k2, n = (b.shape[1], b.shape[0]) if transpose_b else (b.shape[0], b.shape[1])
+    if k != k2:
+        raise ValueError("matmul: inner dimensions differ: %s%s @ %s%s"
+                         % (list(a.shape), "^T" if transpose_a else "",
+                            list(b.shape), "^T" if transpose_b else ""))
+    out_dtype = np.result_type(a.dtype, b.dtype)
+    out = _empty(stream, (m, n), out_dtype)
+    if out.size == 0:
+        return out
+    if k == 0:
+        return fill(stream, (m, n), 0, out_dtype)
+    grid = (max(1, min(MAX_MATMUL_BLOCKS, (n + TILE - 1) // TILE)),
+            max(1, min(MAX_MATMUL_BLOCKS, (m + TILE - 1) // TILE)))
+    kernel = _matmul_kernel(transpose_a, transpose_b, _accumulate_dtype(out_dtype)
+                            if out_dtype.kind == "f" else out_dtype)
+    kernel[grid, (TILE, TILE), stream](a, b, out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Reductions
+# ---------------------------------------------------------------------------------------
+
+def _reduce_kernel(mean, acc_dtype, out_kind, rx, ry):
+    acc_nb = _numba_type(acc_dtype)
+    acc = np.dtype(acc_dtype).type
+    float_mean = mean and out_kind == "f"
+    int_mean = mean and out_kind != "f"
+
+    def build():
+        def kernel(x, meta, nk, nr, count, out):
+            # meta = [kept_shape(nk), kept_strides(nk), red_shape(nr), red_strides(nr)];
+            # block row ty reduces output element o over the `count` gathered elements.
+            buf = cuda.shared.array((ry, rx), acc_nb)
+            tx = cuda.threadIdx.x
+            ty = cuda.threadIdx.y
+            n_out = out.shape[0]
+            rounds = (n_out + ry - 1) // ry
+            for rnd in range(cuda.blockIdx.x, rounds, cuda.gridDim.x):
+                o = rnd * ry + ty
+                total = acc(0)
+                if o < n_out:
+                    base = 0
+                    rem = o
+                    for d in range(nk - 1, -1, -1):
+                        extent = meta[d]
+                        base += (rem % extent) * meta[nk + d]
+                        rem //= extent
+                    for r in range(tx, count, rx):
+                        off = base
+                        rem = r
+                        for d in range(nr - 1, -1, -1):
+                            extent = meta[2 * nk + d]
+                            off += (rem % extent) * meta[2 * nk + nr + d]
+                            rem //= extent
+                        total += acc(x[off])
+                buf[ty, tx] = total
+                cuda.syncthreads()
+                half = rx // 2
+                while half > 0:
+                    if tx < half:
+                        buf[ty, tx] += buf[ty, tx + half]
+                    cuda.syncthreads()
+                    half //= 2
+                if tx == 0 and o < n_out:
+                    s = buf[ty, 0]
+                    if float_mean:
+                        out[o] = s / count
+                    elif int_mean:
+                        n = acc(count)
+                        q = s // n                # floor, then truncate toward zero
+                        if q < 0 and q * n != s:
+                            q += 1
+                        out[o] = q
+                    else:
+                        out[o] = s
+                cuda.syncthreads()            # buf is reused by the next round
+        return cuda.jit(kernel)
+    return _cached(("reduce", bool(mean), np.dtype(acc_dtype).str, out_kind, rx, ry), build)
+
+
+def _normalize_axes(axes, ndim):
+    if axes is None:
+        return tuple(range(ndim))
+    if isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    result = []
+    for ax in axes:
+        ax = int(ax)
+        if not -ndim <= ax < ndim:
+            raise ValueError("reduction axis %d is out of range for rank %d" % (ax, ndim))
+        ax %= ndim
+        if ax in result:
+            raise ValueError("duplicate reduction axis %d" % ax)
+        result.append(ax)
+    return tuple(sorted(result))
+
+
+def reduce(stream, op, a, axes=None, keepdims=False):
+    """``sum`` or ``mean`` of ``a`` over ``axes`` (None: all), keeping the input dtype.
+
+    float16 accumulates in float32, integers in 64 bits; an integer mean truncates toward
+    zero as TF does.
+    """
+    if op not in REDUCE_OPS:
+        raise ValueError("unknown reduction %r (known: %s)" % (op, ", ".join(REDUCE_OPS)))
+    dtype = _check_numeric(a.dtype, op)
+    shape = tuple(int(d) for d in a.shape)
+    ndim = len(shape)
+    red = _normalize_axes(axes, ndim)
+    kept = tuple(d for d in range(ndim) if d not in red)
+    out_shape = tuple(1 if d in red else shape[d] for d in range(ndim)) if keepdims \
+        else tuple(shape[d] for d in kept)
+    out = _empty(stream, out_shape, dtype)
+    n_out = out.size
+    if n_out == 0:
+        return out
+    count = _size([shape[d] for d in red])
+    if count == 0:                          # empty reduction: 0, or nan for a float mean
+        value = np.nan if (op == "mean" and dtype.kind == "f") else 0
+        return fill(stream, out_shape, value, dtype)
+    strides = _contiguous_strides(shape)
+    kshape, (kstrides,) = _collapse([shape[d] for d in kept], [strides[d] for d in kept])
+    rshape, (rstrides,) = _collapse([shape[d] for d in red], [strides[d] for d in red])
+    meta = _meta(stream, kshape + kstrides + rshape + rstrides)
+    rx = max(1, min(REDUCE_THREADS, _next_pow2(count)))
+    ry = max(1, min(REDUCE_THREADS // rx, _next_pow2(n_out)))
+    blocks = max(1, min(MAX_REDUCE_BLOCKS, (n_out + ry - 1) // ry))
+    kernel = _reduce_kernel(op == "mean", _accumulate_dtype(dtype), dtype.kind, rx, ry)
+    kernel[blocks, (rx, ry), stream](_flat(a), meta, len(kshape), len(rshape), count,
+                                     _flat(out))
+    return out
