@@ -49,6 +49,14 @@ import sys as _sys  # noqa: E402
 _sys.modules[__name__ + ".timeline"] = timeline  # `from minitf.timeline import Timeline` too
 
 
+def __getattr__(name):
+    # ``tf.smi()``: imported on first use, so ``python -m minitf.smi`` does not import it twice.
+    if name == "smi":
+        import importlib
+        return importlib.import_module("minitf.smi")
+    raise AttributeError("module 'minitf' has no attribute %r" % name)
+
+
 def device(device_name_or_function):
     """``with tf.device(x):`` pins the ops created inside to a device.
 

@@ -145,6 +145,12 @@ class Device:
         self.physical = physical
         self.resource_manager = ResourceMgr(default_container=job)
         self.allocator = None  # GPUs: the process's allocator for the card (ensure_gpu_memory)
+        # "numpy": kernels run on the host (CPUs, emulated cards); "cuda": numba.cuda kernels on
+        # a real card, or on an emulated one with MINITF_GPU_BACKEND=cudasim (Numba's simulator)
+        self.backend = "numpy"
+        if physical is not None and (not physical.emulated or
+                                     os.environ.get("MINITF_GPU_BACKEND") == "cudasim"):
+            self.backend = "cuda"
 
     @property
     def description(self):
@@ -233,3 +239,24 @@ def release_gpu_memory():
             if reservation is not None:
                 reservation.release()
         _process_gpus.clear()
+
+
+_launchers = {}
+
+
+def launcher_for(device):
+    """The one thread that makes every CUDA call for ``device``'s card (created on first use).
+
+    With emulated cards the simulator is switched on first (``NUMBA_ENABLE_CUDASIM=1``); it
+    patches module globals while a kernel runs, so all emulated cards share one launcher.
+    """
+    key = "simulator" if device.physical.emulated else device.physical.physical_id
+    with _process_gpu_lock:
+        launcher = _launchers.get(key)
+        if launcher is None:
+            if device.physical.emulated:
+                os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+            from minitf.kernels.cuda import CudaLauncher
+            launcher = _launchers[key] = CudaLauncher(
+                0 if device.physical.emulated else key, name="GPU %s launcher" % key)
+        return launcher

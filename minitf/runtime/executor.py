@@ -13,11 +13,14 @@ pool, splittable kernels splitting their work over the device's intra-op pool
 import threading
 import time
 
+import numpy as np
+
 from minitf.framework import errors
 from minitf.kernels import registry
 from minitf.ops.op_def import get_op_def
 from minitf.runtime import pools
 from minitf.runtime.config_proto import StepStats
+from minitf.runtime.devices import launcher_for
 from minitf.runtime.placer import attach_node
 from minitf.runtime.resource_mgr import VariableRef
 from minitf.runtime.scheduler import Plan, Step
@@ -57,6 +60,10 @@ class ExecutionPlan:
         self.expensive = expensive
         self.splittable = splittable
         self.any_expensive = any(expensive)
+        self.node_devices = []  # Device per node (None: a feed, held on the host)
+
+    def device_of_node(self, i):
+        return self.node_devices[i]
 
 
 def prune(fetch_ops, feed_tensors):
@@ -106,6 +113,31 @@ def _free_step_memory(allocations):
     allocations.clear()
 
 
+def _move_inputs(kernel, moves):
+    """Copies inputs between the host and a CUDA card before the kernel runs."""
+    from minitf.kernels import cuda_ops
+
+    def compute(ctx, ins):
+        for pos, upload, launcher in moves:
+            if type(ins[pos]) is not VariableRef:
+                ins[pos] = (cuda_ops.to_device if upload else cuda_ops.to_host)(launcher,
+                                                                                ins[pos])
+        return kernel(ctx, ins)
+    return compute
+
+
+def host_value(value, device):
+    """A fetched value as numpy: variables read, arrays on a CUDA card copied back."""
+    if type(value) is VariableRef:
+        value = value.read()
+    if device is not None and device.backend == "cuda":
+        from minitf.kernels import cuda_ops
+        value = cuda_ops.to_host(launcher_for(device), value)
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]
+    return value
+
+
 def _feed_kernel(j):
     return lambda ctx, ins: (ctx.feeds[j],)
 
@@ -130,19 +162,33 @@ def build(graph_ops, placement, client_device, fetch_tensors, target_ops, feed_t
     expensive, splittable = [], []
     for op in ops:
         device = placement.device_of[op]
+        on_card = device.backend == "cuda"
         kdef = registry.find_kernel(op, device.device_type)
         kernel = kernel_cache.get(op)
         if kernel is None:
-            kernel = kernel_cache[op] = kdef.factory(op, device)
+            if on_card:
+                launcher = launcher_for(device)  # first: it may switch the simulator on
+                from minitf.kernels import cuda_ops
+                kernel = cuda_ops.make_kernel(op, device, launcher)
+            else:
+                kernel = kdef.factory(op, device)
+            kernel_cache[op] = kernel
         refs = get_op_def(op.type).ref_inputs
-        edges, deref = [], []
+        edges, deref, moves = [], [], []
         for pos, t in enumerate(op._inputs):
             if t in feed_node:
                 edges.append((feed_node[t], 0))
+                src_on_card = False
             else:
                 edges.append((index[t.op], t._value_index))
                 if t.dtype.is_ref_dtype and not (pos < len(refs) and refs[pos]):
                     deref.append(pos)
+                src_on_card = placement.device_of[t.op].backend == "cuda"
+            if src_on_card != on_card:  # host <-> card: TF's Send/Recv pair
+                src_dev = device if on_card else placement.device_of[t.op]
+                moves.append((pos, on_card, launcher_for(src_dev)))
+        if moves:
+            kernel = _move_inputs(kernel, moves)
         if deref:
             kernel = _deref_inputs(kernel, deref)
         if device.allocator is not None:
@@ -164,8 +210,10 @@ def build(graph_ops, placement, client_device, fetch_tensors, target_ops, feed_t
         splittable.append(False)
     fetch_slots = [(feed_node[t], 0) if t in feed_node else (index[t.op], t._value_index)
                    for t in fetch_tensors]
-    return ExecutionPlan(Plan(inputs, controls, devices), kernels, names,
-                         ops + [None] * len(feed_index), fetch_slots, expensive, splittable)
+    eplan = ExecutionPlan(Plan(inputs, controls, devices), kernels, names,
+                          ops + [None] * len(feed_index), fetch_slots, expensive, splittable)
+    eplan.node_devices = [placement.device_of[op] for op in ops] + [None] * len(feed_index)
+    return eplan
 
 
 def node_error(exc, eplan, i):

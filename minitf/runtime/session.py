@@ -18,7 +18,6 @@ from minitf.ops.op_def import get_op_def
 from minitf.runtime import devices as devices_mod
 from minitf.runtime import executor, memory, placer, pools
 from minitf.runtime.config_proto import ConfigProto, RunOptions
-from minitf.runtime.resource_mgr import VariableRef
 
 _live_sessions = weakref.WeakSet()
 
@@ -82,11 +81,12 @@ class _FetchMapper:
         return self._build(values)
 
 
-def _fetched(value):
-    """A value handed back to Python: variables are read, arrays copied (callers may write)."""
-    if type(value) is VariableRef:
-        value = value.read()
-    if isinstance(value, np.ndarray):
+def _fetched(value, device):
+    """A value handed back to Python: variables are read, values on a card copied to the host,
+    host arrays copied (callers may write to what they get)."""
+    on_host = device is None or device.backend != "cuda"
+    value = executor.host_value(value, device)
+    if on_host and isinstance(value, np.ndarray):
         return value.copy()
     return value
 
@@ -304,7 +304,7 @@ class BaseSession:
             s, k = slots[ti]
             ti += 1
             try:
-                out.append(_fetched(vals[s][k]))
+                out.append(_fetched(vals[s][k], eplan.device_of_node(s)))
             except errors.OpError as e:
                 name = "_retval_%s_%d_%d" % (el.op.name, el.value_index, ti - 1)
                 raise type(e)(None, el.op, placer.attach_node(e.message, name)) from None
