@@ -23,6 +23,12 @@ def test_cuda_visible_devices_renumbers_cards(monkeypatch, capsys):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,2")
     lines = _mapping(capsys)
     assert lines == [
+        "Creating TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:0 with 3796 MB "
+        "memory) -> physical GPU (device: 0, name: minitf emulated GPU, pci bus id: "
+        "0000:04:00.0, compute capability: 7.0)",
+        "Creating TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:1 with 3796 MB "
+        "memory) -> physical GPU (device: 1, name: minitf emulated GPU, pci bus id: "
+        "0000:03:00.0, compute capability: 7.0)",
         "Device mapping:",
         "/job:localhost/replica:0/task:0/device:GPU:0 -> device: 0, name: minitf emulated GPU, "
         "pci bus id: 0000:04:00.0, compute capability: 7.0",

@@ -182,6 +182,18 @@ def local_devices(config=None, job="localhost", task=0):
     return devices
 
 
+def creation_lines(devices, gpu_options):
+    """TF's ``Creating TensorFlow device (... with N MB memory) -> physical GPU (...)`` lines."""
+    lines = []
+    for d in devices:
+        if d.device_type == "GPU":
+            policy = memory.GpuMemoryPolicy(d.physical.memory_limit, gpu_options,
+                                            free_bytes=d.physical.memory_limit)
+            lines.append("Creating TensorFlow device (%s with %d MB memory) -> physical GPU (%s)"
+                         % (d.name, policy.limit_bytes >> 20, d.description))
+    return lines
+
+
 def device_mapping_lines(devices):
     """The ``Device mapping:`` block TF prints when a session is created with logging on."""
     described = [d for d in devices if d.description]

@@ -114,14 +114,20 @@ def _free_step_memory(allocations):
 
 
 def _move_inputs(kernel, moves):
-    """Copies inputs between the host and a CUDA card before the kernel runs."""
+    """Copies inputs between the host and CUDA cards before the kernel runs: ``(position,
+    launcher of the card it comes from or None, launcher of the card it goes to or None)``."""
     from minitf.kernels import cuda_ops
 
     def compute(ctx, ins):
-        for pos, upload, launcher in moves:
-            if type(ins[pos]) is not VariableRef:
-                ins[pos] = (cuda_ops.to_device if upload else cuda_ops.to_host)(launcher,
-                                                                                ins[pos])
+        for pos, src, dst in moves:
+            v = ins[pos]
+            if type(v) is VariableRef:
+                continue
+            if src is not None:
+                v = cuda_ops.to_host(src, v)
+            if dst is not None:
+                v = cuda_ops.to_device(dst, v)
+            ins[pos] = v
         return kernel(ctx, ins)
     return compute
 
@@ -184,9 +190,14 @@ def build(graph_ops, placement, client_device, fetch_tensors, target_ops, feed_t
                 if t.dtype.is_ref_dtype and not (pos < len(refs) and refs[pos]):
                     deref.append(pos)
                 src_on_card = placement.device_of[t.op].backend == "cuda"
+            src_dev = None if t in feed_node else placement.device_of[t.op]
             if src_on_card != on_card:  # host <-> card: TF's Send/Recv pair
-                src_dev = device if on_card else placement.device_of[t.op]
-                moves.append((pos, on_card, launcher_for(src_dev)))
+                moves.append((pos, launcher_for(src_dev) if src_on_card else None,
+                              launcher_for(device) if on_card else None))
+            elif on_card and src_dev is not device and \
+                    launcher_for(src_dev) is not launcher_for(device):
+                # two real cards: down from one, up to the other (a copy through the host)
+                moves.append((pos, launcher_for(src_dev), launcher_for(device)))
         if moves:
             kernel = _move_inputs(kernel, moves)
         if deref:

@@ -130,7 +130,8 @@ class BaseSession:
         self._default_contexts = []
         self._pool_sets, self._owned_pools = pools.session_pools(config)
         if config.log_device_placement:
-            self._log(devices_mod.device_mapping_lines(self._devices))
+            self._log(devices_mod.creation_lines(self._devices, config.gpu_options) +
+                      devices_mod.device_mapping_lines(self._devices))
         _live_sessions.add(self)
 
     # -- properties ----------------------------------------------------------------------------
