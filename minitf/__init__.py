@@ -6,7 +6,7 @@ constructors), ``kernels`` (implementations per device type), ``runtime`` (devic
 scheduler, executor, session).
 """
 
-from minitf import config, device_lib, test  # noqa: F401  (tf.config.emulate_gpus, tf.test)
+from minitf import config, device_lib, test, train  # noqa: F401  (tf.config, tf.test, tf.train)
 from minitf.framework import dtypes, errors, tensor_shape  # noqa: F401
 from minitf.framework.device_spec import DeviceSpec
 from minitf.framework.dtypes import (DType, as_dtype, bool, complex64, complex128,  # noqa: A004

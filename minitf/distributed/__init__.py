@@ -1,0 +1,1 @@
+"""What TF calls distributed_runtime: cluster specs (servers come with the cluster issue)."""

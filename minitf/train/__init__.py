@@ -1,0 +1,8 @@
+"""``tf.train``: cluster description and device placement helpers of the chapter.
+
+Book sections: "Multiple Devices Across Multiple Servers" (``ClusterSpec``) and "Sharding
+Variables Across Multiple Parameter Servers" (``replica_device_setter``).
+"""
+
+from minitf.distributed.cluster_spec import ClusterSpec  # noqa: F401
+from minitf.train.device_setter import replica_device_setter  # noqa: F401

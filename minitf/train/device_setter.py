@@ -1,0 +1,87 @@
+"""``tf.train.replica_device_setter``: variables round-robin over the ps tasks, ops on workers.
+
+Book section: "Sharding Variables Across Multiple Parameter Servers".  The device function it
+returns sends every variable (a ``VariableV2`` op, and the other stateful "ps ops") to the next
+parameter-server task in turn, and every other op to ``worker_device``; device strings set by
+inner ``tf.device`` blocks win field by field.  reference/tf1_semantics.md §4 is the spec.
+"""
+
+import logging
+
+from minitf.distributed.cluster_spec import ClusterSpec
+from minitf.framework.device_spec import DeviceSpec
+
+STANDARD_PS_OPS = ("Variable", "VariableV2", "AutoReloadVariable", "MutableHashTable",
+                   "MutableHashTableV2", "MutableHashTableOfTensors",
+                   "MutableHashTableOfTensorsV2", "MutableDenseHashTable",
+                   "MutableDenseHashTableV2", "VarHandleOp",
+                   "BoostedTreesEnsembleResourceHandleOp",
+                   "BoostedTreesQuantileStreamResourceHandleOp", "DecisionTreeResource",
+                   "ResourceConditionalAccumulator")
+
+
+class _RoundRobinStrategy:
+    """Task 0, 1, ..., n-1, 0, ... — one counter per replica_device_setter call."""
+
+    def __init__(self, num_tasks):
+        self._num_tasks = num_tasks
+        self._next = 0
+
+    def __call__(self, unused_op):
+        task = self._next
+        self._next = (self._next + 1) % self._num_tasks
+        return task
+
+
+class _ReplicaDeviceChooser:
+    def __init__(self, ps_tasks, ps_device, worker_device, merge_devices, ps_ops, ps_strategy):
+        self._ps_tasks = ps_tasks
+        self._ps_device = ps_device
+        self._worker_device = worker_device
+        self._merge_devices = merge_devices
+        self._ps_ops = ps_ops
+        self._ps_strategy = ps_strategy
+
+    def device_function(self, op):
+        """The device of ``op`` (its ``op.device`` already holds what inner blocks asked)."""
+        if not self._merge_devices and op.device:
+            return op.device
+        current = DeviceSpec.from_string(op.device or "")
+        node_def = op.node_def if hasattr(op, "node_def") else op
+        op_type = node_def.op if hasattr(node_def, "op") else op.type
+        if self._ps_tasks and self._ps_device and op_type in self._ps_ops:
+            ps = DeviceSpec.from_string(self._ps_device)
+            if ps.job and (not current.job or current.job == ps.job):
+                ps = ps.replace(task=self._ps_strategy(op))
+            return ps.make_merged_spec(current).to_string()
+        worker = DeviceSpec.from_string(self._worker_device or "")
+        return worker.make_merged_spec(current).to_string()
+
+
+def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:worker",
+                          merge_devices=True, cluster=None, ps_ops=None, ps_strategy=None):
+    """Returns a device function for ``tf.device`` — or None when there are no ps tasks (which
+    ``tf.device(None)`` turns into "forget the enclosing device blocks", as in TF)."""
+    if cluster is not None:
+        if isinstance(cluster, ClusterSpec):
+            cluster_spec = cluster.as_dict()
+        else:
+            cluster_spec = ClusterSpec(cluster).as_dict()
+        ps_job_name = DeviceSpec.from_string(ps_device).job
+        if ps_job_name not in cluster_spec or cluster_spec[ps_job_name] is None:
+            return None
+        ps_tasks = len(cluster_spec[ps_job_name])
+    if ps_tasks == 0:
+        return None
+    if ps_ops is None:
+        ps_ops = list(STANDARD_PS_OPS)
+    if not merge_devices:
+        logging.warning("DEPRECATION: It is recommended to set merge_devices=true in "
+                        "replica_device_setter")
+    if ps_strategy is None:
+        ps_strategy = _RoundRobinStrategy(ps_tasks)
+    if not callable(ps_strategy):
+        raise TypeError("ps_strategy must be callable")
+    chooser = _ReplicaDeviceChooser(ps_tasks, ps_device, worker_device, merge_devices, ps_ops,
+                                    ps_strategy)
+    return chooser.device_function
