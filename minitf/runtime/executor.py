@@ -113,6 +113,17 @@ def _free_step_memory(allocations):
     allocations.clear()
 
 
+def _move_between(src, dst):
+    """How a tensor crosses from device ``src`` (None: the host) to ``dst``: (launcher of the
+    card to copy down from or None, launcher of the card to copy up to or None), or None when
+    both ends share memory (TF's Send/Recv pair, made explicit only where a copy is needed)."""
+    down = launcher_for(src) if src is not None and src.backend == "cuda" else None
+    up = launcher_for(dst) if dst.backend == "cuda" else None
+    if down is up:  # both on the host, or on the same card (or the simulator's one launcher)
+        return None
+    return down, up
+
+
 def _move_inputs(kernel, moves):
     """Copies inputs between the host and CUDA cards before the kernel runs: ``(position,
     launcher of the card it comes from or None, launcher of the card it goes to or None)``."""
@@ -168,11 +179,10 @@ def build(graph_ops, placement, client_device, fetch_tensors, target_ops, feed_t
     expensive, splittable = [], []
     for op in ops:
         device = placement.device_of[op]
-        on_card = device.backend == "cuda"
         kdef = registry.find_kernel(op, device.device_type)
         kernel = kernel_cache.get(op)
         if kernel is None:
-            if on_card:
+            if device.backend == "cuda":
                 launcher = launcher_for(device)  # first: it may switch the simulator on
                 from minitf.kernels import cuda_ops
                 kernel = cuda_ops.make_kernel(op, device, launcher)
@@ -184,20 +194,15 @@ def build(graph_ops, placement, client_device, fetch_tensors, target_ops, feed_t
         for pos, t in enumerate(op._inputs):
             if t in feed_node:
                 edges.append((feed_node[t], 0))
-                src_on_card = False
+                src_dev = None  # feeds arrive on the host
             else:
                 edges.append((index[t.op], t._value_index))
                 if t.dtype.is_ref_dtype and not (pos < len(refs) and refs[pos]):
                     deref.append(pos)
-                src_on_card = placement.device_of[t.op].backend == "cuda"
-            src_dev = None if t in feed_node else placement.device_of[t.op]
-            if src_on_card != on_card:  # host <-> card: TF's Send/Recv pair
-                moves.append((pos, launcher_for(src_dev) if src_on_card else None,
-                              launcher_for(device) if on_card else None))
-            elif on_card and src_dev is not device and \
-                    launcher_for(src_dev) is not launcher_for(device):
-                # two real cards: down from one, up to the other (a copy through the host)
-                moves.append((pos, launcher_for(src_dev), launcher_for(device)))
+                src_dev = placement.device_of[t.op]
+            move = _move_between(src_dev, device)
+            if move is not None:
+                moves.append((pos,) + move)
         if moves:
             kernel = _move_inputs(kernel, moves)
         if deref:
