@@ -1,0 +1,621 @@
+"""Which op sits on which device: a picture of a graph (the book's Figure 12-1, made live).
+
+Book section: "Placing Operations on Devices".  ::
+
+    import minitf as tf
+    from minitf.viz import GraphView
+
+    with tf.Session() as sess:
+        sess.run(fetches)
+        GraphView(sess.graph, session=sess)       # the last cell's value: drawn in the notebook
+
+    GraphView(graph)                               # before any run: the *requested* devices
+    GraphView(graph, placement={"a": "/job:localhost/replica:0/task:0/device:GPU:0"})
+    GraphView(graph).save("graph.svg")             # or "graph.dot" for the DOT text
+
+What the picture shows:
+
+* every op is a box ``name`` / ``OpType``, filled with the colour of its device (a fixed
+  palette, given out in sorted device-name order; grey: not placed); variables are cylinders;
+* boxes nest in clusters ``/job:`` > ``/task:`` > ``/device:`` > name scope, as TensorBoard
+  groups names by their ``/``;
+* data edges are solid, control edges dashed; a data edge whose two ends are on different
+  devices is red and bold and labelled ``copy`` (the runtime copies the tensor there);
+* a graph of more than ``max_nodes`` ops shows name scopes as single boxes ("collapsed"),
+  striped in the colours of the devices their ops are on, in proportion;
+* the legend says which colour is which device and where the devices came from (a session's
+  placement, an explicit placement, or only the devices the graph *requests*).
+
+Where the devices come from, in order: ``placement`` (``{op or op name: device name}``), then
+``session`` (the placement of its last run), else each op's requested ``op.device``.
+
+Drawing: the DOT text (:attr:`GraphView.dot`) is always available.  The SVG comes from
+Graphviz's ``dot`` program when it is on ``PATH``; else from the ``pygraphviz`` package when it
+is installed (its wheels carry Graphviz's libraries); else from minitf's own small layered
+drawing (:mod:`minitf.viz.layout`), which needs nothing.  ``renderer=`` chooses explicitly;
+:attr:`GraphView.renderer_used` tells which one drew the last picture.
+"""
+
+import collections
+import colorsys
+import os
+import re
+import shutil
+import subprocess
+from xml.sax.saxutils import escape
+
+from minitf.runtime import device_name_utils as dnu
+from minitf.viz import layout
+
+__all__ = ["GraphView", "DEVICE_PALETTE", "UNPLACED_COLOR", "device_colors", "natural_key"]
+
+DEVICE_PALETTE = ("#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69",
+                  "#fccde5", "#ffffb3", "#bc80bd", "#ccebc5", "#ffed6f", "#e5c494")
+"""Fill colours of devices, given out in sorted device-name order (light, so black text reads
+well; no grey, which means "not placed")."""
+
+UNPLACED_COLOR = "#d9d9d9"
+COPY_COLOR = "#d62728"
+EDGE_COLOR = "#555555"
+VARIABLE_TYPES = frozenset({"VariableV2", "Variable", "VarHandleOp"})
+DOT_TIMEOUT_S = 30
+PYGRAPHVIZ_MAX_NODES = 1500
+"""pygraphviz lays out in this process (no timeout possible): larger graphs use the builtin
+drawing instead."""
+
+RENDERERS = ("auto", "dot", "pygraphviz", "builtin")
+_CLUSTER_OPACITY = {"job": 0.03, "task": 0.03, "device": 0.14, "scope": 0.06}
+
+
+def natural_key(text):
+    """Sort key reading digit runs as numbers: ``GPU:2`` before ``GPU:10``."""
+    return [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", text) if p]
+
+
+def _extra_color(k):
+    """Colour number ``k`` beyond the palette: hues a golden angle apart, light."""
+    h = (k * 0.618033988749895) % 1.0
+    r, g, b = colorsys.hls_to_rgb(h, 0.78, 0.6)
+    return "#%02x%02x%02x" % (round(r * 255), round(g * 255), round(b * 255))
+
+
+def device_colors(device_names):
+    """``{device name: colour}``: the palette in sorted (natural) device-name order."""
+    out = {}
+    for k, name in enumerate(sorted(set(device_names), key=natural_key)):
+        out[name] = DEVICE_PALETTE[k] if k < len(DEVICE_PALETTE) else \
+            _extra_color(k - len(DEVICE_PALETTE))
+    return out
+
+
+def _quote(text):
+    """A DOT double-quoted string."""
+    return '"%s"' % str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _html(text):
+    return escape(str(text), {'"': "&quot;"})
+
+
+def _device_levels(device):
+    """``[(level key, label), ...]`` for job, task and device of a device name."""
+    parsed = dnu.parse_full_name(device)
+    if parsed is None:
+        return [(("device", device), device)]
+    levels = []
+    if parsed.job is not None:
+        levels.append((("job", parsed.job), "/job:%s" % parsed.job))
+    if parsed.task is not None or parsed.replica is not None:
+        label = "".join(("/replica:%d" % parsed.replica if parsed.replica is not None else "",
+                         "/task:%d" % parsed.task if parsed.task is not None else ""))
+        levels.append((("task", parsed.job, parsed.replica, parsed.task), label))
+    if parsed.type is not None:
+        did = "*" if parsed.id is None else parsed.id
+        levels.append((("device", device), "/device:%s:%s" % (parsed.type, did)))
+    return levels
+
+
+def _common_levels(devices):
+    """The job/task levels that all of ``devices`` share (their device levels differ)."""
+    paths = [[lv for lv in _device_levels(d) if lv[0][0] != "device"] if d else []
+             for d in devices]
+    common = []
+    for level in zip(*paths):
+        if any(lv != level[0] for lv in level):
+            break
+        common.append(level[0])
+    return common
+
+
+def _canonical(device):
+    parsed = dnu.parse_full_name(device)
+    return device if parsed is None else parsed.to_string()
+
+
+class _ClusterSpec:
+    """A cluster while the model is built: key, label, kind, children and member node ids."""
+
+    __slots__ = ("key", "label", "kind", "color", "children", "members", "dot_id")
+
+    def __init__(self, key, label, kind, color):
+        self.key, self.label, self.kind, self.color = key, label, kind, color
+        self.children = {}
+        self.members = []
+        self.dot_id = None
+
+
+class GraphView:
+    """A drawing of ``graph`` with its ops coloured and grouped by device (see module doc).
+
+    ``graph``: a ``tf.Graph`` (None: the session's graph, or the default graph);
+    ``placement``: ``{op or op name: device name or Device}``; ``session``: a session whose
+    last run placed the graph; ``collapse_scopes``: None (collapse only past ``max_nodes``),
+    True (collapse every top-level name scope), False (never), or a list of scope names;
+    ``renderer``: "auto", "dot", "pygraphviz" or "builtin"; ``title``: a line on top.
+
+    Attributes: ``device_of`` (``{op name: device name}``, "" where unknown), ``source``
+    ("session", "explicit" or "requested"), ``colors`` (``{device name: colour}``),
+    ``collapsed`` (``{op name: scope box it is drawn in}``), ``node_count`` (boxes drawn),
+    ``renderer_used`` (after drawing: "dot", "pygraphviz" or "builtin").
+    """
+
+    def __init__(self, graph=None, placement=None, session=None, collapse_scopes=None,
+                 max_nodes=400, renderer="auto", title=None):
+        if renderer not in RENDERERS:
+            raise ValueError("renderer must be one of %s, got %r" % (", ".join(RENDERERS),
+                                                                     renderer))
+        if graph is None:
+            if session is not None:
+                graph = session.graph
+            else:
+                from minitf.framework.graph import get_default_graph
+                graph = get_default_graph()
+        self.graph = graph
+        self.max_nodes = max_nodes
+        self.renderer = renderer
+        self.title = title
+        self.renderer_used = None
+        self._ops = list(graph.get_operations())
+        self.source, self.device_of = self._devices(placement, session)
+        known = set(d for d in self.device_of.values() if d)
+        if self.source == "session":
+            known.update(d.name for d in getattr(session, "_devices", ()))
+        self.colors = device_colors(known)
+        self.collapsed = self._collapse_map(collapse_scopes)
+        self._build()
+        self._dot = None
+        self._svg = None
+
+    # -- where every op is -------------------------------------------------------------------
+    def _devices(self, placement, session):
+        ops = self._ops
+        if placement is not None:
+            by_name = {}
+            for key, dev in dict(placement).items():
+                name = key if isinstance(key, str) else key.name
+                by_name[name] = dev if isinstance(dev, str) else dev.name
+            return "explicit", {op.name: by_name.get(op.name, "") for op in ops}
+        placed = getattr(session, "_placement", None) if session is not None else None
+        if placed is not None:
+            of = {op.name: dev.name for op, dev in placed.device_of.items()}
+            return "session", {op.name: of.get(op.name, "") for op in ops}
+        return "requested", {op.name: _canonical(op.device) if op.device else ""
+                             for op in ops}
+
+    # -- collapsing name scopes --------------------------------------------------------------
+    def _scope_names(self):
+        """Every name scope (a prefix of some op name followed by "/")."""
+        scopes = set()
+        for op in self._ops:
+            parts = op.name.split("/")
+            for k in range(1, len(parts)):
+                scopes.add("/".join(parts[:k]))
+        return scopes
+
+    def _collapse_at_depth(self, depth, scopes):
+        out = {}
+        for op in self._ops:
+            parts = op.name.split("/")
+            if len(parts) > depth:
+                out[op.name] = "/".join(parts[:depth])
+            elif op.name in scopes and len(parts) == depth:
+                out[op.name] = op.name        # "v" goes with "v/read", "v/Assign"
+        return out
+
+    def _collapse_map(self, collapse_scopes):
+        """``{op name: scope it is drawn inside}`` for the ops drawn as part of a scope box."""
+        scopes = self._scope_names()
+        n = len(self._ops)
+        if collapse_scopes is False or not scopes:
+            return {}
+        if collapse_scopes is None:
+            if self.max_nodes is None or n <= self.max_nodes:
+                return {}
+            best = None
+            for depth in range(max(s.count("/") for s in scopes) + 1, 0, -1):
+                m = self._collapse_at_depth(depth, scopes)
+                m = self._drop_singletons(m)
+                count = n - len(m) + len(set(m.values()))
+                best = m
+                if count <= self.max_nodes:
+                    break
+            return best
+        if collapse_scopes is True:
+            return self._drop_singletons(self._collapse_at_depth(1, scopes))
+        if isinstance(collapse_scopes, str):
+            collapse_scopes = [collapse_scopes]
+        wanted = sorted(set(collapse_scopes), key=lambda s: (-s.count("/"), s))
+        out = {}
+        for op in self._ops:
+            for s in wanted:
+                if op.name == s or op.name.startswith(s + "/"):
+                    out[op.name] = s
+                    break
+        return out
+
+    @staticmethod
+    def _drop_singletons(m):
+        counts = collections.Counter(m.values())
+        return {op: s for op, s in m.items() if counts[s] > 1}
+
+    # -- the model -----------------------------------------------------------------------------
+    def _build(self):
+        ops = self._ops
+        scopes = self._scope_names()
+        boxes = collections.OrderedDict()      # scope -> [op]
+        for op in ops:
+            s = self.collapsed.get(op.name)
+            if s is not None:
+                boxes.setdefault(s, []).append(op)
+        node_of = {}                           # op name -> drawn node id
+        for op in ops:
+            s = self.collapsed.get(op.name)
+            node_of[op.name] = op.name if s is None else "scope:" + s
+        self._node_of = node_of
+
+        root = _ClusterSpec(None, "", "root", None)
+
+        def cluster_path(levels, color, scope_parts):
+            node = root
+            for key, label in levels:
+                kind = key[0]
+                c = color if kind == "device" else "#888888"
+                node = node.children.setdefault(key, _ClusterSpec(key, label, kind, c))
+            for k in range(len(scope_parts)):
+                scope = "/".join(scope_parts[:k + 1])
+                key = ("scope", scope)
+                node = node.children.setdefault(key, _ClusterSpec(key, scope, "scope",
+                                                                  "#777777"))
+            return node
+
+        nodes = []                   # (id, lines, fill, stripes, shape, tooltip, cluster)
+        first_seen = {}
+        for op in ops:
+            nid = node_of[op.name]
+            if nid in first_seen:
+                continue
+            first_seen[nid] = True
+            if nid.startswith("scope:"):
+                scope = nid[len("scope:"):]
+                members = boxes[scope]
+                devs = collections.Counter(self.device_of[m.name] for m in members)
+                order = sorted(devs, key=lambda d: (d == "", natural_key(d)))
+                stripes = [(self.colors.get(d, UNPLACED_COLOR), devs[d] / len(members))
+                           for d in order]
+                if len(order) == 1:
+                    levels = _device_levels(order[0]) if order[0] else []
+                else:   # ops on several devices: outside any one device's cluster
+                    levels = _common_levels(order)
+                cl = cluster_path(levels, self.colors.get(order[0], UNPLACED_COLOR),
+                                  scope.split("/")[:-1])
+                tooltip = "%s (name scope, %d ops)\n%s" % (scope, len(members), "\n".join(
+                    "%s: %d" % (d or "not placed", devs[d]) for d in order))
+                nodes.append((nid, [scope, "%d ops" % len(members)],
+                              stripes[0][0], stripes if len(stripes) > 1 else None, "box3d",
+                              tooltip, cl))
+            else:
+                device = self.device_of[op.name]
+                parts = op.name.split("/")[:-1]
+                if op.name in scopes:
+                    parts = op.name.split("/")
+                cl = cluster_path(_device_levels(device) if device else [],
+                                  self.colors.get(device, UNPLACED_COLOR), parts)
+                fill = self.colors.get(device, UNPLACED_COLOR) if device else UNPLACED_COLOR
+                shape = "cylinder" if op.type in VARIABLE_TYPES else "box"
+                tip = ["%s (%s)" % (op.name, op.type),
+                       "device: %s" % (device or "not placed")]
+                if op.device and (self.source != "requested"):
+                    tip.append("requested: %s" % op.device)
+                try:
+                    cls = op.get_attr("_class")
+                except ValueError:
+                    cls = None
+                if cls:
+                    tip.append("colocated with: %s" % ", ".join(
+                        (c.decode() if isinstance(c, bytes) else str(c)).replace("loc:@", "")
+                        for c in cls))
+                nodes.append((nid, [op.name, op.type], fill, None, shape, "\n".join(tip), cl))
+            cl.members.append(nid)
+
+        # edges: one per (producer, consumer, kind), after collapsing
+        edges = collections.OrderedDict()
+        for op in ops:
+            dst = node_of[op.name]
+            for t in op.inputs:
+                src = node_of[t.op.name]
+                if src == dst:
+                    continue
+                cross = self.device_of[t.op.name] != self.device_of[op.name]
+                key = (src, dst, "data")
+                prev = edges.get(key)
+                tensors = (prev[1] if prev else []) + [t.name]
+                edges[key] = ((prev[0] if prev else False) or cross, tensors)
+            for c in op.control_inputs:
+                src = node_of[c.name]
+                if src != dst:
+                    edges.setdefault((src, dst, "control"), (False, ["^" + c.name]))
+        self._nodes = nodes
+        self._edges = [(s, d, kind, cross, tensors)
+                       for (s, d, kind), (cross, tensors) in edges.items()]
+        self._root = root
+        # stable cluster ids: sorted children, numbered depth first
+        counter = [0]
+
+        def number(spec):
+            for key in sorted(spec.children, key=self._cluster_sort_key):
+                child = spec.children[key]
+                child.dot_id = "cluster_%d_%s" % (counter[0], child.kind)
+                counter[0] += 1
+                number(child)
+        number(root)
+
+    @staticmethod
+    def _cluster_sort_key(key):
+        return [natural_key(str(k)) if k is not None else [] for k in key]
+
+    # -- counts -----------------------------------------------------------------------------
+    @property
+    def node_count(self):
+        """How many boxes are drawn (ops, or collapsed scopes)."""
+        return len(self._nodes)
+
+    # -- legend -------------------------------------------------------------------------------
+    def _legend_rows(self):
+        rows = []
+        used = set(self.device_of.values())
+        for name, color in self.colors.items():
+            rows.append(("swatch", name, color))
+        if "" in used:
+            rows.append(("swatch", "not placed", UNPLACED_COLOR))
+        rows.append(("edge", "data edge", EDGE_COLOR))
+        rows.append(("edge-dashed", "control edge", EDGE_COLOR))
+        rows.append(("edge-copy", "copy between devices", COPY_COLOR))
+        if any(shape == "cylinder" for _, _, _, _, shape, _, _ in self._nodes):
+            rows.append(("cylinder", "variable", "#ffffff"))
+        if self.collapsed:
+            rows.append(("box3d", "name scope (collapsed)", "#ffffff"))
+        rows.append(("note", {
+            "session": "devices: the session's placement",
+            "explicit": "devices: the placement given",
+            "requested": "devices: requested only (graph not placed yet)",
+        }[self.source], None))
+        return rows
+
+    # -- DOT --------------------------------------------------------------------------------
+    def to_dot(self):
+        """The graph as Graphviz DOT text (deterministic)."""
+        if self._dot is None:
+            self._dot = self._make_dot()
+        return self._dot
+
+    @property
+    def dot(self):
+        return self.to_dot()
+
+    def _make_dot(self):
+        out = ["digraph minitf {"]
+        out.append('  graph [rankdir=TB, fontname="Helvetica", fontsize=11, newrank=true, '
+                   'nodesep=0.25, ranksep=0.45%s];' % (
+                       ", label=%s, labelloc=t" % _quote(self.title) if self.title else ""))
+        out.append('  node [shape=box, style="rounded,filled", fontname="Helvetica", '
+                   'fontsize=10, color="#333333", margin="0.1,0.04"];')
+        out.append('  edge [fontname="Helvetica", fontsize=9, color="%s", arrowsize=0.7];'
+                   % EDGE_COLOR)
+        node_lines = {}
+        for nid, lines, fill, stripes, shape, tooltip, _ in self._nodes:
+            attrs = ["label=%s" % _quote("\n".join(lines))]
+            if stripes:     # Graphviz stripes only plain boxes: a double outline instead
+                attrs.append('shape=box, style="striped", peripheries=2')
+                attrs.append("fillcolor=%s" % _quote(":".join(
+                    "%s;%.3f" % (c, f) for c, f in stripes)))
+            else:
+                attrs.append("fillcolor=%s" % _quote(fill))
+            if shape == "cylinder":
+                attrs.append('shape=cylinder, style="filled"')
+            elif shape == "box3d" and not stripes:
+                attrs.append('shape=box3d, style="filled"')
+            attrs.append("tooltip=%s" % _quote(tooltip))
+            node_lines[nid] = "%s [%s];" % (_quote(nid), ", ".join(attrs))
+
+        def emit(spec, indent):
+            pad = "  " * indent
+            for key in sorted(spec.children, key=self._cluster_sort_key):
+                child = spec.children[key]
+                out.append("%ssubgraph %s {" % (pad, _quote(child.dot_id)))
+                out.append("%s  label=%s;" % (pad, _quote(child.label)))
+                if child.kind == "device":
+                    out.append('%s  style="rounded,bold"; color=%s; penwidth=2;'
+                               % (pad, _quote(_darker(child.color))))
+                elif child.kind == "scope":
+                    out.append('%s  style="rounded,dashed"; color="#777777";' % pad)
+                else:
+                    out.append('%s  style="rounded"; color="#888888";' % pad)
+                emit(child, indent + 1)
+                out.append("%s}" % pad)
+            for nid in spec.members:
+                out.append("%s%s" % (pad, node_lines[nid]))
+
+        emit(self._root, 1)
+        for s, d, kind, cross, tensors in self._edges:
+            attrs = []
+            if kind == "control":
+                attrs.append("style=dashed")
+            elif cross:
+                attrs.append('color="%s", fontcolor="%s", style=bold, penwidth=2, '
+                             'label="copy"' % (COPY_COLOR, COPY_COLOR))
+            attrs.append("tooltip=%s" % _quote(", ".join(tensors)))
+            out.append("  %s -> %s [%s];" % (_quote(s), _quote(d), ", ".join(attrs)))
+        out.extend(self._dot_legend())
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+    def _dot_legend(self):
+        cells = []
+        for kind, text, color in self._legend_rows():
+            if kind == "swatch":
+                sample = '<td bgcolor="%s" width="24"> </td>' % color
+            elif kind == "edge":
+                sample = '<td><font color="%s">&#8212;&#8212;</font></td>' % color
+            elif kind == "edge-dashed":
+                sample = '<td><font color="%s">- - -</font></td>' % color
+            elif kind == "edge-copy":
+                sample = '<td><font color="%s"><b>&#8212;copy&#8212;</b></font></td>' % color
+            elif kind == "cylinder":
+                sample = "<td>(cylinder)</td>"
+            elif kind == "box3d":
+                sample = "<td>(3-d box)</td>"
+            else:
+                sample = None
+            if sample is None:
+                cells.append('<tr><td colspan="2" align="left"><i>%s</i></td></tr>'
+                             % _html(text))
+            else:
+                cells.append('<tr>%s<td align="left">%s</td></tr>' % (sample, _html(text)))
+        table = ('<<table border="0" cellborder="0" cellspacing="2">'
+                 '<tr><td colspan="2"><b>Legend</b></td></tr>%s</table>>' % "".join(cells))
+        return ['  subgraph "cluster_legend" {', '    label=""; style="rounded"; '
+                'color="#999999";',
+                '    "legend" [shape=plaintext, style="", label=%s];' % table, "  }"]
+
+    # -- SVG --------------------------------------------------------------------------------
+    def _builtin_svg(self):
+        clusters = {}
+        tops = []
+
+        def make(spec, parent):
+            for key in sorted(spec.children, key=self._cluster_sort_key):
+                child = spec.children[key]
+                color = _darker(child.color) if child.kind == "device" else child.color
+                c = layout.Cluster(child.dot_id, child.label, color, parent,
+                                   css="cluster cluster-%s" % child.kind,
+                                   opacity=_CLUSTER_OPACITY[child.kind])
+                if parent is None:
+                    tops.append(c)
+                clusters[id(child)] = c
+                make(child, c)
+        make(self._root, None)
+        nodes = []
+        for nid, lines, fill, stripes, shape, tooltip, cl in self._nodes:
+            css = "node"
+            if shape == "cylinder":
+                css += " variable"
+            if shape == "box3d":
+                css += " scope"
+            nodes.append(layout.Node(nid, lines, fill, shape, tooltip, clusters.get(id(cl)),
+                                     stripes, css))
+        edges = []
+        for s, d, kind, cross, tensors in self._edges:
+            tip = "%s \u2192 %s: %s" % (s, d, ", ".join(tensors))
+            if kind == "control":
+                edges.append(layout.Edge(s, d, dashed=True, tooltip=tip, css="edge control"))
+            elif cross:
+                edges.append(layout.Edge(s, d, color=COPY_COLOR, width=2.2, label="copy",
+                                         tooltip=tip, css="edge copy"))
+            else:
+                edges.append(layout.Edge(s, d, tooltip=tip, css="edge data"))
+        legend = []
+        for kind, text, color in self._legend_rows():
+            if kind == "swatch":
+                legend.append(layout.LegendItem("swatch", text, color))
+            elif kind.startswith("edge"):
+                legend.append(layout.LegendItem("edge", text, color, dashed=kind ==
+                                                "edge-dashed", width=2.2 if kind ==
+                                                "edge-copy" else 1.0))
+            elif kind in ("cylinder", "box3d"):
+                legend.append(layout.LegendItem("shape", text, shape=kind))
+            else:
+                legend.append(layout.LegendItem("note", text))
+        return layout.render_svg(nodes, edges, tops, legend, self.title)
+
+    def to_svg(self):
+        """The picture as SVG text (drawn once, then cached)."""
+        if self._svg is None:
+            self._svg = self._render()
+        return self._svg
+
+    def _render(self):
+        choice = self.renderer
+        if choice in ("auto", "dot") and shutil.which("dot"):
+            try:
+                svg = _run_dot(self.to_dot())
+                self.renderer_used = "dot"
+                return svg
+            except (OSError, subprocess.SubprocessError, RuntimeError):
+                if choice == "dot":
+                    raise
+        elif choice == "dot":
+            raise RuntimeError("Graphviz's dot is not on PATH")
+        if choice == "pygraphviz" or (choice == "auto" and
+                                      self.node_count <= PYGRAPHVIZ_MAX_NODES):
+            try:
+                import pygraphviz
+            except ImportError:
+                if choice == "pygraphviz":
+                    raise
+            else:
+                svg = pygraphviz.AGraph(string=self.to_dot()).draw(format="svg", prog="dot")
+                self.renderer_used = "pygraphviz"
+                return _clean_graphviz_svg(svg.decode("utf-8"))
+        self.renderer_used = "builtin"
+        return self._builtin_svg()
+
+    def _repr_svg_(self):
+        return self.to_svg()
+
+    def save(self, path):
+        """Writes the SVG (``.svg``) or the DOT text (``.dot``, ``.gv``); returns ``path``."""
+        ext = os.path.splitext(str(path))[1].lower()
+        if ext == ".svg":
+            text = self.to_svg()
+        elif ext in (".dot", ".gv"):
+            text = self.to_dot()
+        else:
+            raise ValueError("GraphView.save writes .svg, .dot or .gv files, not %r" % ext)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def __repr__(self):
+        return "<GraphView: %d ops, %d boxes, devices from %s>" % (
+            len(self._ops), self.node_count, self.source)
+
+
+def _darker(color):
+    """A darker shade of ``#rrggbb`` for outlines."""
+    r, g, b = (int(color[k:k + 2], 16) for k in (1, 3, 5))
+    h, l, s = colorsys.rgb_to_hls(r / 255, g / 255, b / 255)
+    r, g, b = colorsys.hls_to_rgb(h, max(0.0, l * 0.6), s)
+    return "#%02x%02x%02x" % (round(r * 255), round(g * 255), round(b * 255))
+
+
+def _clean_graphviz_svg(svg):
+    """Graphviz's SVG without its version comment (so outputs do not depend on it)."""
+    return re.sub(r"<!-- Generated by graphviz.*?-->\n?", "", svg, flags=re.S)
+
+
+def _run_dot(dot_text, timeout=DOT_TIMEOUT_S):
+    proc = subprocess.run([shutil.which("dot"), "-Tsvg"], input=dot_text.encode("utf-8"),
+                          capture_output=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError("dot failed: %s" % proc.stderr.decode("utf-8", "replace").strip())
+    return _clean_graphviz_svg(proc.stdout.decode("utf-8"))
