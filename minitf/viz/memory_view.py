@@ -1,0 +1,103 @@
+"""GPU memory per card and per process (the book's Figure 12-4, drawn from live data).
+
+Book section: "Managing the GPU RAM".  One bar per card: a segment per process holding a
+reservation on it (this process's segment marked, with how much of it its tensors use right
+now and at their peak), the free rest in light grey.  Two programs with
+``per_process_gpu_memory_fraction=0.4`` show as two 40 % segments; with ``allow_growth`` the
+segment grows as the program works.  The data is what ``minitf.smi()`` prints::
+
+    MemoryView()            # the machine now
+    MemoryView(data)        # a list of cards as returned by minitf.smi.smi_data()
+"""
+
+import os
+from xml.sax.saxutils import escape
+
+PROCESS_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2")
+FREE_COLOR = "#eeeeee"
+BAR_WIDTH, BAR_HEIGHT, LEFT, ROW = 560, 22, 170, 46
+
+
+def _mib(n):
+    return "%.0f MiB" % (n / float(1 << 20))
+
+
+class MemoryView:
+    """Memory bars of the machine's GPU cards; ``_repr_svg_`` and ``save("x.svg")``.
+
+    ``data``: cards as ``minitf.smi.smi_data()`` returns them (read now when omitted);
+    ``this_pid``: the process to mark (default: this one); ``in_use``: {card id: (bytes in
+    use, peak bytes)} of that process's tensors (default: this process's allocators).
+    """
+
+    def __init__(self, data=None, this_pid=None, in_use=None):
+        if data is None:
+            from minitf import smi
+            data = smi.smi_data()
+        if in_use is None:
+            from minitf.runtime import devices
+            in_use = {k: (a.bytes_in_use, a.peak_bytes_in_use)
+                      for k, a in devices.process_gpu_allocators().items()}
+        self.data = data
+        self.this_pid = os.getpid() if this_pid is None else this_pid
+        self.in_use = in_use
+        pids = sorted({p["pid"] for card in data for p in card["processes"]})
+        self.colors = {pid: PROCESS_COLORS[i % len(PROCESS_COLORS)] for i, pid in
+                       enumerate(pids)}
+
+    def to_svg(self):
+        height = 40 + ROW * max(1, len(self.data)) + 20 * (len(self.colors) + 1)
+        width = LEFT + BAR_WIDTH + 20
+        out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+               'font-family="sans-serif" font-size="12">' % (width, height),
+               '<text x="10" y="20" font-size="14" font-weight="bold">GPU memory</text>']
+        if not self.data:
+            out.append('<text x="10" y="50">No GPU card in this process (CPU only).</text>')
+        for row, card in enumerate(self.data):
+            y = 36 + ROW * row
+            total = max(1, card["memory_total"])
+            out.append('<text x="10" y="%d">GPU %d%s</text>' % (
+                y + 15, card["id"], " (emulated)" if card.get("emulated") else ""))
+            out.append('<text x="10" y="%d" fill="#666">%s / %s</text>' % (
+                y + 30, _mib(card["memory_used"]), _mib(card["memory_total"])))
+            out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#999"/>'
+                       % (LEFT, y, BAR_WIDTH, BAR_HEIGHT, FREE_COLOR))
+            x = LEFT
+            for p in card["processes"]:
+                w = BAR_WIDTH * p["memory"] / total
+                mine = p["pid"] == self.this_pid
+                out.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" '
+                           'stroke="%s" stroke-width="%d"><title>%s</title></rect>' % (
+                               x, y, w, BAR_HEIGHT, self.colors[p["pid"]],
+                               "#000" if mine else "#fff", 2 if mine else 1,
+                               escape("pid %d %s: %s%s" % (p["pid"], p["name"],
+                                                           _mib(p["memory"]),
+                                                           " (this process)" if mine else ""))))
+                used = self.in_use.get(card["id"]) if mine else None
+                if used and p["memory"]:
+                    for value, opacity in ((used[1], 0.25), (used[0], 0.5)):
+                        out.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#000" '
+                                   'opacity="%s"><title>%s</title></rect>' % (
+                                       x, y + BAR_HEIGHT - 6, w * min(1.0, value / p["memory"]),
+                                       6, opacity, "tensors %s: %s" % (
+                                           "peak" if opacity == 0.25 else "in use",
+                                           _mib(value))))
+                x += w
+        y = 36 + ROW * max(1, len(self.data)) + 6
+        for pid, color in self.colors.items():
+            out.append('<rect x="10" y="%d" width="12" height="12" fill="%s"/>' % (y, color))
+            out.append('<text x="28" y="%d">pid %d%s</text>' % (
+                y + 10, pid, " (this process)" if pid == self.this_pid else ""))
+            y += 20
+        out.append('<text x="10" y="%d" fill="#666">dark strip: memory this process\'s tensors '
+                   'use now (darker) and at their peak</text>' % (y + 10))
+        out.append("</svg>")
+        return "\n".join(out)
+
+    def _repr_svg_(self):
+        return self.to_svg()
+
+    def save(self, path):
+        with open(path, "w") as f:
+            f.write(self.to_svg())
+        return path
