@@ -2,7 +2,9 @@
 
 * :class:`GraphView` -- ops coloured and grouped by device (Figure 12-1);
 * :class:`TimelineView` -- which thread of which device ran which op when (Figure 12-5);
-* :class:`MemoryView` -- each card's memory by process (Figure 12-4).
+* :class:`MemoryView` -- each card's memory by process (Figure 12-4);
+* :class:`PlacementExplorer`, :class:`StepThrough` -- live widgets (``minitf.viz.widgets``,
+  imported on first use so ``import minitf`` never needs ipywidgets).
 
 All give SVG (``_repr_svg_``, so a notebook draws them; ``.save("x.svg")``), always the same
 text for the same input.
@@ -12,4 +14,11 @@ from minitf.viz.graph_view import GraphView
 from minitf.viz.memory_view import MemoryView
 from minitf.viz.timeline_view import TimelineView
 
-__all__ = ["GraphView", "MemoryView", "TimelineView"]
+__all__ = ["GraphView", "MemoryView", "PlacementExplorer", "StepThrough", "TimelineView"]
+
+
+def __getattr__(name):
+    if name in ("PlacementExplorer", "StepThrough"):
+        from minitf.viz import widgets
+        return getattr(widgets, name)
+    raise AttributeError("module 'minitf.viz' has no attribute %r" % name)
