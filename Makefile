@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: lab test bench setup setup-lab clean
+.PHONY: lab test bench setup setup-lab chromium clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,19 @@ setup: $(VENV)/.test-installed
 
 setup-lab: $(VENV)/.lab-installed
 
-test: setup
+# tests/browser drives Debian's chromium through Playwright (which never downloads a browser):
+# installed here when missing and we are root (CI, Binder-like containers).
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	    if [ "$$(id -u)" != 0 ]; then \
+	        echo "make: tests/browser needs Debian's chromium: sudo apt-get install chromium" >&2; \
+	        exit 1; fi; \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	        --no-install-recommends chromium fonts-liberation || exit 1; \
+	    [ -x /usr/bin/chromium ] || { echo "make: still no /usr/bin/chromium" >&2; exit 1; }; \
+	fi
+
+test: setup chromium
 	$(BIN)/python -m pytest -q
 
 bench: setup

@@ -1,0 +1,233 @@
+"""The widgets in a real JupyterLab, in Debian's chromium (Playwright, no browser download).
+
+Book sections: "Placing Operations on Devices" (the placement explorer) and "Parallel
+Execution" (Figure 12-5 step by step).  The notebook (``NOTEBOOK_CELLS``) is run from
+the Run menu; the test then works the widgets as a reader would: it picks ``mul`` in the
+explorer's "op" dropdown, pins it to ``/cpu:0`` and sees the table change; it clicks
+"Next event" and sees the scheduler's state change.
+"""
+
+import json
+import re
+import time
+
+import psutil
+import pytest
+
+GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
+CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+STEP = 30_000  # ms: the bound on each wait in the page (60 s for the server's first answers)
+
+NOTEBOOK_CELLS = [
+    # 0: a private card registry (before minitf is imported) and two emulated GPUs
+    "import os\n"
+    "os.environ['MINITF_STATE_DIR'] = {state_dir!r}\n"
+    "import minitf as tf\n"
+    "from minitf.runtime.simulate import figure_12_5, simulate\n"
+    "from minitf.viz import TimelineView\n"
+    "from minitf.viz.widgets import PlacementExplorer, StepThrough\n"
+    "tf.config.emulate_gpus(2)",
+    # 1: the book's placement example
+    "with tf.device('/cpu:0'):\n"
+    "    a = tf.Variable(3.0, name='a')\n"
+    "    b = tf.constant(4.0, name='b')\n"
+    "c = a * b",
+    # 2: the placement explorer
+    "explorer = PlacementExplorer(num_gpus=2)\n"
+    "explorer",
+    # 3: Figure 12-5, one event at a time
+    "fig = tf.Graph()\n"
+    "ops = figure_12_5(fig)\n"
+    "sess = tf.Session(graph=fig)\n"
+    "fetches = [ops['D'], ops['E'], ops['A'], ops['B']]\n"
+    "StepThrough(sess, fetches, inter_op_threads=2, intra_op_threads=2)",
+    # 4: the whole step as a static SVG
+    "TimelineView(simulate(sess, fetches, inter_op_threads=2, intra_op_threads=2))",
+]
+
+
+@pytest.fixture
+def notebook(jupyterlab, tmp_path):
+    """``(dir, name)`` of the widgets notebook, written as plain nbformat-4 JSON into the
+    server's root dir, for its kernel."""
+    state_dir = tmp_path / "minitf-state"
+    state_dir.mkdir()
+    cells = [{"cell_type": "code", "execution_count": None, "id": "cell-%d" % i,
+              "metadata": {}, "outputs": [],
+              "source": src.format(state_dir=str(state_dir))}
+             for i, src in enumerate(NOTEBOOK_CELLS)]
+    nb = {"nbformat": 4, "nbformat_minor": 5, "cells": cells,
+          "metadata": {"kernelspec": {"name": jupyterlab.kernel_name, "language": "python",
+                                      "display_name": "minitf test"},
+                       "language_info": {"name": "python"}}}
+    name = "widgets.ipynb"
+    (tmp_path / name).write_text(json.dumps(nb, indent=1))
+    return tmp_path, name
+
+
+def _wait_kernel_idle(lab, nb_name, timeout):
+    """Waits until the notebook's kernel reports idle (it has started and imported nothing
+    yet); returns the kernel's id."""
+    deadline = time.monotonic() + timeout
+    seen = None
+    while time.monotonic() < deadline:
+        for s in lab.api("/api/sessions"):
+            if s.get("path", "").endswith(nb_name) and s.get("kernel"):
+                seen = s["kernel"]
+                if seen.get("execution_state") == "idle":
+                    return seen["id"]
+        time.sleep(0.25)
+    raise AssertionError("the notebook's kernel was not idle within %d s (last seen: %s)\n%s"
+                         % (timeout, seen, lab.log_tail()))
+
+
+def _outputs_text(page):
+    return "\n---\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())[-4000:]
+
+
+def _cell_output(page, i):
+    return page.locator(".jp-Notebook .jp-Cell").nth(i).locator(".jp-OutputArea-output")
+
+
+def _live_widget(output):
+    """The ipywidgets view that the widget manager drew in ``output`` (a saved notebook, or a
+    page without the widgets extension, would show the text/html fallback instead)."""
+    return output.locator(":scope > .jupyter-widgets.widget-vbox")
+
+
+def _widget_dropdown(scope, label):
+    """The <select> of the ipywidgets Dropdown described as ``label``."""
+    box = scope.locator(".widget-dropdown").filter(
+        has=scope.page.locator("label", has_text=re.compile("^%s$" % re.escape(label))))
+    return box.locator("select")
+
+
+def _assigned(explorer, op):
+    """The explorer table's "assigned" cell for ``op``."""
+    row = explorer.locator("table tr").filter(
+        has=explorer.page.locator("td", has_text=re.compile("^%s$" % re.escape(op))))
+    return row.locator("td").nth(2)
+
+
+def test_widgets_in_jupyterlab(browser, jupyterlab, notebook, screenshot_dir):
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=STEP)
+    _, nb_name = notebook
+    page = browser.new_page(viewport={"width": 1600, "height": 1600})
+    page.set_default_timeout(STEP)
+    console = []
+    page.on("console", lambda m: console.append("%s: %s" % (m.type, m.text))
+            if m.type in ("error", "warning") else None)
+    try:
+        page.goto(jupyterlab.url("lab/tree/" + nb_name), timeout=60_000)
+        expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(len(NOTEBOOK_CELLS),
+                                                                 timeout=60_000)
+        _wait_kernel_idle(jupyterlab, nb_name, timeout=60)
+        # the page has connected to the kernel too: the toolbar's indicator says idle
+        expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+               ).to_be_visible()
+
+        page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-item:visible",
+                     has_text=re.compile(r"^Run All Cells")).first.click()
+
+        # every cell ran, in order, without an error (JupyterLab shows a traceback as stderr;
+        # Run All stops at the first error)
+        prompts = page.locator(".jp-Notebook .jp-InputArea-prompt")
+        n = len(NOTEBOOK_CELLS)
+        last_ran = prompts.nth(n - 1).filter(has_text="[%d]:" % n)
+        traceback = page.locator(".jp-OutputArea-output[data-mime-type*='stderr']",
+                                 has_text="Traceback")
+        try:
+            expect(last_ran.or_(traceback).first).to_be_visible(timeout=60_000)
+        except AssertionError as e:
+            raise AssertionError("the notebook did not run to the end within 60 s; outputs:"
+                                 "\n%s" % _outputs_text(page)) from e
+        assert traceback.count() == 0, "a cell failed:\n%s" % _outputs_text(page)
+        for i in range(n):
+            expect(prompts.nth(i)).to_have_text("[%d]:" % (i + 1))
+
+        # the placement explorer: live dropdowns and the placer's table
+        explorer = _cell_output(page, 2)
+        expect(_live_widget(explorer)).to_be_visible()  # not the static HTML fallback
+        op, pin = _widget_dropdown(explorer, "op"), _widget_dropdown(explorer, "pin to")
+        expect(op).to_be_visible()
+        expect(pin).to_be_visible()
+        expect(explorer.locator("svg").first).to_be_visible()
+        expect(_assigned(explorer, "mul")).to_have_text(GPU0)
+        expect(_assigned(explorer, "a")).to_have_text(CPU0)
+
+        # the step-through: buttons and the state at t = 0
+        stepper = _cell_output(page, 3)
+        expect(_live_widget(stepper)).to_be_visible()
+        next_event = stepper.get_by_role("button", name="Next event")
+        expect(next_event).to_be_visible()
+        state = stepper.locator(".widget-html").first
+        expect(state).to_contain_text("t = 0 µs")
+        expect(state).to_contain_text("last event: -")
+        running = state.locator("table").first.locator("tr")  # header + one row per thread
+        expect(running).to_have_count(1)
+        expect(stepper.locator("svg line[stroke='red']")).to_have_count(1)
+
+        # the static timeline: an SVG image that the browser decoded
+        timeline = _cell_output(page, 4)
+        img = timeline.locator("img")
+        expect(img).to_be_visible()
+        assert (img.get_attribute("src") or "").startswith("data:image/svg+xml"), \
+            img.get_attribute("src")[:80]
+        page.wait_for_function("img => img.complete && img.naturalWidth > 0",
+                               arg=img.element_handle(), timeout=STEP)
+
+        page.screenshot(path=str(screenshot_dir / "jupyterlab-widgets.png"))
+        explorer.screenshot(path=str(screenshot_dir / "placement-explorer-gpu0.png"))
+        stepper.screenshot(path=str(screenshot_dir / "step-through-t0.png"))
+        timeline.screenshot(path=str(screenshot_dir / "timeline-view.png"))
+
+        # interaction 1: pin mul to the CPU; the kernel re-places and the table follows
+        op.select_option("mul")
+        expect(op).to_have_value("mul")
+        expect(pin).to_have_value("(as built)")
+        pin.select_option("/cpu:0")
+        expect(_assigned(explorer, "mul")).to_have_text(CPU0)
+        expect(explorer.locator("pre").last).to_contain_text("mul: (Mul): " + CPU0)
+        explorer.screenshot(path=str(screenshot_dir / "placement-explorer-mul-on-cpu.png"))
+
+        # interaction 2: one scheduling event; the first source op starts on a GPU thread
+        before = state.inner_text()
+        next_event.click()
+        expect(state).to_contain_text(re.compile(r"last event: start \S+ on GPU:\d inter-op"))
+        expect(running).to_have_count(2)
+        assert state.inner_text() != before
+        stepper.screenshot(path=str(screenshot_dir / "step-through-after-next.png"))
+    except Exception:
+        try:
+            page.screenshot(path=str(screenshot_dir / "failure.png"))
+        except Exception:  # noqa: BLE001 - the original error is the one to report
+            pass
+        print("browser console errors/warnings:\n" + "\n".join(console[-30:]))
+        print(jupyterlab.log_tail())
+        raise
+    finally:
+        page.close()
+
+
+def leftover_children(*words):
+    """This process's live descendants whose command line mentions one of ``words``."""
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() == psutil.STATUS_ZOMBIE:
+                continue
+            cmd = " ".join(p.cmdline())
+        except psutil.Error:
+            continue
+        if any(w in cmd for w in words):
+            out.append("%d: %s" % (p.pid, cmd[:200]))
+    return out
+
+
+def test_no_jupyter_or_chromium_left_behind():
+    """The fixtures above stopped everything they started (runs after the browser test)."""
+    left = leftover_children("jupyter", "ipykernel", "chromium", "chrome")
+    assert not left, "processes left behind: %s" % left
