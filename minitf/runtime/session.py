@@ -94,6 +94,12 @@ def _fetched(value, device):
 class BaseSession:
     """A session running graphs in this process (TF's ``DirectSession``)."""
 
+    def __new__(cls, target="", *args, **kwargs):
+        if isinstance(target, (str, bytes)) and target[:7] in ("grpc://", b"grpc://"):
+            from minitf.distributed import grpc_session
+            return object.__new__(grpc_session.remote_class(cls))
+        return object.__new__(cls)
+
     def __init__(self, target="", graph=None, config=None):
         if graph is None:
             graph = ops_graph.get_default_graph()
@@ -108,7 +114,7 @@ class BaseSession:
         if target not in ("", None):
             raise errors.NotFoundError(
                 None, None, 'No session factory registered for the given session options: '
-                '{target: "%s" config: %s} Registered factories are {DIRECT_SESSION}.'
+                '{target: "%s" config: %s} Registered factories are {DIRECT_SESSION, GRPC_SESSION}.'
                 % (target, str(config).strip().replace("\n", " ")))
         self._graph = graph
         self._config = config
@@ -191,10 +197,13 @@ class BaseSession:
         raises ``CancelledError``) and the listed containers (default: each device's default
         container) are cleared on its devices.
         """
+        if isinstance(target, (str, bytes)) and target[:7] in ("grpc://", b"grpc://"):
+            from minitf.distributed import grpc_session
+            return grpc_session.reset(target, containers, config)
         if target not in ("", None):
             raise errors.NotFoundError(None, None, "No session factory registered for the given "
                                        'session options: {target: "%s"} Registered factories '
-                                       "are {DIRECT_SESSION}." % target)
+                                       "are {DIRECT_SESSION, GRPC_SESSION}." % target)
         for sess in list(_live_sessions):
             for d in sess._devices:
                 for c in (containers if containers is not None else [d.job]):

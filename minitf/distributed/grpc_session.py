@@ -1,0 +1,280 @@
+"""``tf.Session("grpc://host:port")``: a session whose master is the task listening there.
+
+The client sends its graph (and extensions when it grew) to the master, which places, splits
+and runs it over the cluster; feeds and fetches travel as raw bytes in chunks.
+"""
+
+import os
+import re
+import threading
+
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # no INFO lines (GOAWAY ...) in notebooks
+import grpc  # noqa: E402
+import numpy as np
+
+from minitf.distributed import protocol_pb2 as pb
+from minitf.distributed import wire
+from minitf.distributed.worker import (CONTROL_RPC_SECONDS, DEFAULT_STEP_SECONDS,
+                                       STREAM_CHUNK_BYTES, Channels)
+from minitf.framework import errors
+from minitf.framework.graph import Operation, Tensor
+
+_channels = Channels()
+_cache_lock = threading.Lock()
+_classes = {}
+
+
+def address_of(target):
+    if isinstance(target, bytes):
+        target = target.decode()
+    return target[len("grpc://"):]
+
+
+def is_grpc_target(target):
+    return isinstance(target, (str, bytes)) and (target.startswith("grpc://") if
+                                                 isinstance(target, str) else
+                                                 target.startswith(b"grpc://"))
+
+
+def remote_class(cls):
+    """The subclass of ``cls`` (Session, InteractiveSession ...) that talks to a master."""
+    with _cache_lock:
+        sub = _classes.get(cls)
+        if sub is None:
+            sub = _classes[cls] = type(cls.__name__, (GrpcSessionMixin, cls), {
+                "__module__": cls.__module__, "__doc__": cls.__doc__})
+        return sub
+
+
+_OP_IN_MESSAGE = re.compile(r"\[\[(?:\{\{node )?([A-Za-z0-9_.\-/]+)")
+
+
+def _raise(e, graph=None, timeout_hit=False):
+    if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+        err = errors.DeadlineExceededError(None, None, e.details() or "Deadline Exceeded")
+    else:
+        err = wire.error_from_status(e.code(), e.details())
+    op = None
+    if graph is not None:
+        m = _OP_IN_MESSAGE.search(err.message)
+        if m:
+            try:
+                op = graph.get_operation_by_name(m.group(1))
+            except (KeyError, ValueError):
+                op = None
+    raise type(err)(op.node_def if op is not None else None, op, err.message) from None
+
+
+class _RemoteDeviceAttributes:
+    def __init__(self, name, device_type, memory_limit_bytes, incarnation):
+        self.name = name
+        self.device_type = device_type
+        self.memory_limit_bytes = memory_limit_bytes
+        self.incarnation = incarnation
+
+    def __repr__(self):
+        return "_DeviceAttributes(%s, %s, %d, %d)" % (self.name, self.device_type,
+                                                      self.memory_limit_bytes, self.incarnation)
+
+
+class GrpcSessionMixin:
+    """Overrides the local session's machinery with calls to a master."""
+
+    def __init__(self, target="", graph=None, config=None):
+        from minitf.framework import graph as ops_graph
+        from minitf.runtime.config_proto import ConfigProto
+        if graph is None:
+            graph = ops_graph.get_default_graph()
+        if config is None:
+            config = ConfigProto()
+        if isinstance(target, bytes):
+            target = target.decode()
+        self._graph = graph
+        self._config = config
+        self._target = target
+        self._address = address_of(target)
+        self._closed = False
+        self._reset = False
+        self._handle = None
+        self._sent_ops = 0
+        self._lock = threading.Lock()
+        self._default_contexts = []
+        self._mappers = {}
+        self._stub = _channels.master(self._address)
+        from minitf.runtime.session import InteractiveSession
+        if isinstance(self, InteractiveSession):
+            self._graph_ctx = self._graph.as_default()
+            self._sess_ctx = self.as_default()
+            self._graph_ctx.__enter__()
+            self._sess_ctx.__enter__()
+
+    def _failed(self, e):
+        if e.code() == grpc.StatusCode.UNAVAILABLE:   # next call: a fresh connection
+            _channels.forget(self._address)
+            self._stub = _channels.master(self._address)
+
+    def _op_timeout(self):
+        ms = self._config.operation_timeout_in_ms
+        return ms / 1000.0 if ms > 0 else None
+
+    def _sync_graph(self):
+        ops = self._graph.get_operations()
+        n = len(ops)
+        if self._handle is not None and n == self._sent_ops:
+            return
+        gdef = wire.graph_to_proto(self._graph, since_version=self._sent_ops)
+        timeout = self._op_timeout() or CONTROL_RPC_SECONDS
+        try:
+            if self._handle is None:
+                first = [True]
+
+                def reqs():
+                    for piece in wire.iter_graph_def_chunks(gdef):
+                        if first[0]:
+                            first[0] = False
+                            yield pb.CreateSessionRequest(
+                                config=wire.session_config_to_proto(self._config),
+                                target=self._target, graph_def_chunk=piece)
+                        else:
+                            yield pb.CreateSessionRequest(graph_def_chunk=piece)
+                r = self._stub.CreateSession(reqs(), timeout=timeout,
+                                             metadata=_channels.metadata)
+                self._handle = r.session_handle
+            else:
+                first = [True]
+
+                def reqs():
+                    for piece in wire.iter_graph_def_chunks(gdef):
+                        if first[0]:
+                            first[0] = False
+                            yield pb.ExtendSessionRequest(session_handle=self._handle,
+                                                          current_graph_version=self._sent_ops,
+                                                          graph_def_chunk=piece)
+                        else:
+                            yield pb.ExtendSessionRequest(graph_def_chunk=piece)
+                self._stub.ExtendSession(reqs(), timeout=timeout, metadata=_channels.metadata)
+        except grpc.RpcError as e:
+            self._failed(e)
+            _raise(e)
+        self._sent_ops = n
+
+    def list_devices(self):
+        self._check_open()
+        try:
+            r = self._stub.ListDevices(pb.ListDevicesRequest(session_handle=self._handle or ""),
+                                       timeout=self._op_timeout() or CONTROL_RPC_SECONDS,
+                                       metadata=_channels.metadata)
+        except grpc.RpcError as e:
+            self._failed(e)
+            _raise(e)
+        return [_RemoteDeviceAttributes(d.name, d.device_type, d.memory_limit, d.incarnation)
+                for d in list(r.local_device) + list(r.remote_device)]
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        ctx = getattr(self, "_sess_ctx", None)
+        if ctx is not None:
+            ctx.__exit__(None, None, None)
+            self._graph_ctx.__exit__(None, None, None)
+            self._sess_ctx = None
+        if self._handle is not None:
+            try:
+                self._stub.CloseSession(pb.CloseSessionRequest(session_handle=self._handle),
+                                        timeout=5.0, metadata=_channels.metadata)
+            except grpc.RpcError:
+                pass
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        from minitf.runtime.session import _FetchMapper
+        self._check_open()
+        hashable = isinstance(fetches, (Tensor, Operation, str))
+        mapper = self._mappers.get(fetches) if hashable else None
+        if mapper is None:
+            mapper = _FetchMapper(self._graph, fetches)
+            if hashable:
+                self._mappers[fetches] = mapper
+        if not self._graph.get_operations():
+            raise RuntimeError("The Session graph is empty.  Add operations to the graph before "
+                               "calling run().")
+        feed_tensors, feed_values = self._feeds(feed_dict) if feed_dict else ((), ())
+        with self._lock:
+            self._sync_graph()
+        fed = {t.name: v for t, v in zip(feed_tensors, feed_values)}
+        fetch_names = []
+        for t in mapper.tensors:
+            if t.name not in fetch_names:
+                fetch_names.append(t.name)
+        target_names = [op.name for op in mapper.targets]
+        opts = pb.RunStepOptions()
+        timeout = DEFAULT_STEP_SECONDS
+        if options is not None:
+            opts.trace_level = int(options.trace_level) if run_metadata is not None else 0
+            opts.timeout_in_ms = int(options.timeout_in_ms)
+            if options.timeout_in_ms > 0:
+                timeout = options.timeout_in_ms / 1000.0 + 1.0
+        if self._op_timeout():
+            timeout = min(timeout, self._op_timeout() + 1.0)
+        inline, parts = wire.split_named_tensors(list(fed.items()),
+                                                 chunk_bytes=STREAM_CHUNK_BYTES)
+
+        first = pb.RunStepRequest(session_handle=self._handle, fetch=fetch_names,
+                                  target=target_names, options=opts, feed=inline)
+        rest = list(parts) if len(inline) != len(fed) else []
+
+        def reqs():
+            yield first
+            for p in rest:
+                yield pb.RunStepRequest(feed_part=[p])
+        if rest:
+            responses = self._stub.RunStep(reqs(), timeout=timeout, metadata=_channels.metadata)
+        else:   # every feed fits in one message: the unary-request path (fewer hand-offs)
+            responses = _channels.fast_run_step(self._address)(
+                first, timeout=timeout, metadata=_channels.metadata)
+        receiver = wire.NamedTensorReceiver()
+        stats = None
+        try:
+            for msg in responses:
+                for t in msg.tensor:
+                    receiver.add_tensor(t)
+                for p in msg.tensor_part:
+                    receiver.add_part(p)
+                if msg.HasField("step_stats"):
+                    stats = msg.step_stats
+        except grpc.RpcError as e:
+            self._failed(e)
+            _raise(e, self._graph)
+        values = receiver.finish()
+        if stats is not None and run_metadata is not None:
+            s = wire.proto_to_step_stats(stats)
+            run_metadata.step_stats.dev_stats[:] = s.dev_stats
+            run_metadata.step_stats.transfers[:] = s.transfers
+        out = []
+        for el in mapper.elements:
+            if isinstance(el, Operation):
+                out.append(None)
+                continue
+            v = values[el.name]
+            if el.name not in fed and isinstance(v, np.ndarray) and v.ndim == 0 \
+                    and v.dtype != object:
+                v = v[()]
+            out.append(v)
+        return mapper.build(out)
+
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+
+
+def reset(target, containers=None, config=None):
+    """``tf.Session.reset(target, containers)`` for a ``grpc://`` target."""
+    stub = _channels.master(address_of(target))
+    timeout = CONTROL_RPC_SECONDS
+    if config is not None and config.operation_timeout_in_ms > 0:
+        timeout = config.operation_timeout_in_ms / 1000.0
+    try:
+        stub.Reset(pb.ResetRequest(container=list(containers or [])), timeout=timeout,
+                   metadata=_channels.metadata)
+    except grpc.RpcError as e:
+        _raise(e)

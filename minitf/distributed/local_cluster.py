@@ -1,0 +1,163 @@
+"""``LocalCluster({"ps": 2, "worker": 3})``: the tasks of a cluster as subprocess servers.
+
+How the tasks find each other: the parent picks a free port per task on 127.0.0.1 (bind to
+port 0, read it, close), writes the whole cluster into every child's command line, and each
+child binds its own entry (``python -m minitf.server --cluster <json> --job j --task i``).
+Each child prints its bound address on one stdout line, which the parent waits for.  (The
+small window between the parent freeing a port and the child binding it is retried: a child
+that cannot bind exits and the cluster is started again on fresh ports.)
+
+No orphans: on Linux every child gets ``PR_SET_PDEATHSIG = SIGKILL`` (it dies with its
+parent), and a watchdog thread in the child exits when its stdin (a pipe from the parent)
+closes; ``stop()`` / the context manager terminate and reap every child.  (Linux sends the
+death signal when the *thread* that started the child exits: start clusters from a thread that
+lives as long as the cluster, e.g. the main thread of a notebook kernel.)
+"""
+
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from minitf.distributed.cluster_spec import ClusterSpec
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except OSError:
+        pass
+
+
+def free_port(host="127.0.0.1"):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+class LocalCluster:
+    """Starts one subprocess server per task; ``.cluster_spec``, ``.targets``,
+    ``.target(job, task)``, ``.stop()``, ``.kill(job, task)``, ``.restart(job, task)``."""
+
+    def __init__(self, jobs, host="127.0.0.1", cpu_only=True, env=None, start_timeout=30.0):
+        self._jobs = dict(jobs)
+        self._host = host
+        self._cpu_only = cpu_only
+        self._env = dict(os.environ if env is None else env)
+        self._timeout = start_timeout
+        self._procs = {}
+        for attempt in range(3):
+            spec = {job: ["%s:%d" % (host, free_port(host)) for _ in range(n)]
+                    for job, n in self._jobs.items()}
+            self._spec = spec
+            try:
+                for job, n in self._jobs.items():
+                    for i in range(n):
+                        self._procs[(job, i)] = self._spawn(job, i)
+                for key in list(self._procs):
+                    self._wait_ready(key)
+                break
+            except RuntimeError:
+                self.stop()
+                if attempt == 2:
+                    raise
+        self.cluster_spec = ClusterSpec(self._spec)
+
+    def _spawn(self, job, task):
+        cmd = [sys.executable, "-m", "minitf.server", "--cluster", json.dumps(self._spec),
+               "--job", job, "--task", str(task), "--watch-stdin"]
+        if self._cpu_only:
+            cmd.append("--cpu-only")
+        env = dict(self._env)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env,
+                                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+
+    def _wait_ready(self, key):
+        proc = self._procs[key]
+        import select
+        deadline = time.monotonic() + self._timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RuntimeError("task %s/%d did not start in time" % key)
+            r, _, _ = select.select([proc.stdout], [], [], remaining)
+            if r:
+                line = proc.stdout.readline().decode("utf-8", "replace")
+                if not line:
+                    raise RuntimeError("task %s/%d exited while starting (rc %s)"
+                                       % (key[0], key[1], proc.poll()))
+                if line.startswith("minitf-server "):
+                    return line.rsplit(" ", 1)[1].strip()
+
+    @property
+    def targets(self):
+        return {"%s/%d" % (job, i): "grpc://" + addr for job, addrs in self._spec.items()
+                for i, addr in enumerate(addrs)}
+
+    def target(self, job, task=0):
+        return "grpc://" + self._spec[job][task]
+
+    def pid(self, job, task=0):
+        return self._procs[(job, task)].pid
+
+    def kill(self, job, task=0):
+        """SIGKILLs one task (fault tests)."""
+        p = self._procs[(job, task)]
+        p.kill()
+        p.wait(10)
+
+    def restart(self, job, task=0):
+        """Starts a killed task again on the same port."""
+        self.kill(job, task) if self._procs[(job, task)].poll() is None else None
+        self._close_pipes(self._procs[(job, task)])
+        self._procs[(job, task)] = self._spawn(job, task)
+        self._wait_ready((job, task))
+
+    @staticmethod
+    def _close_pipes(p):
+        for f in (p.stdin, p.stdout):
+            try:
+                if f is not None:
+                    f.close()
+            except OSError:
+                pass
+
+    def stop(self):
+        procs, self._procs = list(self._procs.values()), {}
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        deadline = time.monotonic() + 5
+        for p in procs:
+            try:
+                p.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+            self._close_pipes(p)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def __del__(self):
+        try:
+            self.stop()
+        except Exception:  # noqa: BLE001
+            pass

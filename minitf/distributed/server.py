@@ -1,0 +1,253 @@
+"""``tf.train.Server``: a gRPC server hosting a master service and a worker service.
+
+Unlike TF, a server can be stopped (``stop()``) and port 0 picks a free port (``target`` and
+``bound_address`` report the port chosen).  It binds the host of its own cluster entry.
+An optional shared-secret token (``token=`` or env ``MINITF_CLUSTER_TOKEN``) must then come
+with every RPC in the ``minitf-cluster-token`` metadata entry.
+"""
+
+import concurrent.futures
+import hmac
+import os
+import threading
+
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # no INFO lines (GOAWAY ...) in notebooks
+import grpc  # noqa: E402
+
+from minitf.distributed import protocol_pb2_grpc as pb_grpc
+from minitf.distributed import wire
+from minitf.distributed.cluster_spec import ClusterSpec
+from minitf.framework import errors
+from minitf.runtime import devices as devices_mod
+from minitf.runtime.config_proto import ConfigProto
+
+
+class ServerDef:
+    """The definition of a server: cluster, job name, task index, protocol, default config."""
+
+    def __init__(self, cluster, job_name, task_index, protocol="grpc", default_session_config=None):
+        self.cluster = cluster
+        self.job_name = job_name
+        self.task_index = task_index
+        self.protocol = protocol
+        self.default_session_config = default_session_config
+
+    def __repr__(self):
+        return ("ServerDef(cluster=%s, job_name=%r, task_index=%d, protocol=%r)"
+                % (self.cluster, self.job_name, self.task_index, self.protocol))
+
+
+class _TokenInterceptor(grpc.ServerInterceptor):
+    def __init__(self, token):
+        self._token = token.encode()
+
+        def refuse(request, context):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong cluster token")
+        self._refuse = refuse
+
+    def intercept_service(self, continuation, handler_call_details):
+        from minitf.distributed.worker import TOKEN_HEADER
+        for k, v in handler_call_details.invocation_metadata or ():
+            if k == TOKEN_HEADER:
+                got = v.encode() if isinstance(v, str) else bytes(v)
+                if hmac.compare_digest(got, self._token):
+                    return continuation(handler_call_details)
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return None
+        if handler.request_streaming and handler.response_streaming:
+            return grpc.stream_stream_rpc_method_handler(
+                lambda it, ctx: self._refuse(None, ctx))
+        if handler.request_streaming:
+            return grpc.stream_unary_rpc_method_handler(lambda it, ctx: self._refuse(None, ctx))
+        if handler.response_streaming:
+            return grpc.unary_stream_rpc_method_handler(self._refuse)
+        return grpc.unary_unary_rpc_method_handler(self._refuse)
+
+
+FAST_RUN_STEP = "/minitf.MasterFastPath/RunStep"
+FAST_RUN_GRAPH = "/minitf.WorkerFastPath/RunGraph"
+
+
+def _fast_paths(master, worker):
+    """minitf's extension of protocol.proto: RunStep and RunGraph with a unary request (one
+    RunStepRequest / RunGraphRequest holding every feed inline) and the same streamed
+    responses.  gRPC Python's stream-stream calls cost a thread hand-off on each side; steps
+    whose feeds fit in one message (almost all) take these paths instead."""
+    from minitf.distributed import protocol_pb2 as pb
+    return grpc.method_handlers_generic_handler("minitf.MasterFastPath", {
+        "RunStep": grpc.unary_stream_rpc_method_handler(
+            lambda req, ctx: master.RunStep(iter((req,)), ctx),
+            request_deserializer=pb.RunStepRequest.FromString,
+            response_serializer=pb.RunStepResponse.SerializeToString)}), \
+        grpc.method_handlers_generic_handler("minitf.WorkerFastPath", {
+            "RunGraph": grpc.unary_stream_rpc_method_handler(
+                lambda req, ctx: worker.RunGraph(iter((req,)), ctx),
+                request_deserializer=pb.RunGraphRequest.FromString,
+                response_serializer=pb.RunGraphResponse.SerializeToString)})
+
+
+def _split_address(address):
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise errors.InvalidArgumentError(
+            None, None, 'Could not parse port for local server from "%s"' % address)
+    return host, int(port)
+
+
+class Server:
+    """``tf.train.Server(server_or_cluster_def, job_name=None, task_index=None, protocol=None,
+    config=None, start=True, token=None)``."""
+
+    def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None,
+                 config=None, start=True, token=None):
+        if isinstance(server_or_cluster_def, ServerDef):
+            sd = server_or_cluster_def
+            spec = ClusterSpec(sd.cluster)
+            job_name = sd.job_name if job_name is None else job_name
+            task_index = sd.task_index if task_index is None else task_index
+            protocol = protocol or sd.protocol
+            config = config if config is not None else sd.default_session_config
+        else:
+            spec = ClusterSpec(server_or_cluster_def)
+        if job_name is None:
+            if len(spec.jobs) != 1:
+                raise ValueError("Must specify an explicit `job_name`.")
+            job_name = spec.jobs[0]
+        if job_name not in spec.jobs:
+            raise ValueError("No such job in cluster: %r" % job_name)
+        if task_index is None:
+            indices = spec.task_indices(job_name)
+            if len(indices) != 1:
+                raise ValueError("Must specify an explicit `task_index`.")
+            task_index = indices[0]
+        if task_index not in spec.task_indices(job_name):
+            raise errors.InvalidArgumentError(
+                None, None, 'Task %d was not defined in job "%s"' % (task_index, job_name))
+        protocol = protocol or "grpc"
+        if protocol != "grpc":
+            raise errors.InvalidArgumentError(None, None, "No server factory registered for the "
+                                              "given ServerDef: protocol %r" % protocol)
+        if config is not None and not isinstance(config, ConfigProto):
+            raise TypeError("config must be a tf.ConfigProto, but got %s" % type(config))
+        self._config = config if config is not None else ConfigProto()
+        address = spec.task_address(job_name, task_index)
+        host, port = _split_address(address)
+        self.job_name, self.task_index = job_name, task_index
+        self._cluster = {j: dict((i, spec.task_address(j, i)) for i in spec.task_indices(j))
+                         for j in spec.jobs}
+        self.token = token if token is not None else os.environ.get("MINITF_CLUSTER_TOKEN")
+        self._lock = threading.Lock()
+        self._started = False
+        self._stopped = False
+        self._joined = False
+        self._stop_event = threading.Event()
+
+        from minitf.distributed.master import Master
+        from minitf.distributed.worker import Worker
+        devices = devices_mod.local_devices(self._config, job_name, task_index)
+        self.worker = Worker(self, devices)
+        self.master = Master(self)
+        interceptors = [_TokenInterceptor(self.token)] if self.token else []
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            64, thread_name_prefix="minitf-grpc-%s-%d" % (job_name, task_index))
+        self._grpc = grpc.server(self._executor, interceptors=interceptors,
+                                 options=wire.GRPC_OPTIONS + (("grpc.so_reuseport", 0),),
+                                 maximum_concurrent_rpcs=1024)
+        pb_grpc.add_MasterServiceServicer_to_server(self.master, self._grpc)
+        pb_grpc.add_WorkerServiceServicer_to_server(self.worker, self._grpc)
+        self._grpc.add_generic_rpc_handlers(_fast_paths(self.master, self.worker))
+        bind_host = "127.0.0.1" if host == "localhost" else host
+        bind = "[%s]:%d" % (bind_host, port) if ":" in bind_host else "%s:%d" % (bind_host, port)
+        try:
+            bound = self._grpc.add_insecure_port(bind)
+        except RuntimeError:
+            bound = 0
+        if not bound:
+            self._shutdown()
+            raise errors.UnknownError(None, None, "Could not start gRPC server")
+        self.bound_port = bound
+        self.bound_address = "%s:%d" % (host, bound)
+        self._cluster[job_name][task_index] = self.bound_address
+        if start:
+            self.start()
+
+    # -- TF API ------------------------------------------------------------------------------
+    @staticmethod
+    def create_local_server(config=None, start=True):
+        return Server({"local": ["localhost:0"]}, protocol="grpc", config=config, start=start)
+
+    @property
+    def target(self):
+        return "grpc://localhost:%d" % self.bound_port
+
+    @property
+    def server_def(self):
+        return ServerDef(self.cluster_spec().as_cluster_def(), self.job_name, self.task_index,
+                         "grpc", self._config)
+
+    @property
+    def config(self):
+        return self._config
+
+    def cluster_spec(self):
+        return ClusterSpec({j: dict(t) for j, t in self._cluster.items()})
+
+    def task_address(self, job, task):
+        try:
+            addr = self._cluster[job][task]
+        except KeyError:
+            raise errors.InvalidArgumentError(None, None, "Unknown task /job:%s/task:%s"
+                                              % (str(job)[:100], task)) from None
+        return addr
+
+    def start(self):
+        with self._lock:
+            if self._stopped:
+                raise errors.FailedPreconditionError(None, None, "Server has stopped.")
+            if self._joined and not self._started:
+                raise errors.FailedPreconditionError(None, None, "Server has been joined "
+                                                     "without being started.")
+            if not self._started:
+                self._grpc.start()
+                self._started = True
+
+    def join(self, timeout=None):
+        """Blocks until the server stops (or ``timeout`` seconds); returns at once if it was
+        never started."""
+        with self._lock:
+            if not self._started:
+                self._joined = True
+                return
+        self._stop_event.wait(timeout)
+
+    def stop(self, grace=None):
+        """Stops serving and frees the port (minitf only: TF cannot stop a server)."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        self._shutdown(grace)
+
+    def _shutdown(self, grace=None):
+        try:
+            self.worker.close()
+        finally:
+            self.master.close()
+            self._grpc.stop(grace).wait(5)
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._stop_event.set()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def __del__(self):
+        try:
+            if self._started and not self._stopped:
+                self.stop()
+        except Exception:  # noqa: BLE001
+            pass

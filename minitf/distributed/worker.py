@@ -1,0 +1,441 @@
+"""The worker service of a task: its devices, registered partitions, RunGraph and RecvTensor.
+
+Variables live in the resource managers of the task's devices and are shared by every graph
+registered here (every session of every master) until ``CleanupAll`` (``Session.reset``).
+"""
+
+import itertools
+import os
+import random
+import threading
+import time
+
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # no INFO lines (GOAWAY ...) in notebooks
+import grpc  # noqa: E402
+
+from minitf.distributed import protocol_pb2 as pb
+from minitf.distributed import protocol_pb2_grpc as pb_grpc
+from minitf.distributed import rendezvous as rdv
+from minitf.distributed import wire
+from minitf.framework import errors
+from minitf.framework.graph import Graph
+from minitf.runtime import executor, pools
+from minitf.runtime.placer import Placement, attach_node
+from minitf.runtime.step_stats import TransferStats
+
+TOKEN_HEADER = "minitf-cluster-token"
+DERIVED_HEADER = "minitf-derived"
+CONTROL_RPC_SECONDS = 30.0      # deadline of every RPC that does not run a step
+DEFAULT_STEP_SECONDS = 3600.0   # deadline of a step when no timeout is configured
+# pieces of streamed tensors: as large as a message may be (4 MiB), less room for headers
+STREAM_CHUNK_BYTES = wire.MAX_MESSAGE_BYTES - (64 << 10)
+
+
+def client_metadata(token=None):
+    token = token if token is not None else os.environ.get("MINITF_CLUSTER_TOKEN")
+    return ((TOKEN_HEADER, token),) if token else ()
+
+
+_RECONNECT_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 100),
+                      ("grpc.min_reconnect_backoff_ms", 100),
+                      ("grpc.max_reconnect_backoff_ms", 1000),
+                      ("grpc.use_local_subchannel_pool", 1))
+
+
+class Channels:
+    """One gRPC channel (and stubs) per peer address, made on first use."""
+
+    def __init__(self, token=None):
+        self._lock = threading.Lock()
+        self._channels = {}
+        self._token = token
+
+    @property
+    def metadata(self):
+        return client_metadata(self._token)
+
+    def _channel(self, address):
+        ch = self._channels.get(address)
+        if ch is None:
+            with self._lock:
+                ch = self._channels.get(address)
+                if ch is None:
+                    ch = self._channels[address] = grpc.insecure_channel(
+                        address, options=wire.GRPC_OPTIONS + _RECONNECT_OPTIONS)
+        return ch
+
+    def worker(self, address):
+        return pb_grpc.WorkerServiceStub(self._channel(address))
+
+    def fast_run_graph(self, address):
+        """RunGraph with a unary request (minitf.distributed.server._fast_paths)."""
+        return self._channel(address).unary_stream(
+            "/minitf.WorkerFastPath/RunGraph",
+            request_serializer=pb.RunGraphRequest.SerializeToString,
+            response_deserializer=pb.RunGraphResponse.FromString)
+
+    def fast_run_step(self, address):
+        """RunStep with a unary request (minitf.distributed.server._fast_paths)."""
+        return self._channel(address).unary_stream(
+            "/minitf.MasterFastPath/RunStep",
+            request_serializer=pb.RunStepRequest.SerializeToString,
+            response_deserializer=pb.RunStepResponse.FromString)
+
+    def master(self, address):
+        return pb_grpc.MasterServiceStub(self._channel(address))
+
+    def failed(self, address, e):
+        """Drops the channel to a peer that did not answer, so that a restarted task is
+        reached at once rather than after the channel's reconnect backoff."""
+        if e.code() == grpc.StatusCode.UNAVAILABLE:
+            self.forget(address)
+
+    def forget(self, address):
+        with self._lock:
+            ch = self._channels.pop(address, None)
+        if ch is not None:
+            ch.close()
+
+    def close(self):
+        with self._lock:
+            chans, self._channels = list(self._channels.values()), {}
+        for ch in chans:
+            ch.close()
+
+
+def rpc_error(e, task=None):
+    """The OpError of a failed RPC (``From <task>:`` prefixed when the peer is known and the
+    message does not name a task yet)."""
+    err = wire.error_from_status(e.code(), e.details())
+    if task and not err.message.startswith("From /job:"):
+        err = type(err)(None, None, "From %s:\n%s" % (task, err.message))
+    return err
+
+
+def is_derived(e):
+    try:
+        return any(k == DERIVED_HEADER for k, _ in (e.trailing_metadata() or ()))
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def device_attributes(devices, incarnation):
+    return [pb.DeviceAttributes(name=d.name, device_type=d.device_type,
+                                memory_limit=int(d.memory_limit or 0),
+                                physical_device_desc=d.description, incarnation=incarnation)
+            for d in devices]
+
+
+class _Feeds(list):
+    """The fed values of a step plus the step itself, for the _Send/_Recv kernels."""
+    step = None
+
+
+class _StepState:
+    def __init__(self, worker, step_id, deadline, trace):
+        self.worker = worker
+        self.step_id = step_id
+        self.deadline = deadline
+        self.trace = trace
+        self.transfers = []
+        self.calls = []
+        self.lock = threading.Lock()
+        self.aborted = None
+        self.done = False
+
+    def send(self, key, value):
+        self.worker.rendezvous.send(self.step_id, key, value)
+
+    def recv(self, send_task, key, tensor_name, src_node, src_device, dst_node, dst_device,
+             control):
+        address = self.worker.task_address(send_task)
+        stub = self.worker.channels.worker(address)
+        start = time.time_ns() // 1000
+        timeout = max(self.deadline - time.monotonic(), 0.001)
+        call = stub.RecvTensor(pb.RecvTensorRequest(step_id=self.step_id, rendezvous_key=key),
+                               timeout=timeout, metadata=self.worker.channels.metadata)
+        with self.lock:
+            if self.aborted is not None:
+                call.cancel()
+                raise self.aborted
+            self.calls.append(call)
+        try:
+            value = wire.assemble_chunks(call)
+        except grpc.RpcError as e:
+            self.worker.channels.failed(address, e)
+            if self.aborted is not None:
+                raise self.aborted from None
+            err = rpc_error(e, send_task)
+            err._minitf_derived = True
+            raise err from None
+        finally:
+            with self.lock:
+                if call in self.calls:
+                    self.calls.remove(call)
+        if self.trace:
+            end = time.time_ns() // 1000
+            self.transfers.append(TransferStats(tensor_name, src_node, dst_node, src_device,
+                                                dst_device, int(getattr(value, "nbytes", 0)),
+                                                end - start, start))
+        return value
+
+    def abort(self, error):
+        with self.lock:
+            if self.aborted is None:
+                self.aborted = error
+            calls = list(self.calls)
+        for c in calls:
+            c.cancel()
+
+
+class _Partition:
+    def __init__(self, session_handle, graph, placement, devices):
+        self.session_handle = session_handle
+        self.graph = graph
+        self.placement = placement
+        self.devices = devices
+        self.plans = {}
+        self.kernels = {}
+        self.lock = threading.Lock()
+
+    def plan(self, recv_keys, send_names):
+        key = (tuple(recv_keys), tuple(send_names))
+        ep = self.plans.get(key)
+        if ep is not None:
+            return ep
+        with self.lock:
+            ep = self.plans.get(key)
+            if ep is not None:
+                return ep
+            g = self.graph
+            try:
+                fetches = [g.get_tensor_by_name(n) for n in recv_keys]
+                feeds = [g.get_tensor_by_name(n) for n in send_names]
+            except (KeyError, ValueError, TypeError) as e:
+                raise errors.InvalidArgumentError(None, None, "Unknown tensor in RunGraph: %s"
+                                                  % str(e)[:200]) from None
+            ops = g.get_operations()
+            consumed = set()
+            for op in ops:
+                consumed.update(t.op for t in op.inputs)
+                consumed.update(op.control_inputs)
+            targets = [op for op in ops if op not in consumed]
+            from minitf.runtime.session import _KernelCache
+            ep = executor.build(ops, self.placement, self.devices[0].name, fetches, targets,
+                                feeds, _KernelCache(self.kernels, self.placement))
+            if not any(op.type == rdv.SEND_OP for op in ops):
+                # A partition that sends nothing cannot be waited on by a peer: its blocking
+                # _Recv may run inline (serial executor, no thread hand-offs).  A partition
+                # with both keeps them on the pools, so a Recv never blocks a local Send.
+                ep.expensive = [e and not (o is not None and o.type == rdv.RECV_OP)
+                                for e, o in zip(ep.expensive, ep.ops)]
+                ep.any_expensive = any(ep.expensive)
+            self.plans[key] = ep
+            return ep
+
+    def reset_kernels(self):
+        with self.lock:
+            self.plans.clear()
+            self.kernels.clear()
+
+
+class Worker(pb_grpc.WorkerServiceServicer):
+    """The worker service of one task."""
+
+    def __init__(self, server, devices):
+        self.server = server
+        self.devices = devices
+        self.task_name = "/job:%s/replica:0/task:%d" % (server.job_name, server.task_index)
+        self.incarnation = random.getrandbits(63)
+        self.rendezvous = rdv.Rendezvous()
+        self.channels = Channels(server.token)
+        self.pool_set = pools.PoolSet(32, max(1, min(os.cpu_count() or 1, 4)))
+        self._partitions = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._by_name = {d.name: d for d in devices}
+
+    def task_address(self, task_name):
+        from minitf.runtime import device_name_utils as dnu
+        p = dnu.parse_full_name(task_name)
+        if p is None or p.job is None or p.task is None:
+            raise errors.InvalidArgumentError(None, None, "Bad task name %s" % task_name[:200])
+        addr = self.server.task_address(p.job, p.task)
+        return addr
+
+    def close(self):
+        self.rendezvous.abort_all(errors.CancelledError(None, None, "Server has stopped."))
+        self.channels.close()
+        self.pool_set.close()
+
+    # -- service methods ---------------------------------------------------------------------
+    def _abort(self, context, exc, derived=False):
+        if derived:
+            context.set_trailing_metadata(((DERIVED_HEADER, "1"),))
+        context.abort(*wire.status_from_error(exc))
+
+    def GetStatus(self, request, context):
+        return pb.GetStatusResponse(device_attributes=device_attributes(self.devices,
+                                                                        self.incarnation))
+
+    def RegisterGraph(self, request_iterator, context):
+        try:
+            header = None
+            pieces = []
+            for msg in request_iterator:
+                if header is None:
+                    header = msg
+                pieces.append(msg.graph_def_chunk)
+            if header is None:
+                raise errors.InvalidArgumentError(None, None, "Empty RegisterGraph request.")
+            gdef = wire.assemble_graph_def(pieces)
+            graph = Graph()
+            ops = wire.import_graph_def(gdef, graph)
+            device_of = {}
+            for op in ops:
+                d = self._by_name.get(op.device)
+                if d is None:
+                    raise errors.InvalidArgumentError(None, None, "Node %s is assigned to %s, "
+                                                      "which is not a device of %s" % (
+                                                          op.name, op.device[:200],
+                                                          self.task_name))
+                device_of[op] = d
+            part = _Partition(header.session_handle, graph, Placement(ops, device_of, []),
+                              self.devices)
+            handle = "%s/g%d" % (header.session_handle[:100], next(self._ids))
+            with self._lock:
+                self._partitions[handle] = part
+            return pb.RegisterGraphResponse(graph_handle=handle)
+        except Exception as e:  # noqa: BLE001
+            self._abort(context, e)
+
+    def DeregisterGraph(self, request, context):
+        with self._lock:
+            self._partitions.pop(request.graph_handle, None)
+        return pb.DeregisterGraphResponse()
+
+    def deregister_session(self, session_handle):
+        with self._lock:
+            for h in [h for h, p in self._partitions.items()
+                      if p.session_handle == session_handle]:
+                del self._partitions[h]
+
+    def RunGraph(self, request_iterator, context):
+        header = None
+        try:
+            receiver = wire.NamedTensorReceiver()
+            for msg in request_iterator:
+                if header is None:
+                    header = msg
+                for t in msg.send:
+                    receiver.add_tensor(t)
+                for p in msg.send_part:
+                    receiver.add_part(p)
+            if header is None:
+                raise errors.InvalidArgumentError(None, None, "Empty RunGraph request.")
+            sends = receiver.finish()
+        except Exception as e:  # noqa: BLE001
+            self._abort(context, e)
+        remaining = context.time_remaining()
+
+        def on_step(step):
+            context.add_callback(lambda: None if step.done else self._cancel(step))
+        try:
+            out, stats = self.run_graph(header, sends, remaining, on_step)
+        except errors.OpError as err:
+            self._abort(context, err, getattr(err, "_minitf_derived", False))
+        inline, parts = wire.split_named_tensors(out, chunk_bytes=STREAM_CHUNK_BYTES)
+        yield pb.RunGraphResponse(recv=inline)
+        for p in parts:
+            yield pb.RunGraphResponse(recv_part=[p])
+        if stats is not None:
+            yield pb.RunGraphResponse(step_stats=stats)
+
+    def run_graph(self, header, sends, remaining=None, on_step=None):
+        """Runs a registered partition for one step: ``([(name, value)], StepStatsProto or
+        None)``; failures raise an OpError prefixed with this task's name."""
+        step = None
+        try:
+            with self._lock:
+                part = self._partitions.get(header.graph_handle)
+            if part is None:
+                raise errors.AbortedError(None, None, "Graph handle is not found: %s. Possibly, "
+                                          "this worker just restarted."
+                                          % header.graph_handle[:200])
+            names = list(sends)
+            eplan = part.plan(list(header.recv_key), names)
+            timeout_s = DEFAULT_STEP_SECONDS if remaining is None else remaining
+            if header.options.timeout_in_ms > 0:
+                timeout_s = min(timeout_s, header.options.timeout_in_ms / 1000.0)
+            trace = header.options.trace_level > 0
+            step = _StepState(self, header.step_id, time.monotonic() + timeout_s, trace)
+            if on_step is not None:
+                on_step(step)
+            feeds = _Feeds(sends[n] for n in names)
+            feeds.step = step
+            tracer = executor.Tracer(eplan) if trace else None
+            vals = executor.run_step(eplan, feeds, self.pool_set, tracer,
+                                     int(timeout_s * 1000))
+            out = []
+            for i, (name, (s, k)) in enumerate(zip(header.recv_key, eplan.fetch_slots)):
+                try:
+                    out.append((name, executor.host_value(vals[s][k],
+                                                          eplan.device_of_node(s))))
+                except errors.OpError as e:
+                    op_name, _, index = name.rpartition(":")
+                    raise type(e)(None, None, attach_node(
+                        e.message, "_send_%s_%s" % (op_name, index))) from None
+            stats_proto = None
+            if trace:
+                stats = tracer.step_stats([d.name for d in self.devices])
+                kept = [t for t in stats.transfers if not t.src_node.startswith("_arg_")]
+                kept.extend(step.transfers)
+                del stats.transfers[:]
+                stats.transfers.extend(kept)
+                stats_proto = wire.step_stats_to_proto(stats)
+            step.done = True
+            return out, stats_proto
+        except Exception as e:  # noqa: BLE001 - every failure becomes an OpError
+            if step is not None:
+                step.done = True
+            if not isinstance(e, errors.OpError):
+                e = errors.InternalError(None, None, "%s: %s" % (type(e).__name__, e))
+            derived = bool(getattr(e, "_minitf_derived", False)) or isinstance(
+                e.__cause__, errors.OpError) and getattr(e.__cause__, "_minitf_derived", False)
+            if not derived and step is not None and step.aborted is not None:
+                derived = True
+            msg = e.message
+            if not msg.startswith("From /job:"):
+                msg = "From %s:\n%s" % (self.task_name, msg)
+            err = type(e)(None, None, msg)
+            err._minitf_derived = derived
+            self.rendezvous.abort(header.step_id, err)
+            raise err from None
+        finally:
+            self.rendezvous.finish(header.step_id)
+
+    def _cancel(self, step):
+        err = errors.CancelledError(None, None, "RunGraph was cancelled.")
+        step.abort(err)
+        self.rendezvous.abort(step.step_id, err)
+
+    def RecvTensor(self, request, context):
+        try:
+            remaining = context.time_remaining()
+            timeout = CONTROL_RPC_SECONDS if remaining is None else remaining
+            value = self.rendezvous.take(request.step_id, request.rendezvous_key, timeout)
+            for chunk in wire.iter_tensor_chunks(value, STREAM_CHUNK_BYTES):
+                yield chunk
+        except Exception as e:  # noqa: BLE001
+            self._abort(context, e, derived=True)
+
+    def CleanupAll(self, request, context):
+        containers = list(request.container)
+        for d in self.devices:
+            for c in (containers or [d.job]):
+                d.resource_manager.cleanup(c)
+        with self._lock:
+            parts = list(self._partitions.values())
+        for p in parts:
+            p.reset_kernels()
+        return pb.CleanupAllResponse()

@@ -1,0 +1,68 @@
+"""``python -m minitf.server --cluster cluster.json --job worker --task 0``: one cluster task.
+
+``--cluster`` is a JSON file (or inline JSON) mapping job names to lists of "host:port"
+addresses.  The server binds the address of its own entry (port 0: a free port), prints
+``minitf-server <job> <task> listening on <host:port>`` on one stdout line, and serves until
+Ctrl-C / SIGTERM.  ``--watch-stdin``: also exit when stdin closes (LocalCluster's children use
+it so that they never outlive their parent).
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+
+
+def _load_cluster(text):
+    if os.path.exists(text):
+        with open(text) as f:
+            text = f.read()
+    spec = json.loads(text)
+    if not isinstance(spec, dict):
+        raise SystemExit("--cluster must be a JSON object mapping job names to address lists")
+    return spec
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m minitf.server", description=__doc__)
+    parser.add_argument("--cluster", required=True, help="cluster JSON file or inline JSON")
+    parser.add_argument("--job", required=True)
+    parser.add_argument("--task", type=int, default=0)
+    parser.add_argument("--cpu-only", action="store_true", help="no (emulated) GPUs")
+    parser.add_argument("--watch-stdin", action="store_true",
+                        help="exit when stdin is closed (the parent died)")
+    args = parser.parse_args(argv)
+    if args.cpu_only:
+        os.environ["MINITF_EMULATED_GPUS"] = "0"
+    import minitf as tf
+    if args.cpu_only:
+        tf.config.emulate_gpus(0)
+    from minitf.distributed.server import Server
+    stop = threading.Event()
+    server = Server(_load_cluster(args.cluster), job_name=args.job, task_index=args.task)
+    signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    signal.signal(signal.SIGINT, lambda *a: stop.set())
+    if args.watch_stdin:
+        def watch():
+            try:
+                while sys.stdin.buffer.read(1):
+                    pass
+            except Exception:  # noqa: BLE001
+                pass
+            os._exit(0)
+        threading.Thread(target=watch, daemon=True, name="minitf-stdin-watchdog").start()
+    sys.stdout.write("minitf-server %s %d listening on %s\n" % (args.job, args.task,
+                                                                server.bound_address))
+    sys.stdout.flush()
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.stop(grace=0.5)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

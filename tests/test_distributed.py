@@ -1,0 +1,528 @@
+"""tf.train.Server, grpc:// sessions, placement over a cluster, Send/Recv, containers, reset,
+errors and robustness, with real in-process gRPC servers on 127.0.0.1."""
+
+import os
+import re
+import socket
+import time
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+
+import minitf as tf
+from minitf.distributed import protocol_pb2 as pb
+from minitf.distributed import protocol_pb2_grpc as pb_grpc
+from minitf.distributed.local_cluster import free_port
+
+REF = Path("/work/shared/reference/tf_outputs")
+
+
+def _children():
+    pid = os.getpid()
+    out = set()
+    for task in Path("/proc/%d/task" % pid).iterdir():
+        try:
+            out.update(int(x) for x in (task / "children").read_text().split())
+        except OSError:
+            pass
+    return out
+
+
+@pytest.fixture(autouse=True)
+def no_child_processes_left():
+    before = _children()
+    yield
+    deadline = time.monotonic() + 5
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not (_children() - before)
+
+
+def _spec(ps=2, worker=3):
+    return {"ps": ["127.0.0.1:%d" % free_port() for _ in range(ps)],
+            "worker": ["127.0.0.1:%d" % free_port() for _ in range(worker)]}
+
+
+def _start(spec, **kw):
+    tf.config.emulate_gpus(0)   # CPU-only tasks, like the machine of the reference outputs
+    try:
+        return [tf.train.Server(spec, job_name=j, task_index=i, **kw)
+                for j in spec for i in range(len(spec[j]))]
+    finally:
+        tf.config.emulate_gpus(2)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    spec = _spec()
+    servers = _start(spec)
+    try:
+        yield spec, servers
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def _target(spec, job, i):
+    return "grpc://" + spec[job][i]
+
+
+def _reset_all(spec):
+    tf.Session.reset(_target(spec, "worker", 0))
+    tf.Session.reset(_target(spec, "worker", 0), ["my-problem-1"])
+
+
+# -- (1) server lifecycle -----------------------------------------------------------------------
+
+def test_local_server_target_start_join_stop_frees_port():
+    server = tf.train.Server.create_local_server()
+    try:
+        assert re.fullmatch(r"grpc://localhost:\d+", server.target)
+        port = int(server.target.rsplit(":", 1)[1])
+        assert server.bound_address == "localhost:%d" % port
+        assert server.server_def.job_name == "local" and server.server_def.task_index == 0
+        server.start()  # idempotent
+        t0 = time.monotonic()
+        server.join(timeout=0.05)
+        assert time.monotonic() - t0 >= 0.04
+        a = tf.constant(3.0)
+        c = a * 3
+        with tf.Session(server.target) as sess:   # the book's "Opening a Session"
+            assert sess.run(c) == 9.0
+            assert isinstance(sess, tf.Session)
+    finally:
+        server.stop()
+    again = tf.train.Server({"local": ["127.0.0.1:%d" % port]})   # stop() freed the port
+    again.stop()
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", port))
+        s.listen(1)
+    finally:
+        s.close()
+
+
+def test_server_argument_errors():
+    spec = {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2", "127.0.0.1:3"]}
+    with pytest.raises(ValueError, match="Must specify an explicit `job_name`."):
+        tf.train.Server(spec, start=False)
+    with pytest.raises(ValueError, match="Must specify an explicit `task_index`."):
+        tf.train.Server(spec, job_name="worker", start=False)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r'Could not parse port for local server from "127.0.0.1"'):
+        tf.train.Server({"local": ["127.0.0.1"]})
+    with pytest.raises(tf.errors.InvalidArgumentError, match='Task 5 was not defined in job'):
+        tf.train.Server(spec, job_name="worker", task_index=5)
+
+
+def test_port_in_use_is_unknown_error():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+    try:
+        port = s.getsockname()[1]
+        with pytest.raises(tf.errors.UnknownError, match="Could not start gRPC server"):
+            tf.train.Server({"local": ["127.0.0.1:%d" % port]})
+    finally:
+        s.close()
+
+
+def test_port_zero_is_reported_and_get_status(cluster):
+    server = tf.train.Server({"local": ["127.0.0.1:0"]})
+    try:
+        host, port = server.bound_address.rsplit(":", 1)
+        assert host == "127.0.0.1" and int(port) > 0
+        ch = grpc.insecure_channel(server.bound_address)
+        try:
+            r = pb_grpc.WorkerServiceStub(ch).GetStatus(pb.GetStatusRequest(), timeout=5)
+            names = [d.name for d in r.device_attributes]
+            assert names[0] == "/job:local/replica:0/task:0/device:CPU:0"
+        finally:
+            ch.close()
+    finally:
+        server.stop()
+
+
+def test_list_devices_of_the_cluster(cluster):
+    spec, _ = cluster
+    with tf.Session(_target(spec, "worker", 0), graph=tf.Graph()) as sess:
+        names = sorted(d.name for d in sess.list_devices())
+    assert names == sorted("/job:%s/replica:0/task:%d/device:CPU:0" % (j, i)
+                           for j in spec for i in range(len(spec[j])))
+
+
+# -- (2) runs over the cluster ---------------------------------------------------------------
+
+def _g1():
+    with tf.device("/job:ps"):
+        a = tf.Variable(1.0, name="a")
+    with tf.device("/job:worker"):
+        b = tf.add(a, 2.0, name="b")
+    with tf.device("/job:worker/task:1"):
+        c = tf.add(a, b, name="c")
+    d = tf.multiply(c, 10.0, name="d_unpinned")
+    with tf.device("/job:ps/task:1/device:CPU:0"):
+        e = tf.constant(5.0, name="e_ps1_cpu0")
+    with tf.device("/job:worker/task:2/device:CPU:0"):
+        f = tf.add(d, e, name="f_w2")
+    return a, b, c, d, f
+
+
+def _ref_section(name, start, end):
+    lines = (REF / name).read_text().splitlines()
+    i = lines.index(start)
+    j = lines.index(end, i)
+    return lines[i + 1:j]
+
+
+def test_blog_pinning_across_tasks_through_every_master(cluster, capsys):
+    spec, _ = cluster
+    _reset_all(spec)
+    a, b, c, d, f = _g1()
+    cfg = tf.ConfigProto(log_device_placement=True)
+    with tf.Session(_target(spec, "worker", 0), config=cfg) as sess:
+        sess.run(a.initializer)
+        log = capsys.readouterr().out.splitlines()
+        assert sess.run([c, d, f]) == [4.0, 40.0, 45.0]
+    expected = _ref_section("ex_e_cluster.v1.stdout.txt", "### g1: sess.run(a.initializer)",
+                            "### g1: sess.run([c, d, f])")
+    # TF 1.15's rule (tf1_semantics §6.3): unpinned ops go to the best device of the whole
+    # cluster, /job:ps/replica:0/task:0; TF 2.21 (the reference) prefers the master's task.
+    unpinned = "/job:ps/replica:0/task:0/device:CPU:0"
+    expected = [re.sub(r"^(d_unpinned(/y)?: \(\w+\)): .*$", r"\1: " + unpinned, line)
+                for line in expected]
+    assert log == expected
+    for job, i in [("worker", 1), ("worker", 2), ("ps", 0), ("ps", 1)]:
+        with tf.Session(_target(spec, job, i)) as sess:
+            assert sess.run([c, d, f]) == [4.0, 40.0, 45.0]
+
+
+def test_book_replica_device_setter_graph_with_soft_placement(cluster):
+    spec, _ = cluster
+    _reset_all(spec)
+    with tf.device(tf.train.replica_device_setter(ps_tasks=2)):
+        v = [tf.Variable(float(i), name="v%d" % i) for i in range(1, 6)]
+        s = tf.add(v[0], v[1], name="s")
+        with tf.device("/gpu:0"):
+            p1 = tf.multiply(2.0, s, name="p1")
+        with tf.device("/task:1/gpu:0"):
+            p2 = tf.multiply(3.0, s, name="p2")
+        with tf.device("/job:worker/task:2/cpu:0"):
+            p3 = tf.add(v[2] + v[3] + v[4], s, name="p3")
+        with tf.device("/job:ps/task:1"):
+            p4 = tf.multiply(s, 4.0, name="p4_on_ps1")
+    init = tf.global_variables_initializer()
+    with tf.Session(_target(spec, "worker", 0)) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Cannot assign a device for operation p1"):
+            sess.run(init)
+    cfg = tf.ConfigProto(allow_soft_placement=True)
+    with tf.Session(_target(spec, "worker", 0), config=cfg) as sess:
+        sess.run(init)
+        assert sess.run([s, p1, p2, p3, p4]) == [3.0, 6.0, 9.0, 15.0, 12.0]
+
+
+def test_feeds_fetches_and_large_tensors(cluster):
+    spec, _ = cluster
+    with tf.device("/job:worker/task:2"):
+        x = tf.placeholder(tf.float32, shape=[None], name="x")
+        y = x * 2.0
+    with tf.device("/job:ps/task:1"):
+        z = tf.reduce_sum(y)
+    big = np.arange(3 << 20, dtype=np.float32)   # 12 MiB: streamed in chunks both ways
+    with tf.Session(_target(spec, "worker", 1)) as sess:
+        yv, zv, xv = sess.run([y, z, x], feed_dict={x: big})
+        np.testing.assert_array_equal(yv, big * 2)
+        np.testing.assert_array_equal(xv, big)
+        assert zv == np.float32(big * 2).sum(dtype=np.float32) or abs(zv - (big * 2).sum()) \
+            < 1e-3 * abs(zv)
+        assert sess.run(y, feed_dict={x: [1.0, 2.0]}).tolist() == [2.0, 4.0]
+
+
+def test_sessions_through_different_masters_share_variables(cluster):
+    spec, _ = cluster
+    _reset_all(spec)
+    with tf.device("/job:ps/task:1"):
+        v = tf.Variable(10.0, name="shared_v")
+    inc = v.assign_add(1.0)
+    with tf.Session(_target(spec, "worker", 2)) as s1:
+        s1.run(v.initializer)
+        s1.run(inc)
+    g2 = tf.Graph()
+    with g2.as_default():
+        with tf.device("/job:ps/task:1"):
+            v2 = tf.Variable(0.0, name="shared_v")   # same (device, container, name)
+        with tf.Session(_target(spec, "ps", 0)) as s2:
+            assert s2.run(v2) == 11.0   # no initialisation: the storage is shared
+
+
+def test_send_recv_trace(cluster):
+    spec, _ = cluster
+    with tf.device("/job:ps/task:0"):
+        a = tf.constant(np.ones(1000, np.float32), name="a_ps0")
+    with tf.device("/job:worker/task:1"):
+        b = tf.reduce_sum(a, name="b_w1")
+    opts = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    md = tf.RunMetadata()
+    with tf.Session(_target(spec, "worker", 0)) as sess:
+        assert sess.run(b, options=opts, run_metadata=md) == 1000.0
+    tr = [t for t in md.step_stats.transfers if t.tensor_name == "a_ps0:0"]
+    assert len(tr) == 1
+    assert tr[0].bytes == 4000
+    assert tr[0].src_device == "/job:ps/replica:0/task:0/device:CPU:0"
+    assert tr[0].dst_device == "/job:worker/replica:0/task:1/device:CPU:0"
+    devs = {d.device for d in md.step_stats.dev_stats}
+    assert "/job:worker/replica:0/task:1/device:CPU:0" in devs
+    recv_nodes = [n for d in md.step_stats.dev_stats for n in d.node_stats
+                  if n.op_type == "_Recv"]
+    assert recv_nodes
+
+
+def test_control_edges_cross_tasks(cluster):
+    spec, _ = cluster
+    _reset_all(spec)
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(0.0, name="ctl_v")
+        bump = v.assign_add(5.0)
+    with tf.device("/job:worker/task:1"):
+        with tf.control_dependencies([bump]):
+            out = tf.constant(1.0) + 1.0
+    with tf.Session(_target(spec, "worker", 0)) as sess:
+        sess.run(v.initializer)
+        assert sess.run(out) == 2.0
+        assert sess.run(v) == 5.0
+
+
+# -- (3) errors --------------------------------------------------------------------------------
+
+def test_uninitialized_variable_error_via_grpc(cluster):
+    spec, _ = cluster
+    _reset_all(spec)
+    with tf.device("/job:ps/task:1"):
+        x = tf.Variable(3.0, name="x")
+    y = x * 2
+    with tf.Session(_target(spec, "worker", 0)) as sess:
+        for fetch in (x, y):
+            with pytest.raises(tf.errors.FailedPreconditionError) as ei:
+                sess.run(fetch)
+            assert "Attempting to use uninitialized value x" in ei.value.message
+            assert ei.value.message.startswith("From /job:ps/replica:0/task:1:\n")
+        sess.run(x.initializer)
+        assert sess.run(y) == 6.0
+
+
+def test_bad_target_and_unreachable_master():
+    with pytest.raises(tf.errors.NotFoundError, match="No session factory registered"):
+        tf.Session("grpcx://localhost:1")
+    port = free_port()
+    c = tf.constant(1.0)
+    t0 = time.monotonic()
+    with pytest.raises(tf.errors.UnavailableError):
+        with tf.Session("grpc://127.0.0.1:%d" % port) as sess:
+            sess.run(c)
+    cfg = tf.ConfigProto(operation_timeout_in_ms=500)
+    with pytest.raises((tf.errors.DeadlineExceededError, tf.errors.UnavailableError)):
+        tf.Session.reset("grpc://127.0.0.1:%d" % port, config=cfg)
+    assert time.monotonic() - t0 < 10
+
+
+def test_dead_task_gives_unavailable_and_others_keep_serving():
+    spec = _spec(ps=1, worker=2)
+    servers = _start(spec)
+    try:
+        with tf.device("/job:worker/task:1"):
+            a = tf.constant(2.0)
+        with tf.device("/job:worker/task:0"):
+            b = a * 3
+        with tf.Session(_target(spec, "worker", 0)) as sess:
+            assert sess.run(b) == 6.0
+            servers[2].stop()   # worker/1
+            t0 = time.monotonic()
+            with pytest.raises(tf.errors.UnavailableError) as ei:
+                sess.run(b)
+            assert time.monotonic() - t0 < 10
+            assert "/job:worker/replica:0/task:1" in ei.value.message
+        g = tf.Graph()
+        with g.as_default():
+            with tf.device("/job:ps/task:0"):
+                c = tf.constant(1.0) + 1.0
+            with tf.Session(_target(spec, "ps", 0), config=tf.ConfigProto(
+                    device_filters=["/job:ps"])) as sess:
+                assert sess.run(c) == 2.0
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def test_step_deadline(cluster):
+    spec, _ = cluster
+    with tf.device("/job:worker/task:2"):
+        q = tf.placeholder(tf.float32, [1024, 1024])
+        m = q
+        for _ in range(200):
+            m = tf.matmul(m, q)
+    opts = tf.RunOptions(timeout_in_ms=200)
+    t0 = time.monotonic()
+    with tf.Session(_target(spec, "worker", 0)) as sess:
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run(m, feed_dict={q: np.eye(1024, dtype=np.float32)}, options=opts)
+    assert time.monotonic() - t0 < 10
+
+
+_METHODS = ["/minitf.MasterService/CreateSession", "/minitf.MasterService/ExtendSession",
+            "/minitf.MasterService/RunStep", "/minitf.MasterService/CloseSession",
+            "/minitf.MasterService/ListDevices", "/minitf.MasterService/Reset",
+            "/minitf.WorkerService/GetStatus", "/minitf.WorkerService/RegisterGraph",
+            "/minitf.WorkerService/DeregisterGraph", "/minitf.WorkerService/RunGraph",
+            "/minitf.WorkerService/RecvTensor", "/minitf.WorkerService/CleanupAll",
+            "/minitf.MasterFastPath/RunStep", "/minitf.WorkerFastPath/RunGraph"]
+
+
+def test_malformed_and_oversized_messages_do_not_kill_the_server():
+    server = tf.train.Server({"local": ["127.0.0.1:0"]})
+    ch = grpc.insecure_channel(server.bound_address)
+    try:
+        rng = np.random.default_rng(0)
+        garbage = [b"\xff" * 7, b"\x0a\xff\xff\xff\xff\x0f", bytes(rng.integers(0, 256, 64,
+                                                                              dtype=np.uint8))]
+        garbage.append(pb.RunGraphRequest(graph_handle="nope", recv_key=["x:0"] * 3)
+                       .SerializeToString())
+        garbage.append(pb.CreateSessionRequest(graph_def_chunk=b"\x0a\x03abc")
+                       .SerializeToString())
+        refused = 0
+        for n in range(1000):
+            method = _METHODS[n % len(_METHODS)]
+            body = garbage[n % len(garbage)]
+            if n % 250 == 0:
+                body = b"\x00" * (5 << 20)   # over the 4 MiB message cap
+            call = ch.unary_unary(method, request_serializer=None,
+                                  response_deserializer=None)
+            try:
+                call(body, timeout=2)
+            except grpc.RpcError as e:
+                assert e.code() != grpc.StatusCode.DEADLINE_EXCEEDED
+                refused += 1
+        assert refused >= 500   # garbage that happens to parse is answered
+        r = pb_grpc.WorkerServiceStub(ch).GetStatus(pb.GetStatusRequest(), timeout=5)
+        assert r.device_attributes
+        c = tf.constant(2.0) * 4
+        with tf.Session("grpc://" + server.bound_address) as sess:
+            assert sess.run(c) == 8.0
+    finally:
+        ch.close()
+        server.stop()
+
+
+# -- (4) containers and reset --------------------------------------------------------------
+
+def _counter(graph, init_value=0.0):
+    with graph.as_default():
+        x = tf.Variable(init_value, name="x")
+        inc = x.assign_add(1.0)
+        with tf.container("my-problem-1"):
+            y = tf.Variable(100.0, name="y")
+        inc_y = y.assign_add(1.0)
+    return x, inc, y, inc_y
+
+
+def test_containers_and_session_reset():
+    spec = {"ps": ["127.0.0.1:%d" % free_port()], "worker": ["127.0.0.1:%d" % free_port()]}
+    servers = _start(spec)
+    target = _target(spec, "worker", 0)
+    try:
+        g1 = tf.Graph()
+        x, inc, y, inc_y = _counter(g1)
+        assert y.op.get_attr("container") in (b"my-problem-1", "my-problem-1")
+        with tf.Session(target, graph=g1) as a:
+            a.run([x.initializer, y.initializer])
+            assert a.run(inc) == 1.0
+            assert a.run(inc_y) == 101.0
+        g2 = tf.Graph()
+        x2, inc2, y2, inc_y2 = _counter(g2)
+        sess_b = tf.Session(target, graph=g2)
+        assert sess_b.run(inc2) == 2.0      # no init: shared with session A's graph
+        assert sess_b.run(inc_y2) == 102.0
+        with tf.Session(graph=g2) as local:  # local sessions never share
+            with pytest.raises(tf.errors.FailedPreconditionError,
+                               match="Attempting to use uninitialized value x"):
+                local.run(x2)
+        tf.Session.reset(target, ["my-problem-1"])
+        with pytest.raises(tf.errors.AbortedError, match=r"Session \w+ is not found\."):
+            sess_b.run(x2)
+        with tf.Session(target, graph=g2) as c:
+            with pytest.raises(tf.errors.FailedPreconditionError,
+                               match="Attempting to use uninitialized value y"):
+                c.run(y2)
+            assert c.run(x2) == 2.0
+        tf.Session.reset(target)                 # only the default (job-named) containers
+        with tf.Session(target, graph=g2) as c:
+            with pytest.raises(tf.errors.FailedPreconditionError,
+                               match="Attempting to use uninitialized value x"):
+                c.run(x2)
+            c.run(y2.initializer)
+            assert c.run(y2) == 100.0
+        tf.Session.reset(target, ["my-problem-1"])
+        tf.Session.reset("")
+        sess_b.close()
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def test_two_sessions_open_at_once_on_one_server(cluster):
+    spec, _ = cluster
+    _reset_all(spec)
+    ga, gb = tf.Graph(), tf.Graph()
+    xa, inca, _, _ = _counter(ga)
+    xb, incb, _, _ = _counter(gb)
+    with tf.Session(_target(spec, "worker", 0), graph=ga) as a, \
+            tf.Session(_target(spec, "worker", 0), graph=gb) as b:
+        a.run(xa.initializer)
+        for _ in range(3):
+            a.run(inca)
+            b.run(incb)
+        assert a.run(xa) == 6.0 and b.run(xb) == 6.0
+
+
+# -- (6) token ---------------------------------------------------------------------------------
+
+def test_cluster_token(monkeypatch):
+    monkeypatch.delenv("MINITF_CLUSTER_TOKEN", raising=False)
+    spec = {"ps": ["127.0.0.1:%d" % free_port()], "worker": ["127.0.0.1:%d" % free_port()]}
+    servers = _start(spec, token="s3cret")
+    try:
+        with tf.device("/job:ps/task:0"):
+            a = tf.constant(2.0)
+        with tf.device("/job:worker/task:0"):
+            b = a + 1.0
+        with pytest.raises(tf.errors.UnauthenticatedError,
+                           match="missing or wrong cluster token"):
+            with tf.Session(_target(spec, "worker", 0)) as sess:
+                sess.run(b)
+        monkeypatch.setenv("MINITF_CLUSTER_TOKEN", "wrong")
+        with pytest.raises(tf.errors.UnauthenticatedError):
+            with tf.Session(_target(spec, "worker", 0)) as sess:
+                sess.run(b)
+        monkeypatch.setenv("MINITF_CLUSTER_TOKEN", "s3cret")
+        with tf.Session(_target(spec, "worker", 0)) as sess:
+            assert sess.run(b) == 3.0
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def test_server_config_is_the_default_of_its_sessions(capsys):
+    server = tf.train.Server.create_local_server(
+        config=tf.ConfigProto(log_device_placement=True, allow_soft_placement=True))
+    try:
+        with tf.device("/device:GPU:3"):   # no such card: soft placement picks GPU:0
+            c = tf.constant(2.0) * 5.0
+        with tf.Session(server.target) as sess:
+            assert sess.run(c) == 10.0
+        out = capsys.readouterr().out
+        assert "mul: (Mul): /job:local/replica:0/task:0/device:GPU:0" in out
+    finally:
+        server.stop()

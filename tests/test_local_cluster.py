@@ -1,0 +1,200 @@
+"""LocalCluster (tasks as subprocesses), the ``python -m minitf.server`` CLI, several client
+processes sharing variables, and fault tests: a task killed mid-step, restarted on its port."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import minitf as tf
+from minitf.distributed import LocalCluster
+from minitf.distributed.local_cluster import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _children():
+    out = set()
+    for task in Path("/proc/%d/task" % os.getpid()).iterdir():
+        try:
+            out.update(int(x) for x in (task / "children").read_text().split())
+        except OSError:
+            pass
+    return out
+
+
+def _alive(pid):
+    try:
+        state = Path("/proc/%d/stat" % pid).read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.fixture(autouse=True)
+def no_child_processes_left():
+    before = _children()
+    yield
+    deadline = time.monotonic() + 10
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not (_children() - before)
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["MINITF_EMULATED_GPUS"] = "0"
+    return env
+
+
+@pytest.fixture(scope="module")
+def lc():
+    with LocalCluster({"ps": 2, "worker": 3}) as cluster:
+        yield cluster
+
+
+def test_local_cluster_runs_the_blog_example(lc):
+    spec = lc.cluster_spec
+    assert spec.jobs == ["ps", "worker"] and spec.num_tasks("worker") == 3
+    assert set(lc.targets) == {"ps/0", "ps/1", "worker/0", "worker/1", "worker/2"}
+    assert lc.target("worker", 1) == "grpc://" + spec.task_address("worker", 1)
+    with tf.device("/job:ps"):
+        a = tf.Variable(1.0, name="a")
+    with tf.device("/job:worker"):
+        b = a + 2
+    with tf.device("/job:worker/task:1"):
+        c = a + b
+    with tf.Session(lc.target("worker", 0)) as sess:
+        sess.run(a.initializer)
+        assert sess.run(c) == 4.0
+    for t in lc.targets.values():
+        with tf.Session(t) as sess:
+            assert sess.run(c) == 4.0
+
+
+SIMPLE_CLIENT = textwrap.dedent("""
+    import sys
+    import minitf as tf
+    x = tf.Variable(0.0, name="x")
+    increment_x = tf.assign(x, x + 1)
+    with tf.Session(sys.argv[1]) as sess:
+        if sys.argv[2:] == ["init"]:
+            sess.run(x.initializer)
+        sess.run(increment_x)
+        print(sess.run(x))
+""")
+
+
+def test_three_client_processes_share_a_variable(tmp_path):
+    """The book's simple_client.py run three times against one server (ex_f: 1.0, 2.0, 3.0)."""
+    script = tmp_path / "simple_client.py"
+    script.write_text(SIMPLE_CLIENT)
+    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        target = cluster.target("worker", 0)
+        outs = []
+        for args in (["init"], [], []):
+            r = subprocess.run([sys.executable, str(script), target] + args, env=_env(),
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr[-2000:]
+            outs.append(float(r.stdout.split()[-1]))
+        assert outs == [1.0, 2.0, 3.0]
+
+
+def test_worker_killed_mid_step_then_restarted():
+    with LocalCluster({"ps": 2, "worker": 3}) as lc:
+        _kill_mid_step(lc)
+
+
+def _kill_mid_step(lc):
+    with tf.device("/job:worker/task:2"):
+        q = tf.placeholder(tf.float32, [1024, 1024])
+        m = q
+        for _ in range(300):
+            m = tf.matmul(m, q)
+    with tf.device("/job:worker/task:0"):
+        out = tf.reduce_sum(m)
+    feed = {q: np.eye(1024, dtype=np.float32)}
+    errs = []
+
+    def run():
+        try:
+            with tf.Session(lc.target("worker", 0)) as sess:
+                sess.run(out, feed_dict=feed)
+        except Exception as e:  # noqa: BLE001
+            errs.append(e)
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    lc.kill("worker", 2)
+    t.join(30)
+    assert not t.is_alive()
+    assert time.monotonic() - t0 < 15
+    assert len(errs) == 1 and isinstance(errs[0], tf.errors.UnavailableError), errs
+    assert "/job:worker/replica:0/task:2" in errs[0].message
+    # the other servers keep serving
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:1"):
+            k = tf.constant(1.0) + 2.0
+        with tf.Session(lc.target("ps", 0), config=tf.ConfigProto(
+                device_filters=["/job:ps", "/job:worker/task:0"])) as sess:
+            assert sess.run(k) == 3.0
+    lc.restart("worker", 2)
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/job:worker/task:2"):
+            y = tf.constant(2.0) * 5.0
+        with tf.Session(lc.target("worker", 0)) as sess:
+            assert sess.run(y) == 10.0
+
+
+def test_children_exit_when_the_parent_is_killed(tmp_path):
+    parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import sys, time
+        from minitf.distributed import LocalCluster
+        c = LocalCluster({"worker": 2})
+        print(" ".join(str(c.pid("worker", i)) for i in range(2)), flush=True)
+        time.sleep(120)
+    """)], stdout=subprocess.PIPE, env=_env(), text=True)
+    try:
+        pids = [int(p) for p in parent.stdout.readline().split()]
+        assert len(pids) == 2 and all(_alive(p) for p in pids)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        parent.stdout.close()
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)
+
+
+def test_cli_serves_until_ctrl_c(tmp_path):
+    port = free_port()
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"worker": ["127.0.0.1:%d" % port]}))
+    proc = subprocess.Popen([sys.executable, "-m", "minitf.server", "--cluster", str(cluster),
+                             "--job", "worker", "--task", "0"], stdout=subprocess.PIPE,
+                            env=_env(), text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.strip() == "minitf-server worker 0 listening on 127.0.0.1:%d" % port
+        c = tf.constant(2.0) * 21.0
+        with tf.Session("grpc://127.0.0.1:%d" % port) as sess:
+            assert sess.run(c) == 42.0
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        proc.stdout.close()
