@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: lab test bench setup setup-lab chromium clean
+.PHONY: lab test bench setup setup-lab chromium notebooks clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,12 @@ bench: setup
 
 lab: setup-lab
 	$(BIN)/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+# Re-executes every notebook in place (after a change to what minitf prints).
+notebooks: setup-lab
+	for nb in notebooks/*.ipynb; do \
+	    MINITF_STATE_DIR=$$(mktemp -d) NUMBA_ENABLE_CUDASIM=1 \
+	    $(BIN)/jupyter nbconvert --to notebook --execute --inplace $$nb || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info
