@@ -3,6 +3,8 @@
 * :class:`GraphView` -- ops coloured and grouped by device (Figure 12-1);
 * :class:`TimelineView` -- which thread of which device ran which op when (Figure 12-5);
 * :class:`MemoryView` -- each card's memory by process (Figure 12-4);
+* :class:`ClusterView` -- machines, tasks, where variables live, bytes between tasks
+  (Figure 12-6);
 * :class:`PlacementExplorer`, :class:`StepThrough` -- live widgets (``minitf.viz.widgets``,
   imported on first use so ``import minitf`` never needs ipywidgets).
 
@@ -10,11 +12,12 @@ All give SVG (``_repr_svg_``, so a notebook draws them; ``.save("x.svg")``), alw
 text for the same input.
 """
 
+from minitf.viz.cluster_view import ClusterView
 from minitf.viz.graph_view import GraphView
 from minitf.viz.memory_view import MemoryView
 from minitf.viz.timeline_view import TimelineView
 
-__all__ = ["GraphView", "MemoryView", "PlacementExplorer", "StepThrough", "TimelineView"]
+__all__ = ["ClusterView", "GraphView", "MemoryView", "PlacementExplorer", "StepThrough", "TimelineView"]
 
 
 def __getattr__(name):
