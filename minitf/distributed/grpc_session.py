@@ -65,18 +65,6 @@ def _raise(e, graph=None, timeout_hit=False):
     raise type(err)(op.node_def if op is not None else None, op, err.message) from None
 
 
-class _RemoteDeviceAttributes:
-    def __init__(self, name, device_type, memory_limit_bytes, incarnation):
-        self.name = name
-        self.device_type = device_type
-        self.memory_limit_bytes = memory_limit_bytes
-        self.incarnation = incarnation
-
-    def __repr__(self):
-        return "_DeviceAttributes(%s, %s, %d, %d)" % (self.name, self.device_type,
-                                                      self.memory_limit_bytes, self.incarnation)
-
-
 class GrpcSessionMixin:
     """Overrides the local session's machinery with calls to a master."""
 
@@ -167,7 +155,8 @@ class GrpcSessionMixin:
         except grpc.RpcError as e:
             self._failed(e)
             _raise(e)
-        return [_RemoteDeviceAttributes(d.name, d.device_type, d.memory_limit, d.incarnation)
+        from minitf.runtime.session import _DeviceAttributes
+        return [_DeviceAttributes(d.name, d.device_type, d.memory_limit, d.incarnation)
                 for d in list(r.local_device) + list(r.remote_device)]
 
     def close(self):

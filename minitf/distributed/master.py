@@ -396,14 +396,7 @@ class Master(pb_grpc.MasterServiceServicer):
     # -- service methods ---------------------------------------------------------------------
     def CreateSession(self, request_iterator, context):
         try:
-            header, pieces = None, []
-            for msg in request_iterator:
-                if header is None:
-                    header = msg
-                pieces.append(msg.graph_def_chunk)
-            if header is None:
-                raise errors.InvalidArgumentError(None, None, "Empty CreateSession request.")
-            gdef = wire.assemble_graph_def(pieces)
+            header, gdef = wire.read_graph_stream(request_iterator, "CreateSession")
             config = wire.proto_to_session_config(header.config)
             default = self.server.config   # the server's config: defaults for its sessions
             config.allow_soft_placement |= bool(default.allow_soft_placement)
@@ -422,37 +415,21 @@ class Master(pb_grpc.MasterServiceServicer):
 
     def ExtendSession(self, request_iterator, context):
         try:
-            header, pieces = None, []
-            for msg in request_iterator:
-                if header is None:
-                    header = msg
-                pieces.append(msg.graph_def_chunk)
-            if header is None:
-                raise errors.InvalidArgumentError(None, None, "Empty ExtendSession request.")
+            header, gdef = wire.read_graph_stream(request_iterator, "ExtendSession")
             sess = self._session(header.session_handle)
             if header.current_graph_version != sess.version:
                 raise errors.AbortedError(None, None, "Current graph version %d does not match "
                                           "the master's %d" % (header.current_graph_version,
                                                                sess.version))
-            sess.extend(wire.assemble_graph_def(pieces))
+            sess.extend(gdef)
             return pb.ExtendSessionResponse(new_graph_version=sess.version)
         except Exception as e:  # noqa: BLE001
             self._abort(context, e)
 
     def RunStep(self, request_iterator, context):
         try:
-            header = None
-            receiver = wire.NamedTensorReceiver()
-            for msg in request_iterator:
-                if header is None:
-                    header = msg
-                for t in msg.feed:
-                    receiver.add_tensor(t)
-                for p in msg.feed_part:
-                    receiver.add_part(p)
-            if header is None:
-                raise errors.InvalidArgumentError(None, None, "Empty RunStep request.")
-            feeds = receiver.finish()
+            header, feeds = wire.read_tensor_stream(request_iterator, "RunStep", "feed",
+                                                    "feed_part")
             sess = self._session(header.session_handle)
             step_id = random.getrandbits(62)
             with sess.lock:

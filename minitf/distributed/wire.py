@@ -1017,3 +1017,35 @@ def error_from_status(code, details):
     except KeyError:  # OK or a code minitf does not know
         cls = errors.UnknownError
     return cls(None, None, _cut_message(details or ""))
+
+
+# -- reading client-streamed requests ---------------------------------------------------------
+
+def read_graph_stream(request_iterator, what):
+    """(first message, GraphDef) of a streamed request whose messages carry
+    ``graph_def_chunk`` pieces (CreateSession, ExtendSession, RegisterGraph)."""
+    header, pieces = None, []
+    for msg in request_iterator:
+        if header is None:
+            header = msg
+        pieces.append(msg.graph_def_chunk)
+    if header is None:
+        raise errors.InvalidArgumentError(None, None, "Empty %s request." % what)
+    return header, assemble_graph_def(pieces)
+
+
+def read_tensor_stream(request_iterator, what, tensors_field, parts_field):
+    """(first message, {name: ndarray}) of a streamed request whose messages carry inline
+    NamedTensors in ``tensors_field`` and TensorParts in ``parts_field`` (RunStep, RunGraph)."""
+    header = None
+    receiver = NamedTensorReceiver()
+    for msg in request_iterator:
+        if header is None:
+            header = msg
+        for t in getattr(msg, tensors_field):
+            receiver.add_tensor(t)
+        for part in getattr(msg, parts_field):
+            receiver.add_part(part)
+    if header is None:
+        raise errors.InvalidArgumentError(None, None, "Empty %s request." % what)
+    return header, receiver.finish()

@@ -280,15 +280,7 @@ class Worker(pb_grpc.WorkerServiceServicer):
 
     def RegisterGraph(self, request_iterator, context):
         try:
-            header = None
-            pieces = []
-            for msg in request_iterator:
-                if header is None:
-                    header = msg
-                pieces.append(msg.graph_def_chunk)
-            if header is None:
-                raise errors.InvalidArgumentError(None, None, "Empty RegisterGraph request.")
-            gdef = wire.assemble_graph_def(pieces)
+            header, gdef = wire.read_graph_stream(request_iterator, "RegisterGraph")
             graph = Graph()
             ops = wire.import_graph_def(gdef, graph)
             device_of = {}
@@ -323,17 +315,8 @@ class Worker(pb_grpc.WorkerServiceServicer):
     def RunGraph(self, request_iterator, context):
         header = None
         try:
-            receiver = wire.NamedTensorReceiver()
-            for msg in request_iterator:
-                if header is None:
-                    header = msg
-                for t in msg.send:
-                    receiver.add_tensor(t)
-                for p in msg.send_part:
-                    receiver.add_part(p)
-            if header is None:
-                raise errors.InvalidArgumentError(None, None, "Empty RunGraph request.")
-            sends = receiver.finish()
+            header, sends = wire.read_tensor_stream(request_iterator, "RunGraph", "send",
+                                                    "send_part")
         except Exception as e:  # noqa: BLE001
             self._abort(context, e)
         remaining = context.time_remaining()
