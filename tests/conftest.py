@@ -53,3 +53,25 @@ def two_gpus():
         yield
     finally:
         tf.config.emulate_gpus(None)
+
+
+@pytest.fixture
+def book_setter_graph():
+    """Builds the chapter's sharding example under a device function: five variables, ``s``
+    and the ops ``p1``..``p4`` pinned by nested blocks (the graph of
+    reference/tf_outputs/ex_e_cluster); returns ``build(setter) -> ([s, p1, p2, p3, p4],
+    init)``."""
+    def build(setter):
+        with tf.device(setter):
+            v = [tf.Variable(float(i), name="v%d" % i) for i in range(1, 6)]
+            s = tf.add(v[0], v[1], name="s")
+            with tf.device("/gpu:0"):
+                p1 = tf.multiply(2.0, s, name="p1")
+            with tf.device("/task:1/gpu:0"):
+                p2 = tf.multiply(3.0, s, name="p2")
+            with tf.device("/job:worker/task:2/cpu:0"):
+                p3 = tf.add(v[2] + v[3] + v[4], s, name="p3")
+            with tf.device("/job:ps/task:1"):
+                p4 = tf.multiply(s, 4.0, name="p4_on_ps1")
+        return [s, p1, p2, p3, p4], tf.global_variables_initializer()
+    return build

@@ -29,22 +29,6 @@ def _tf_table(heading):
     return rows
 
 
-def _book_graph(setter):
-    with tf.device(setter):
-        v = [tf.Variable(float(i), name="v%d" % i) for i in range(1, 6)]
-        s = tf.add(v[0], v[1], name="s")
-        with tf.device("/gpu:0"):
-            p1 = tf.multiply(2.0, s, name="p1")
-        with tf.device("/task:1/gpu:0"):
-            p2 = tf.multiply(3.0, s, name="p2")
-        with tf.device("/job:worker/task:2/cpu:0"):
-            p3 = tf.add(v[2] + v[3] + v[4], s, name="p3")
-        with tf.device("/job:ps/task:1"):
-            p4 = tf.multiply(s, 4.0, name="p4_on_ps1")
-    tf.global_variables_initializer()
-    return [s, p1, p2, p3, p4]
-
-
 def _ours():
     return [(op.name, op.type, op.device) for op in tf.get_default_graph().get_operations()]
 
@@ -59,10 +43,10 @@ def _ours():
      dict(cluster={"ps": ["127.0.0.1:1", "127.0.0.1:2"],
                    "worker": ["127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"]})),
 ])
-def test_replica_device_setter_matches_tf(heading, kwargs):
+def test_replica_device_setter_matches_tf(heading, kwargs, book_setter_graph):
     """Round robin over ps tasks for the 5 variables, worker_device as default, nested blocks
     merged field by field — exactly TF's op.device strings."""
-    _book_graph(tf.train.replica_device_setter(**kwargs))
+    book_setter_graph(tf.train.replica_device_setter(**kwargs))
     expected = _tf_table(heading)
     assert len(expected) >= 20
     assert _ours()[:len(expected)] == expected

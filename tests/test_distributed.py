@@ -200,21 +200,10 @@ def test_blog_pinning_across_tasks_through_every_master(cluster, capsys):
             assert sess.run([c, d, f]) == [4.0, 40.0, 45.0]
 
 
-def test_book_replica_device_setter_graph_with_soft_placement(cluster):
+def test_book_replica_device_setter_graph_with_soft_placement(cluster, book_setter_graph):
     spec, _ = cluster
     _reset_all(spec)
-    with tf.device(tf.train.replica_device_setter(ps_tasks=2)):
-        v = [tf.Variable(float(i), name="v%d" % i) for i in range(1, 6)]
-        s = tf.add(v[0], v[1], name="s")
-        with tf.device("/gpu:0"):
-            p1 = tf.multiply(2.0, s, name="p1")
-        with tf.device("/task:1/gpu:0"):
-            p2 = tf.multiply(3.0, s, name="p2")
-        with tf.device("/job:worker/task:2/cpu:0"):
-            p3 = tf.add(v[2] + v[3] + v[4], s, name="p3")
-        with tf.device("/job:ps/task:1"):
-            p4 = tf.multiply(s, 4.0, name="p4_on_ps1")
-    init = tf.global_variables_initializer()
+    fetches, init = book_setter_graph(tf.train.replica_device_setter(ps_tasks=2))
     with tf.Session(_target(spec, "worker", 0)) as sess:
         with pytest.raises(tf.errors.InvalidArgumentError,
                            match="Cannot assign a device for operation p1"):
@@ -222,7 +211,7 @@ def test_book_replica_device_setter_graph_with_soft_placement(cluster):
     cfg = tf.ConfigProto(allow_soft_placement=True)
     with tf.Session(_target(spec, "worker", 0), config=cfg) as sess:
         sess.run(init)
-        assert sess.run([s, p1, p2, p3, p4]) == [3.0, 6.0, 9.0, 15.0, 12.0]
+        assert sess.run(fetches) == [3.0, 6.0, 9.0, 15.0, 12.0]
 
 
 def test_feeds_fetches_and_large_tensors(cluster):
