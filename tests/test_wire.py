@@ -397,6 +397,33 @@ def test_split_and_receive_named_tensors():
     assert np.array_equal(got["big:0"], big) and got["s:0"].tolist() == [b"a", b"bb"]
 
 
+def test_split_named_tensors_can_build_parts_inside_the_messages_to_send():
+    big = np.arange(300_000, dtype=np.float64)
+    strs = np.array([b"x" * 1000] * 700, dtype=object)   # ~700 KB string tensor: streamed too
+    _, plain = wire.split_named_tensors([("big:0", big), ("s:0", strs)], inline_bytes=0,
+                                        chunk_bytes=1 << 19)
+    plain = list(plain)
+    _, wrapped = wire.split_named_tensors([("big:0", big), ("s:0", strs)], inline_bytes=0,
+                                          chunk_bytes=1 << 19,
+                                          wrap=(pb.RunGraphResponse, "recv_part"))
+    wrapped = list(wrapped)
+    assert all(isinstance(m, pb.RunGraphResponse) and len(m.recv_part) == 1 and not m.recv
+               for m in wrapped)
+    assert [m.recv_part[0] for m in wrapped] == plain
+    assert all(m.ByteSize() < wire.MAX_MESSAGE_BYTES for m in wrapped)
+    rx = wire.NamedTensorReceiver()
+    for m in wrapped:
+        rx.add_part(m.recv_part[0])
+    got = rx.finish()
+    assert np.array_equal(got["big:0"], big) and got["big:0"].flags.writeable
+    assert got["s:0"].tolist() == strs.tolist()
+    # a received numeric tensor owns its memory: it shares nothing with the messages
+    got["big:0"][0] = 7.0
+    assert wrapped[0].recv_part[0].chunk.data[:8] == np.float64(0).tobytes()
+    with pytest.raises(ValueError):
+        list(wire.split_named_tensors([("big:0", big)], inline_bytes=0, chunk_bytes=0)[1])
+
+
 def test_named_tensor_receiver_refuses_bad_streams():
     arr = np.arange(1000, dtype=np.int32)
     parts = [pb.TensorPart(name="a", chunk=c) for c in wire.iter_tensor_chunks(arr, 1000)]

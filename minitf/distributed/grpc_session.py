@@ -19,7 +19,7 @@ from minitf.distributed.worker import (CONTROL_RPC_SECONDS, DEFAULT_STEP_SECONDS
 from minitf.framework import errors
 from minitf.framework.graph import Operation, Tensor
 
-_channels = Channels()
+_channels = Channels(single_threaded_streams=True)
 _cache_lock = threading.Lock()
 _classes = {}
 
@@ -206,7 +206,8 @@ class GrpcSessionMixin:
         if self._op_timeout():
             timeout = min(timeout, self._op_timeout() + 1.0)
         inline, parts = wire.split_named_tensors(list(fed.items()),
-                                                 chunk_bytes=STREAM_CHUNK_BYTES)
+                                                 chunk_bytes=STREAM_CHUNK_BYTES,
+                                                 wrap=(pb.RunStepRequest, "feed_part"))
 
         first = pb.RunStepRequest(session_handle=self._handle, fetch=fetch_names,
                                   target=target_names, options=opts, feed=inline)
@@ -214,8 +215,7 @@ class GrpcSessionMixin:
 
         def reqs():
             yield first
-            for p in rest:
-                yield pb.RunStepRequest(feed_part=[p])
+            yield from rest
         if rest:
             responses = self._stub.RunStep(reqs(), timeout=timeout, metadata=_channels.metadata)
         else:   # every feed fits in one message: the unary-request path (fewer hand-offs)

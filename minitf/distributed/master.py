@@ -443,10 +443,10 @@ class Master(pb_grpc.MasterServiceServicer):
                     out.append((name, feeds[name]))
                 elif name in results:
                     out.append((name, results[name]))
-            inline, parts = wire.split_named_tensors(out, chunk_bytes=STREAM_CHUNK_BYTES)
+            inline, parts = wire.split_named_tensors(out, chunk_bytes=STREAM_CHUNK_BYTES,
+                                                     wrap=(pb.RunStepResponse, "tensor_part"))
             yield pb.RunStepResponse(step_id=step_id, tensor=inline)
-            for p in parts:
-                yield pb.RunStepResponse(tensor_part=[p])
+            yield from parts
             for raw in results.get(_Raw, ()):
                 if raw.inline:
                     yield pb.RunStepResponse(tensor=raw.inline)
@@ -485,7 +485,8 @@ class Master(pb_grpc.MasterServiceServicer):
                             canceller.cancel()
                 out, st = worker.run_graph(header, dict(sends), timeout, on_step)
                 return dict(out), st
-            inline, parts = wire.split_named_tensors(sends, chunk_bytes=STREAM_CHUNK_BYTES)
+            inline, parts = wire.split_named_tensors(sends, chunk_bytes=STREAM_CHUNK_BYTES,
+                                                     wrap=(pb.RunGraphRequest, "send_part"))
 
             first = pb.RunGraphRequest(session_handle=sess.handle, graph_handle=handle,
                                        step_id=step_id, recv_key=sig.fetch_at.get(task, ()),
@@ -494,8 +495,7 @@ class Master(pb_grpc.MasterServiceServicer):
 
             def requests():
                 yield first
-                for p in rest:
-                    yield pb.RunGraphRequest(send_part=[p])
+                yield from rest
             address = self.server.worker.task_address(task)
             if rest:
                 call = self.channels.worker(address).RunGraph(
@@ -531,7 +531,8 @@ class Master(pb_grpc.MasterServiceServicer):
         # remote partitions on the pool, the master's own one on this thread
         remote = [self.pool.submit(run, task) for task in sig.tasks if task != self.task_name]
         done = [_Done(run, self.task_name)] if self.task_name in sig.tasks else []
-        done.extend(concurrent.futures.as_completed(remote))
+        if remote:   # (as_completed sets up waiters even for no futures)
+            done.extend(concurrent.futures.as_completed(remote))
         failures = []
         results = {}
         all_stats = []

@@ -253,8 +253,8 @@ def _from_wire(buf, name, shape):
     if name == "bool":
         return (flat != 0).reshape(shape)
     native = np.dtype(dt.as_numpy_dtype)
-    if isinstance(buf, bytearray) and native == wire:
-        return flat.reshape(shape)  # the bytearray is ours alone: already a writable copy
+    if isinstance(buf, (bytearray, np.ndarray)) and native == wire:
+        return flat.reshape(shape)  # the buffer is ours alone: already a writable copy
     return flat.astype(native, copy=True).reshape(shape)
 
 
@@ -310,6 +310,32 @@ def _string_stream(arr):
     return memoryview(b"".join(parts))
 
 
+def _tensor_stream(value):
+    """(dtype name, shape, bytes-like wire stream) of a value to stream in chunks."""
+    name, arr = _normalize(value)
+    stream = _string_stream(arr) if name == "string" else _wire_bytes(name, arr)
+    return name, arr.shape, stream
+
+
+def _fill_chunks(name, shape, stream, chunk_bytes, new_chunk):
+    """Fills the TensorChunk messages that ``new_chunk()`` returns (each a fresh message, maybe
+    nested in the message to send) in place, one per piece: no intermediate TensorChunk is built
+    and copied into its container.  Yields after each is filled."""
+    total = len(stream)
+    header = new_chunk()
+    header.dtype = name
+    header.total_bytes = total
+    header.offset = 0
+    _shape_to_proto(shape, header.shape)
+    header.data = bytes(stream[:chunk_bytes])
+    yield
+    for offset in range(chunk_bytes, total, chunk_bytes):
+        chunk = new_chunk()
+        chunk.offset = offset
+        chunk.data = bytes(stream[offset:offset + chunk_bytes])
+        yield
+
+
 def iter_tensor_chunks(value, chunk_bytes=DEFAULT_CHUNK_BYTES):
     """Yields the :class:`TensorChunk` messages that carry ``value``.
 
@@ -320,15 +346,14 @@ def iter_tensor_chunks(value, chunk_bytes=DEFAULT_CHUNK_BYTES):
     chunk_bytes = int(chunk_bytes)
     if chunk_bytes < 1:
         raise ValueError("chunk_bytes must be positive, got %d" % chunk_bytes)
-    name, arr = _normalize(value)
-    stream = _string_stream(arr) if name == "string" else _wire_bytes(name, arr)
-    total = len(stream)
-    header = pb.TensorChunk(dtype=name, total_bytes=total, offset=0,
-                            data=bytes(stream[:chunk_bytes]))
-    _shape_to_proto(arr.shape, header.shape)
-    yield header
-    for offset in range(chunk_bytes, total, chunk_bytes):
-        yield pb.TensorChunk(offset=offset, data=bytes(stream[offset:offset + chunk_bytes]))
+    name, shape, stream = _tensor_stream(value)
+    box = []
+
+    def new_chunk():
+        box.append(pb.TensorChunk())
+        return box[-1]
+    for _ in _fill_chunks(name, shape, stream, chunk_bytes, new_chunk):
+        yield box.pop()
 
 
 class _ChunkAssembler:
@@ -359,7 +384,10 @@ class _ChunkAssembler:
         if header.offset != 0:
             raise _invalid("The header chunk must have offset 0, got %d." % header.offset)
         self.total = total
-        self.buf = bytearray(total)
+        # np.empty, not bytearray(total): no zero-filling pass over memory every byte of which
+        # the chunks overwrite (finish() checks that they all came)
+        self.buf = np.empty(total, dtype=np.uint8)
+        self._view = memoryview(self.buf)
         self.pos = 0
         self._put(header.data)
 
@@ -368,7 +396,7 @@ class _ChunkAssembler:
         if end > self.total:
             raise _invalid("Chunks carry more than the %d bytes the header announced."
                            % self.total)
-        self.buf[self.pos:end] = data
+        self._view[self.pos:end] = data
         self.pos = end
 
     @property
@@ -426,13 +454,17 @@ def assemble_chunks(chunks, max_bytes=MAX_TENSOR_BYTES):
 # -- named tensors of a step (feeds, fetches, sends, recvs) -----------------------------------
 
 def split_named_tensors(items, inline_bytes=INLINE_TENSOR_BYTES,
-                        chunk_bytes=DEFAULT_CHUNK_BYTES):
+                        chunk_bytes=DEFAULT_CHUNK_BYTES, wrap=None):
     """Splits ``(name, value)`` pairs into what fits in one message and what is streamed.
 
     Returns ``(inline, parts)``: a list of :class:`NamedTensor` (tensors kept while their sizes
     add up to at most ``inline_bytes``) and an iterator of :class:`TensorPart` carrying the
     others chunk by chunk.  Put ``inline`` in the first message of a stream (RunStepRequest.feed,
     RunGraphRequest.send ...) and one or more parts in each following message.
+
+    ``wrap=(message class, repeated TensorPart field)`` (e.g. ``(RunGraphResponse,
+    "recv_part")``) makes the iterator yield messages of that class, each holding one part
+    built in place: the chunk's bytes are not copied again into a container message.
     """
     inline, large, budget = [], [], inline_bytes
     for name, value in items:
@@ -444,10 +476,26 @@ def split_named_tensors(items, inline_bytes=INLINE_TENSOR_BYTES,
         else:
             large.append((name, arr))
 
+    chunk_bytes = int(chunk_bytes)
+    if chunk_bytes < 1:
+        raise ValueError("chunk_bytes must be positive, got %d" % chunk_bytes)
+
     def parts():
         for name, arr in large:
-            for chunk in iter_tensor_chunks(arr, chunk_bytes):
-                yield pb.TensorPart(name=name, chunk=chunk)
+            dname, shape, stream = _tensor_stream(arr)
+            box = []
+
+            def new_chunk():
+                if wrap is None:
+                    msg = part = pb.TensorPart()
+                else:
+                    msg = wrap[0]()
+                    part = getattr(msg, wrap[1]).add()
+                part.name = name
+                box.append(msg)
+                return part.chunk
+            for _ in _fill_chunks(dname, shape, stream, chunk_bytes, new_chunk):
+                yield box.pop()
     return inline, parts()
 
 
