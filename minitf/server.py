@@ -33,7 +33,16 @@ def main(argv=None):
     parser.add_argument("--cpu-only", action="store_true", help="no (emulated) GPUs")
     parser.add_argument("--watch-stdin", action="store_true",
                         help="exit when stdin is closed (the parent died)")
+    parser.add_argument("--parent-pid", type=int, default=0,
+                        help="die with this process (Linux: PR_SET_PDEATHSIG)")
     args = parser.parse_args(argv)
+    if args.parent_pid:
+        # Set here, in the child, rather than in a preexec_fn: that keeps the parent's spawn
+        # free of Python code between fork and exec, which gRPC's threads make unsafe.
+        from minitf.distributed.local_cluster import die_with_parent
+        die_with_parent()
+        if os.getppid() != args.parent_pid:  # the parent died before we could ask
+            os._exit(1)
     if args.cpu_only:
         os.environ["MINITF_EMULATED_GPUS"] = "0"
     import minitf as tf

@@ -7,8 +7,9 @@ Each child prints its bound address on one stdout line, which the parent waits f
 small window between the parent freeing a port and the child binding it is retried: a child
 that cannot bind exits and the cluster is started again on fresh ports.)
 
-No orphans: on Linux every child gets ``PR_SET_PDEATHSIG = SIGKILL`` (it dies with its
-parent), and a watchdog thread in the child exits when its stdin (a pipe from the parent)
+No orphans: on Linux every child sets ``PR_SET_PDEATHSIG = SIGKILL`` for itself as it starts
+(it dies with its parent; set in the child, not in a ``preexec_fn``, so spawning runs no Python
+between fork and exec next to gRPC's threads), and a watchdog thread in the child exits when its stdin (a pipe from the parent)
 closes; ``stop()`` / the context manager terminate and reap every child.  (Linux sends the
 death signal when the *thread* that started the child exits: start clusters from a thread that
 lives as long as the cluster, e.g. the main thread of a notebook kernel.)
@@ -28,7 +29,10 @@ from minitf.distributed.cluster_spec import ClusterSpec
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent():
+def die_with_parent():
+    """Asks Linux to SIGKILL this process when its parent dies (called by the child)."""
+    if sys.platform != "linux":
+        return
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -75,15 +79,15 @@ class LocalCluster:
 
     def _spawn(self, job, task):
         cmd = [sys.executable, "-m", "minitf.server", "--cluster", json.dumps(self._spec),
-               "--job", job, "--task", str(task), "--watch-stdin"]
+               "--job", job, "--task", str(task), "--watch-stdin",
+               "--parent-pid", str(os.getpid())]
         if self._cpu_only:
             cmd.append("--cpu-only")
         env = dict(self._env)
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
         return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=env,
-                                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+                                stderr=subprocess.DEVNULL, env=env)
 
     def _wait_ready(self, key):
         proc = self._procs[key]
