@@ -8,6 +8,7 @@ explorer's "op" dropdown, pins it to ``/cpu:0`` and sees the table change; it cl
 """
 
 import json
+import pathlib
 import re
 import time
 
@@ -208,6 +209,56 @@ def test_widgets_in_jupyterlab(browser, jupyterlab, notebook, screenshot_dir):
         print("browser console errors/warnings:\n" + "\n".join(console[-30:]))
         print(jupyterlab.log_tail())
         raise
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("course_notebook", ["00_start_here.ipynb", "03_placing_operations.ipynb"])
+def test_course_notebooks_run_in_jupyterlab(browser, jupyterlab, tmp_path, course_notebook):
+    """The workshop's own notebooks 00 and 03, outputs cleared, run top to bottom in JupyterLab
+    from the Run menu; 03's placement explorer renders as a live widget with its graph."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=STEP)
+    src = pathlib.Path(__file__).resolve().parents[2] / "notebooks" / course_notebook
+    nb = json.loads(src.read_text())
+    code_cells = 0
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+            code_cells += 1
+    nb["metadata"]["kernelspec"] = {"name": jupyterlab.kernel_name, "language": "python",
+                                    "display_name": "minitf test"}
+    (tmp_path / course_notebook).write_text(json.dumps(nb, indent=1))
+    page = browser.new_page(viewport={"width": 1600, "height": 1600})
+    page.set_default_timeout(STEP)
+    try:
+        page.goto(jupyterlab.url("lab/tree/" + course_notebook), timeout=60_000)
+        expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(len(nb["cells"]),
+                                                                 timeout=60_000)
+        _wait_kernel_idle(jupyterlab, course_notebook, timeout=60)
+        expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+               ).to_be_visible()
+        page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-item:visible",
+                     has_text=re.compile(r"^Run All Cells")).first.click()
+        last = page.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-prompt",
+                            has_text="[%d]:" % code_cells)
+        traceback = page.locator(".jp-OutputArea-output[data-mime-type*='stderr']",
+                                 has_text="Traceback")
+        try:
+            expect(last.or_(traceback).first).to_be_attached(timeout=90_000)
+        except AssertionError as e:
+            raise AssertionError("%s did not run to the end; outputs:\n%s"
+                                 % (course_notebook, _outputs_text(page))) from e
+        assert traceback.count() == 0, "a cell failed:\n%s" % _outputs_text(page)
+        if course_notebook.startswith("03"):
+            widgets = page.locator(".jp-OutputArea-output > .jupyter-widgets.widget-vbox")
+            expect(widgets.first).to_be_attached()
+            expect(widgets.first.locator("select").first).to_be_attached()
+            expect(widgets.first.locator("svg").first).to_be_attached()
+        else:
+            expect(page.locator(".jp-OutputArea-output").first).to_be_attached()
     finally:
         page.close()
 
