@@ -17,7 +17,7 @@ from minitf.distributed import wire
 from minitf.distributed.worker import (CONTROL_RPC_SECONDS, DEFAULT_STEP_SECONDS,
                                        STREAM_CHUNK_BYTES, Channels)
 from minitf.framework import errors
-from minitf.framework.graph import Operation, Tensor
+from minitf.framework.graph import Operation
 
 _channels = Channels(single_threaded_streams=True)
 _cache_lock = threading.Lock()
@@ -176,18 +176,7 @@ class GrpcSessionMixin:
                 pass
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        from minitf.runtime.session import _FetchMapper
-        self._check_open()
-        hashable = isinstance(fetches, (Tensor, Operation, str))
-        mapper = self._mappers.get(fetches) if hashable else None
-        if mapper is None:
-            mapper = _FetchMapper(self._graph, fetches)
-            if hashable:
-                self._mappers[fetches] = mapper
-        if not self._graph.get_operations():
-            raise RuntimeError("The Session graph is empty.  Add operations to the graph before "
-                               "calling run().")
-        feed_tensors, feed_values = self._feeds(feed_dict) if feed_dict else ((), ())
+        mapper, feed_tensors, feed_values = self._resolve(fetches, feed_dict)
         with self._lock:
             self._sync_graph()
         fed = {t.name: v for t, v in zip(feed_tensors, feed_values)}

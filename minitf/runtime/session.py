@@ -261,9 +261,9 @@ class BaseSession:
             values.append(arr)
         return tensors, values
 
-    def _prepare(self, fetches, feed_dict):
-        """Resolves fetches and feeds, places the graph if needed, and returns
-        ``(mapper, execution plan, fed values)`` for one run (the simulator uses it too)."""
+    def _resolve(self, fetches, feed_dict):
+        """``(mapper, fed tensors, fed values)`` of one run: the checks and conversions every
+        session does before running anything, local or remote."""
         self._check_open()
         hashable = isinstance(fetches, (Tensor, Operation, str))
         mapper = self._mappers.get(fetches) if hashable else None
@@ -275,6 +275,12 @@ class BaseSession:
             raise RuntimeError("The Session graph is empty.  Add operations to the graph before "
                                "calling run().")
         feed_tensors, feed_values = self._feeds(feed_dict) if feed_dict else ((), ())
+        return mapper, feed_tensors, feed_values
+
+    def _prepare(self, fetches, feed_dict):
+        """Resolves fetches and feeds, places the graph if needed, and returns
+        ``(mapper, execution plan, fed values)`` for one run (the simulator uses it too)."""
+        mapper, feed_tensors, feed_values = self._resolve(fetches, feed_dict)
         placement = self._ensure_placed()
         key = (mapper.key, tuple(feed_tensors))
         eplan = self._plans.get(key)
