@@ -11,13 +11,13 @@ minitf, spec tf1_semantics.md §11.1) make it ``AddV2``, and the log order follo
 (first pass in graph order, then generators such as constants in graph order).
 """
 
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import minitf as tf
+from helpers import PLACEMENT_RE, placements
 
 BLOG = Path("/work/shared/seeds/003_c7d99696124ad4b5.txt")
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -25,17 +25,6 @@ GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
 ALL_DEVICES = "%s, %s, %s" % (CPU0, GPU0, GPU1)
 
-_PLACEMENT_RE = re.compile(r"^(?P<name>[^\s:]+): \((?P<type>\w+)\): (?P<device>/job:\S+)$")
-
-
-def placements(lines):
-    """Captured placement lines → {op name: (op type, device)}; every line must be one."""
-    out = {}
-    for line in lines:
-        m = _PLACEMENT_RE.match(line)
-        assert m, "not a placement line: %r" % line
-        out[m.group("name")] = (m.group("type"), m.group("device"))
-    return out
 
 
 def run_logged(capsys, sess, fetches, **kw):
@@ -54,7 +43,7 @@ def blog_log_block(title):
     block = lines[fence[0] + 1:fence[1]]
     placed = {}
     for line in block:
-        m = _PLACEMENT_RE.match(line)
+        m = PLACEMENT_RE.match(line)
         if m:
             placed[m.group("name")] = m.group("device")
     mapping = [l for l in block if l.startswith("Device mapping")]

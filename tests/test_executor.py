@@ -11,6 +11,7 @@ import pytest
 
 import minitf as tf
 from minitf.runtime import executor, pools
+from helpers import chapter_control_deps_graph
 
 
 pytestmark = pytest.mark.usefixtures("cpu_only")
@@ -156,12 +157,7 @@ def test_named_global_pools_and_pool_index():
 
 def test_control_dependencies_delay_ops_in_the_trace():
     """The chapter's example: x and y start only after a and b ended; z = 7.0."""
-    a = tf.constant(1.0, name="a")
-    b = tf.add(a, 2.0, name="b")
-    with tf.control_dependencies([a, b]):
-        x = tf.constant(3.0, name="x")
-        y = tf.constant(4.0, name="y")
-    z = tf.add(x, y, name="z")
+    a, b, x, y, z = chapter_control_deps_graph()
     with tf.Session(config=_config(2)) as sess:
         value, nodes, _ = _traced(sess, z)
     assert value == 7.0

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
+from helpers import PLACEMENT_RE, chapter_control_deps_graph, placements
 
 REF_DIR = Path("/work/shared/reference/tf_outputs")
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -44,8 +45,6 @@ def ref_stderr(example):
 # "  a/Assign      Assign      device='/device:CPU:0'  _class=['loc:@a']"
 _TABLE_RE = re.compile(r"^  (?P<name>\S+)\s+(?P<type>\w+)\s+device='(?P<device>[^']*)'"
                        r"(?:\s+_class=(?P<cls>\[[^\]]*\]))?\s*$")
-# "a/read: (Identity): /job:localhost/replica:0/task:0/device:CPU:0"
-_PLACEMENT_RE = re.compile(r"^(?P<name>[^\s:]+): \((?P<type>\w+)\): (?P<device>/job:\S+)$")
 # "pin float op to '/cpu:1': EXCEPTION tensorflow....InvalidArgumentError"
 _PROBE_RE = re.compile(r"^(?P<label>\S.*?)\s*: (?:NO EXCEPTION, result=(?P<result>.*)"
                        r"|EXCEPTION (?P<cls>\S+))$")
@@ -80,7 +79,7 @@ def placement_after(text, header):
     """The consecutive placement-log lines under ``header`` (as whole strings)."""
     rows = []
     for line in _lines_after(text, header):
-        if not _PLACEMENT_RE.match(line):
+        if not PLACEMENT_RE.match(line):
             break
         rows.append(line)
     assert rows, "no placement lines under %r" % header
@@ -653,20 +652,11 @@ def test_ex_c_two_cpu_devices(cpu_only, capsys):
 # (d) control dependencies                           ex_d_control_deps
 # =============================================================================================
 
-def build_ex_d():
-    a = tf.constant(1.0, name="a")
-    b = tf.add(a, 2.0, name="b")
-    with tf.control_dependencies([a, b]):
-        x = tf.constant(3.0, name="x")
-        y = tf.constant(4.0, name="y")
-    z = tf.add(x, y, name="z")
-    return a, b, x, y, z
-
 
 def test_ex_d_control_inputs_and_node_def(cpu_only):
     """ex_d: only ops created inside the block get control inputs; op.inputs, op.control_inputs
     and node_def.input ('^a', '^b') (spec §5.4)."""
-    build_ex_d()
+    chapter_control_deps_graph()
     row_re = re.compile(r"^  (\S+)\s+(\w+)\s+inputs=(\[.*?\]) control_inputs=(\[.*?\]) "
                         r"node_def\.input=(\[.*?\])$")
     expected = [(m.group(1), m.group(2), ast.literal_eval(m.group(3)),
@@ -682,7 +672,7 @@ def test_ex_d_control_inputs_and_node_def(cpu_only):
 def test_ex_d_values(cpu_only):
     """ex_d: z = 7.0 and fetching x alone = 3.0 (control inputs carry no value)."""
     text = ref_stdout("ex_d_control_deps")
-    a, b, x, y, z = build_ex_d()
+    a, b, x, y, z = chapter_control_deps_graph()
     sess = tf.Session()
     z_value = sess.run(z)
     assert type(z_value) is np.float32
@@ -810,15 +800,6 @@ def test_ex_h_sessions_do_not_share_variables(cpu_only):
 # =============================================================================================
 # The book's GPU example on two emulated GPUs (section "Operations and kernels")
 # =============================================================================================
-
-def placements(lines):
-    """Captured placement log lines → {op name: (op type, device)}."""
-    out = {}
-    for line in lines:
-        m = _PLACEMENT_RE.match(line)
-        assert m, "not a placement line: %r" % line
-        out[m.group("name")] = (m.group("type"), m.group("device"))
-    return out
 
 
 def test_two_gpus_session_devices(two_gpus, capsys):

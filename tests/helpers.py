@@ -1,0 +1,30 @@
+"""Small helpers shared by several test modules (pytest puts this folder on ``sys.path``)."""
+
+import re
+
+import minitf as tf
+
+# "a/read: (Identity): /job:localhost/replica:0/task:0/device:CPU:0"
+PLACEMENT_RE = re.compile(r"^(?P<name>[^\s:]+): \((?P<type>\w+)\): (?P<device>/job:\S+)$")
+
+
+def placements(lines):
+    """Captured placement log lines → {op name: (op type, device)}; every line must be one."""
+    out = {}
+    for line in lines:
+        m = PLACEMENT_RE.match(line)
+        assert m, "not a placement line: %r" % line
+        out[m.group("name")] = (m.group("type"), m.group("device"))
+    return out
+
+
+def chapter_control_deps_graph():
+    """The chapter's "Control Dependencies" example (reference ex_d): x and y wait for a and b;
+    returns ``(a, b, x, y, z)`` with z = x + y = 7.0."""
+    a = tf.constant(1.0, name="a")
+    b = tf.add(a, 2.0, name="b")
+    with tf.control_dependencies([a, b]):
+        x = tf.constant(3.0, name="x")
+        y = tf.constant(4.0, name="y")
+    z = tf.add(x, y, name="z")
+    return a, b, x, y, z
