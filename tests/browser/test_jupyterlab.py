@@ -82,6 +82,31 @@ def _wait_kernel_idle(lab, nb_name, timeout):
                          % (timeout, seen, lab.log_tail()))
 
 
+def _open_and_run_all(page, lab, nb_name, n_cells, code_cells, timeout_ms=60_000):
+    """Opens ``nb_name``, waits for its kernel, runs Run > Run All Cells and waits until the
+    last code cell ran; fails with the outputs if a cell raised (JupyterLab shows a traceback
+    as stderr; Run All stops at the first error)."""
+    from playwright.sync_api import expect
+
+    page.goto(lab.url("lab/tree/" + nb_name), timeout=60_000)
+    expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(n_cells, timeout=60_000)
+    _wait_kernel_idle(lab, nb_name, timeout=60)
+    # the page has connected to the kernel too: the toolbar's indicator says idle
+    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_visible()
+    page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-item:visible", has_text=re.compile(r"^Run All Cells")).first.click()
+    last = page.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-prompt",
+                        has_text="[%d]:" % code_cells)
+    traceback = page.locator(".jp-OutputArea-output[data-mime-type*='stderr']",
+                             has_text="Traceback")
+    try:
+        expect(last.or_(traceback).first).to_be_attached(timeout=timeout_ms)
+    except AssertionError as e:
+        raise AssertionError("%s did not run to the end within %d s; outputs:\n%s"
+                             % (nb_name, timeout_ms // 1000, _outputs_text(page))) from e
+    assert traceback.count() == 0, "a cell failed:\n%s" % _outputs_text(page)
+
+
 def _outputs_text(page):
     return "\n---\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())[-4000:]
 
@@ -121,32 +146,9 @@ def test_widgets_in_jupyterlab(browser, jupyterlab, notebook, screenshot_dir):
     page.on("console", lambda m: console.append("%s: %s" % (m.type, m.text))
             if m.type in ("error", "warning") else None)
     try:
-        page.goto(jupyterlab.url("lab/tree/" + nb_name), timeout=60_000)
-        expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(len(NOTEBOOK_CELLS),
-                                                                 timeout=60_000)
-        _wait_kernel_idle(jupyterlab, nb_name, timeout=60)
-        # the page has connected to the kernel too: the toolbar's indicator says idle
-        expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
-               ).to_be_visible()
-
-        page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
-        page.locator(".lm-Menu-item:visible",
-                     has_text=re.compile(r"^Run All Cells")).first.click()
-
-        # every cell ran, in order, without an error (JupyterLab shows a traceback as stderr;
-        # Run All stops at the first error)
+        _open_and_run_all(page, jupyterlab, nb_name, len(NOTEBOOK_CELLS), len(NOTEBOOK_CELLS))
         prompts = page.locator(".jp-Notebook .jp-InputArea-prompt")
-        n = len(NOTEBOOK_CELLS)
-        last_ran = prompts.nth(n - 1).filter(has_text="[%d]:" % n)
-        traceback = page.locator(".jp-OutputArea-output[data-mime-type*='stderr']",
-                                 has_text="Traceback")
-        try:
-            expect(last_ran.or_(traceback).first).to_be_visible(timeout=60_000)
-        except AssertionError as e:
-            raise AssertionError("the notebook did not run to the end within 60 s; outputs:"
-                                 "\n%s" % _outputs_text(page)) from e
-        assert traceback.count() == 0, "a cell failed:\n%s" % _outputs_text(page)
-        for i in range(n):
+        for i in range(len(NOTEBOOK_CELLS)):
             expect(prompts.nth(i)).to_have_text("[%d]:" % (i + 1))
 
         # the placement explorer: live dropdowns and the placer's table
@@ -233,25 +235,8 @@ def test_course_notebooks_run_in_jupyterlab(browser, jupyterlab, tmp_path, cours
     page = browser.new_page(viewport={"width": 1600, "height": 1600})
     page.set_default_timeout(STEP)
     try:
-        page.goto(jupyterlab.url("lab/tree/" + course_notebook), timeout=60_000)
-        expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(len(nb["cells"]),
-                                                                 timeout=60_000)
-        _wait_kernel_idle(jupyterlab, course_notebook, timeout=60)
-        expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
-               ).to_be_visible()
-        page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
-        page.locator(".lm-Menu-item:visible",
-                     has_text=re.compile(r"^Run All Cells")).first.click()
-        last = page.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-prompt",
-                            has_text="[%d]:" % code_cells)
-        traceback = page.locator(".jp-OutputArea-output[data-mime-type*='stderr']",
-                                 has_text="Traceback")
-        try:
-            expect(last.or_(traceback).first).to_be_attached(timeout=90_000)
-        except AssertionError as e:
-            raise AssertionError("%s did not run to the end; outputs:\n%s"
-                                 % (course_notebook, _outputs_text(page))) from e
-        assert traceback.count() == 0, "a cell failed:\n%s" % _outputs_text(page)
+        _open_and_run_all(page, jupyterlab, course_notebook, len(nb["cells"]), code_cells,
+                          timeout_ms=90_000)
         if course_notebook.startswith("03"):
             widgets = page.locator(".jp-OutputArea-output > .jupyter-widgets.widget-vbox")
             expect(widgets.first).to_be_attached()
