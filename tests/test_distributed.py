@@ -13,7 +13,7 @@ import pytest
 
 import minitf as tf
 from minitf.distributed import protocol_pb2 as pb
-from minitf.distributed import protocol_pb2_grpc as pb_grpc
+from minitf.distributed import services
 from minitf.distributed.local_cluster import free_port
 
 REF = Path("/work/shared/reference/tf_outputs")
@@ -137,7 +137,7 @@ def test_port_zero_is_reported_and_get_status(cluster):
         assert host == "127.0.0.1" and int(port) > 0
         ch = grpc.insecure_channel(server.bound_address)
         try:
-            r = pb_grpc.WorkerServiceStub(ch).GetStatus(pb.GetStatusRequest(), timeout=5)
+            r = services.Stub(ch, "WorkerService").GetStatus(pb.GetStatusRequest(), timeout=5)
             names = [d.name for d in r.device_attributes]
             assert names[0] == "/job:local/replica:0/task:0/device:CPU:0"
         finally:
@@ -229,6 +229,31 @@ def test_feeds_fetches_and_large_tensors(cluster):
         assert zv == np.float32(big * 2).sum(dtype=np.float32) or abs(zv - (big * 2).sum()) \
             < 1e-3 * abs(zv)
         assert sess.run(y, feed_dict={x: [1.0, 2.0]}).tolist() == [2.0, 4.0]
+
+
+def test_large_fetches_from_several_tasks_at_once_with_traces(cluster):
+    """The master forwards each remote task's stream as it comes, so the parts of two large
+    fetched tensors interleave; its own partition's values and every task's step stats join
+    them."""
+    spec, _ = cluster
+    n = 5 << 18                                   # 5 MiB of float32 each: several chunks
+    with tf.device("/job:ps/task:0"):
+        a = tf.ones([n]) * 2
+    with tf.device("/job:ps/task:1"):
+        b = tf.ones([n]) * 3
+    with tf.device("/job:worker/task:0"):
+        c = tf.zeros([n]) + 1
+    opts = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    meta = tf.RunMetadata()
+    with tf.Session(_target(spec, "worker", 0)) as sess:
+        av, bv, cv = sess.run([a, b, c], options=opts, run_metadata=meta)
+    ref = np.ones(n, np.float32)
+    np.testing.assert_array_equal(av, ref * 2)
+    np.testing.assert_array_equal(bv, ref * 3)
+    np.testing.assert_array_equal(cv, ref)
+    tasks = {d.device.split("/device:")[0] for d in meta.step_stats.dev_stats}
+    assert {"/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1",
+            "/job:worker/replica:0/task:0"} <= tasks
 
 
 def test_sessions_through_different_masters_share_variables(cluster):
@@ -361,13 +386,8 @@ def test_step_deadline(cluster):
     assert time.monotonic() - t0 < 10
 
 
-_METHODS = ["/minitf.MasterService/CreateSession", "/minitf.MasterService/ExtendSession",
-            "/minitf.MasterService/RunStep", "/minitf.MasterService/CloseSession",
-            "/minitf.MasterService/ListDevices", "/minitf.MasterService/Reset",
-            "/minitf.WorkerService/GetStatus", "/minitf.WorkerService/RegisterGraph",
-            "/minitf.WorkerService/DeregisterGraph", "/minitf.WorkerService/RunGraph",
-            "/minitf.WorkerService/RecvTensor", "/minitf.WorkerService/CleanupAll",
-            "/minitf.MasterFastPath/RunStep", "/minitf.WorkerFastPath/RunGraph"]
+_METHODS = ["/minitf.%s/%s" % (service, m[0]) for service in ("MasterService", "WorkerService")
+            for m in services.methods(service)]
 
 
 def test_malformed_and_oversized_messages_do_not_kill_the_server():
@@ -395,7 +415,7 @@ def test_malformed_and_oversized_messages_do_not_kill_the_server():
                 assert e.code() != grpc.StatusCode.DEADLINE_EXCEEDED
                 refused += 1
         assert refused >= 500   # garbage that happens to parse is answered
-        r = pb_grpc.WorkerServiceStub(ch).GetStatus(pb.GetStatusRequest(), timeout=5)
+        r = services.Stub(ch, "WorkerService").GetStatus(pb.GetStatusRequest(), timeout=5)
         assert r.device_attributes
         c = tf.constant(2.0) * 4
         with tf.Session("grpc://" + server.bound_address) as sess:

@@ -17,7 +17,7 @@ from hypothesis.extra import numpy as hnp
 
 import minitf as tf
 from minitf.distributed import protocol_pb2 as pb
-from minitf.distributed import protocol_pb2_grpc as pb_grpc
+from minitf.distributed import services
 from minitf.distributed import wire
 from minitf.framework import errors
 
@@ -95,15 +95,31 @@ def test_generated_modules_define_the_services_and_messages():
     master = pb.DESCRIPTOR.services_by_name["MasterService"]
     worker = pb.DESCRIPTOR.services_by_name["WorkerService"]
     assert sorted(m.name for m in master.methods) == sorted(
-        ["CreateSession", "ExtendSession", "RunStep", "CloseSession", "ListDevices", "Reset"])
+        ["CreateSession", "ExtendSession", "RunStep", "RunStepUnary", "CloseSession",
+         "ListDevices", "Reset"])
     assert sorted(m.name for m in worker.methods) == sorted(
-        ["GetStatus", "RegisterGraph", "DeregisterGraph", "RunGraph", "RecvTensor",
-         "CleanupAll"])
+        ["GetStatus", "RegisterGraph", "DeregisterGraph", "RunGraph", "RunGraphUnary",
+         "RecvTensor", "CleanupAll"])
     recv = worker.methods_by_name["RecvTensor"]
     assert recv.server_streaming and not recv.client_streaming
     assert recv.output_type.name == "TensorChunk"
-    assert hasattr(pb_grpc, "MasterServiceStub") and hasattr(pb_grpc, "WorkerServiceServicer")
-    assert hasattr(pb_grpc, "add_WorkerServiceServicer_to_server")
+    # services.py serves and calls every method from the descriptors: the servicers have them
+    from minitf.distributed.master import Master
+    from minitf.distributed.worker import Worker
+    for service, cls in (("MasterService", Master), ("WorkerService", Worker)):
+        kinds = {name: kind for name, kind, _, _ in services.methods(service)}
+        assert all(callable(getattr(cls, name)) for name in kinds)
+    assert kinds["RunGraphUnary"] == "unary_stream" and kinds["RunGraph"] == "stream_stream"
+    # the raw methods' messages travel as bytes (parsers None), the others are parsed
+    parsers = {m[0]: m[2:] for m in services.methods("WorkerService")}
+    assert parsers["RunGraph"] == (None, None) and parsers["RecvTensor"][1] is None
+    assert parsers["RecvTensor"][0] == pb.RecvTensorRequest.FromString
+    # a RunGraphResponse's bytes are a RunStepResponse (a master forwards them unparsed)
+    for field in ("recv", "recv_part", "step_stats"):
+        mine = pb.RunGraphResponse.DESCRIPTOR.fields_by_name[field]
+        theirs = pb.RunStepResponse.DESCRIPTOR.fields_by_name[
+            {"recv": "tensor", "recv_part": "tensor_part"}.get(field, field)]
+        assert (mine.number, mine.message_type) == (theirs.number, theirs.message_type)
     cfg = pb.SessionConfig(allow_soft_placement=True, device_filters=["/job:ps"])
     assert pb.SessionConfig.FromString(cfg.SerializeToString()) == cfg
 
@@ -220,14 +236,15 @@ def test_64_mib_tensor_moves_in_chunks_quickly():
     arr = np.random.default_rng(0).standard_normal(16 << 20, dtype=np.float32).reshape(4096, -1)
     assert arr.nbytes == 64 << 20
     start = time.perf_counter()
-    chunks = [pb.TensorChunk.FromString(c.SerializeToString())
-              for c in wire.iter_tensor_chunks(arr)]
-    out = wire.assemble_chunks(chunks)
+    raw = list(wire.iter_tensor_chunks(arr))
+    out = wire.assemble_chunks(raw)
     elapsed = time.perf_counter() - start
+    chunks = [pb.TensorChunk.FromString(c) for c in raw]   # what protobuf reads in them
     assert len(chunks) == 64
-    assert max(c.ByteSize() for c in chunks) < wire.MAX_MESSAGE_BYTES
+    assert max(len(c) for c in raw) < wire.MAX_MESSAGE_BYTES
     assert chunks[0].total_bytes == 64 << 20 and list(chunks[0].shape.dims) == [4096, 4096]
     assert all(not c.dtype and not c.HasField("shape") for c in chunks[1:])
+    assert b"".join(c.data for c in chunks) == arr.tobytes()
     assert np.array_equal(out, arr) and out.dtype == np.float32 and out.flags.writeable
     assert elapsed < 10, "64 MiB round trip took %.2f s" % elapsed
 
@@ -235,15 +252,20 @@ def test_64_mib_tensor_moves_in_chunks_quickly():
 @settings(max_examples=200, deadline=None)
 @given(any_arrays, st.integers(1, 64))
 def test_chunked_round_trip_small(arr, chunk_bytes):
-    chunks = list(wire.iter_tensor_chunks(arr, chunk_bytes=chunk_bytes))
+    raw = list(wire.iter_tensor_chunks(arr, chunk_bytes=chunk_bytes))
+    chunks = [pb.TensorChunk.FromString(c) for c in raw]
     assert all(len(c.data) <= chunk_bytes for c in chunks)
     assert [c.offset for c in chunks] == list(range(0, max(chunks[0].total_bytes, 1),
                                                    chunk_bytes))
-    assert same_tensor(arr, wire.assemble_chunks(iter(chunks)))
+    assert same_tensor(arr, wire.assemble_chunks(iter(raw)))
+    # protobuf's own bytes for the same chunks read the same (and message objects are taken)
+    assert same_tensor(arr, wire.assemble_chunks([c.SerializeToString() for c in chunks]))
+    assert same_tensor(arr, wire.assemble_chunks(chunks))
 
 
 def _chunks(arr, chunk_bytes):
-    return list(wire.iter_tensor_chunks(arr, chunk_bytes=chunk_bytes))
+    return [pb.TensorChunk.FromString(c)
+            for c in wire.iter_tensor_chunks(arr, chunk_bytes=chunk_bytes)]
 
 
 def test_bad_chunk_streams():
@@ -374,60 +396,137 @@ def test_random_bytes_never_crash_graph_import():
 
 # -- named tensors of a step -------------------------------------------------------------------
 
+def _receive(messages, cls, tensors_field, parts_field, **kw):
+    rx = wire.NamedTensorReceiver(**kw)
+    rest = [rx.add_message(wire.serialize(m), cls, tensors_field, parts_field)
+            for m in messages]
+    return rest, rx.finish()
+
+
 def test_split_and_receive_named_tensors():
     big = np.arange(300_000, dtype=np.float64)            # 2.4 MB: streamed
     items = [("x:0", np.float32(1)), ("big:0", big), ("s:0", [b"a", b"bb"]),
              ("m:0", np.ones((3, 3), np.int64))]
-    inline, parts = wire.split_named_tensors(items, inline_bytes=1 << 20, chunk_bytes=1 << 19)
+    inline, parts = wire.split_named_tensors(items, inline_bytes=1 << 20, chunk_bytes=1 << 19,
+                                             wrap=(pb.RunStepRequest, "feed_part"))
     parts = list(parts)
     assert [n.name for n in inline] == ["x:0", "s:0", "m:0"]
-    assert {p.name for p in parts} == {"big:0"} and len(parts) == 5
-    # as a server would see them: the first message with the inline ones, then the parts
-    msgs = [pb.RunStepRequest(session_handle="h", fetch=["y:0"], feed=inline)]
-    msgs += [pb.RunStepRequest(feed_part=[p]) for p in parts]
-    assert all(m.ByteSize() < wire.MAX_MESSAGE_BYTES for m in msgs)
-    rx = wire.NamedTensorReceiver()
-    for m in msgs:
-        for t in m.feed:
-            rx.add_tensor(t)
-        for p in m.feed_part:
-            rx.add_part(p)
-    got = rx.finish()
+    # each part is the bytes of a RunStepRequest holding one TensorPart
+    parsed = [pb.RunStepRequest.FromString(p) for p in parts]
+    assert all(len(m.feed_part) == 1 and not m.feed for m in parsed) and len(parts) == 5
+    assert {m.feed_part[0].name for m in parsed} == {"big:0"}
+    assert b"".join(m.feed_part[0].chunk.data for m in parsed) == big.tobytes()
+    # as a server sees them: the first message with the inline ones, then the parts
+    msgs = [pb.RunStepRequest(session_handle="h", fetch=["y:0"], feed=inline)] + parts
+    assert all(len(wire.serialize(m)) < wire.MAX_MESSAGE_BYTES for m in msgs)
+    rest, got = _receive(msgs, pb.RunStepRequest, "feed", "feed_part")
+    assert rest[0].session_handle == "h" and list(rest[0].fetch) == ["y:0"]
     assert list(got) == ["x:0", "s:0", "m:0", "big:0"]
     assert np.array_equal(got["big:0"], big) and got["s:0"].tolist() == [b"a", b"bb"]
+    # protobuf's own serialization of the same messages is read the same way
+    _, again = _receive([m if isinstance(m, pb.RunStepRequest) else
+                         pb.RunStepRequest.FromString(m) for m in msgs],
+                        pb.RunStepRequest, "feed", "feed_part")
+    assert np.array_equal(again["big:0"], big)
 
 
-def test_split_named_tensors_can_build_parts_inside_the_messages_to_send():
+@pytest.mark.parametrize("cls,field", [(pb.RunStepRequest, "feed_part"),
+                                       (pb.RunGraphRequest, "send_part"),
+                                       (pb.RunStepResponse, "tensor_part"),
+                                       (pb.RunGraphResponse, "recv_part")])
+def test_hand_written_parts_are_the_messages_protobuf_reads(cls, field):
     big = np.arange(300_000, dtype=np.float64)
     strs = np.array([b"x" * 1000] * 700, dtype=object)   # ~700 KB string tensor: streamed too
-    _, plain = wire.split_named_tensors([("big:0", big), ("s:0", strs)], inline_bytes=0,
-                                        chunk_bytes=1 << 19)
-    plain = list(plain)
-    _, wrapped = wire.split_named_tensors([("big:0", big), ("s:0", strs)], inline_bytes=0,
-                                          chunk_bytes=1 << 19,
-                                          wrap=(pb.RunGraphResponse, "recv_part"))
-    wrapped = list(wrapped)
-    assert all(isinstance(m, pb.RunGraphResponse) and len(m.recv_part) == 1 and not m.recv
-               for m in wrapped)
-    assert [m.recv_part[0] for m in wrapped] == plain
-    assert all(m.ByteSize() < wire.MAX_MESSAGE_BYTES for m in wrapped)
-    rx = wire.NamedTensorReceiver()
-    for m in wrapped:
-        rx.add_part(m.recv_part[0])
-    got = rx.finish()
+    _, parts = wire.split_named_tensors([("big:0", big), ("s:0", strs)], inline_bytes=0,
+                                        chunk_bytes=1 << 19, wrap=(cls, field))
+    parts = list(parts)
+    assert all(isinstance(p, bytes) and len(p) < wire.MAX_MESSAGE_BYTES for p in parts)
+    parsed = [cls.FromString(p) for p in parts]
+    assert all(len(getattr(m, field)) == 1 for m in parsed)
+    assert [m.SerializeToString() for m in parsed] == parts   # byte for byte what protobuf makes
+    tensors = {"send_part": "send", "feed_part": "feed"}.get(field, field.replace("_part", ""))
+    tensors = tensors if tensors in cls.DESCRIPTOR.fields_by_name else "tensor"
+    _, got = _receive(parts, cls, tensors, field)
     assert np.array_equal(got["big:0"], big) and got["big:0"].flags.writeable
     assert got["s:0"].tolist() == strs.tolist()
     # a received numeric tensor owns its memory: it shares nothing with the messages
     got["big:0"][0] = 7.0
-    assert wrapped[0].recv_part[0].chunk.data[:8] == np.float64(0).tobytes()
+    assert parsed[0].ListFields()[0][1][0].chunk.data[:8] == np.float64(0).tobytes()
     with pytest.raises(ValueError):
         list(wire.split_named_tensors([("big:0", big)], inline_bytes=0, chunk_bytes=0)[1])
 
 
+def test_coalesce_joins_small_messages_into_their_merge():
+    small = [pb.RunStepResponse(step_id=7, tensor=[pb.NamedTensor(
+                 name="x:0", tensor=wire.tensor_to_proto(1.5))]),
+             pb.RunStepResponse(step_stats=pb.StepStatsProto(
+                 dev_stats=[pb.DeviceStepStatsProto(device="/job:ps/task:0")])),
+             pb.RunStepResponse(step_stats=pb.StepStatsProto(
+                 dev_stats=[pb.DeviceStepStatsProto(device="/job:ps/task:1")]))]
+    _, parts = wire.split_named_tensors([("big:0", np.zeros(1 << 19, np.float32))],
+                                        inline_bytes=0, chunk_bytes=1 << 20)
+    parts = list(parts)                           # two messages of ~1 MiB: each goes alone
+    out = list(wire.coalesce(small[:1] + parts + small[1:], limit=1 << 20))
+    assert len(out) == 4 and out[1:3] == parts
+    assert pb.RunStepResponse.FromString(out[0]) == small[0]
+    merged = pb.RunStepResponse.FromString(out[3])   # two tasks' stats: one message, merged
+    assert [d.device for d in merged.step_stats.dev_stats] == ["/job:ps/task:0",
+                                                               "/job:ps/task:1"]
+    # a run of small messages is cut before it would pass the limit
+    many = list(wire.coalesce([pb.RunStepResponse(step_id=i) for i in range(1, 1000)],
+                              limit=100))
+    assert all(len(m) <= 100 for m in many) and len(many) > 10
+    steps = [pb.RunStepResponse.FromString(m).step_id for m in many]
+    assert steps[-1] == 999 and steps == sorted(steps)   # order kept: the last one wins
+    assert list(wire.coalesce([])) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["tensor", "tensor_part", "step_id", "step_stats"]),
+                          st.binary(max_size=40)), max_size=8))
+def test_split_field_reads_what_protobuf_writes(fields):
+    """Any RunStepResponse protobuf serializes: split_field gives the TensorParts as views of
+    the bytes and the rest parsed as protobuf parses it."""
+    msg = pb.RunStepResponse()
+    for kind, blob in fields:
+        if kind == "tensor":
+            msg.tensor.add(name=blob.hex(), tensor=wire.tensor_to_proto(list(blob)))
+        elif kind == "tensor_part":
+            msg.tensor_part.add(name=blob.hex()[:10], chunk=pb.TensorChunk(offset=len(blob),
+                                                                          data=blob))
+        elif kind == "step_id":
+            msg.step_id = len(blob) * 1_000_003
+        else:
+            msg.step_stats.dev_stats.add(device=blob.hex())
+    raw = msg.SerializeToString()
+    rest, views = wire.split_field(pb.RunStepResponse, raw, 3)
+    assert [pb.TensorPart.FromString(v) for v in views] == list(msg.tensor_part)
+    msg.ClearField("tensor_part")
+    assert rest == msg
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64))
+def test_split_field_refuses_malformed_bytes_cleanly(blob):
+    for cls, number in ((pb.RunStepResponse, 3), (pb.TensorChunk, 5), (pb.TensorPart, 2)):
+        try:
+            wire.split_field(cls, blob, number)
+        except IAE as e:
+            assert "Malformed" in e.message
+    rx = wire.NamedTensorReceiver(max_total_bytes=1 << 16)
+    try:
+        rx.add_message(blob, pb.RunStepResponse, "tensor", "tensor_part")
+        rx.finish()
+    except IAE:
+        pass
+
+
 def test_named_tensor_receiver_refuses_bad_streams():
     arr = np.arange(1000, dtype=np.int32)
-    parts = [pb.TensorPart(name="a", chunk=c) for c in wire.iter_tensor_chunks(arr, 1000)]
-    other = [pb.TensorPart(name="b", chunk=c) for c in wire.iter_tensor_chunks(arr, 1000)]
+    parts = [pb.TensorPart(name="a", chunk=pb.TensorChunk.FromString(c))
+             for c in wire.iter_tensor_chunks(arr, 1000)]
+    other = [pb.TensorPart(name="b", chunk=pb.TensorChunk.FromString(c))
+             for c in wire.iter_tensor_chunks(arr, 1000)]
 
     def feed(seq, **kw):
         rx = wire.NamedTensorReceiver(**kw)
@@ -435,12 +534,16 @@ def test_named_tensor_receiver_refuses_bad_streams():
             if isinstance(p, pb.NamedTensor):
                 rx.add_tensor(p)
             else:
-                rx.add_part(p)
+                rx.add_part(p.name, p.chunk)
         return rx.finish()
 
     assert np.array_equal(feed(parts)["a"], arr)
-    with pytest.raises(IAE, match="must come together"):
-        feed([parts[0], other[0]] + parts[1:] + other[1:])
+    # parts of two tensors may interleave (a master forwards several tasks' streams) ...
+    got = feed([parts[0], other[0]] + parts[1:] + other[1:])
+    assert np.array_equal(got["a"], arr) and np.array_equal(got["b"], arr)
+    # ... but the parts of one tensor come in order
+    with pytest.raises(IAE, match="in order"):
+        feed([parts[0], parts[2], parts[1]] + parts[3:])
     with pytest.raises(IAE, match="twice"):
         feed(parts + parts)
     with pytest.raises(IAE, match="twice"):

@@ -4,6 +4,7 @@ The client sends its graph (and extensions when it grew) to the master, which pl
 and runs it over the cluster; feeds and fetches travel as raw bytes in chunks.
 """
 
+import itertools
 import os
 import re
 import threading
@@ -197,29 +198,24 @@ class GrpcSessionMixin:
         inline, parts = wire.split_named_tensors(list(fed.items()),
                                                  chunk_bytes=STREAM_CHUNK_BYTES,
                                                  wrap=(pb.RunStepRequest, "feed_part"))
-
         first = pb.RunStepRequest(session_handle=self._handle, fetch=fetch_names,
                                   target=target_names, options=opts, feed=inline)
-        rest = list(parts) if len(inline) != len(fed) else []
-
-        def reqs():
-            yield first
-            yield from rest
-        if rest:
-            responses = self._stub.RunStep(reqs(), timeout=timeout, metadata=_channels.metadata)
-        else:   # every feed fits in one message: the unary-request path (fewer hand-offs)
-            responses = _channels.fast_run_step(self._address)(
-                first, timeout=timeout, metadata=_channels.metadata)
+        if len(inline) == len(fed):   # every feed fits in one message (fewer hand-offs)
+            responses = self._stub.RunStepUnary(first, timeout=timeout,
+                                                metadata=_channels.metadata)
+        else:
+            responses = self._stub.RunStep(itertools.chain((first,), parts), timeout=timeout,
+                                           metadata=_channels.metadata)
         receiver = wire.NamedTensorReceiver()
         stats = None
         try:
-            for msg in responses:
-                for t in msg.tensor:
-                    receiver.add_tensor(t)
-                for p in msg.tensor_part:
-                    receiver.add_part(p)
-                if msg.HasField("step_stats"):
-                    stats = msg.step_stats
+            for raw in responses:
+                msg = receiver.add_message(raw, pb.RunStepResponse, "tensor", "tensor_part")
+                if msg.HasField("step_stats"):   # one per task
+                    if stats is None:
+                        stats = pb.StepStatsProto()
+                    stats.dev_stats.extend(msg.step_stats.dev_stats)
+                    stats.transfers.extend(msg.step_stats.transfers)
         except grpc.RpcError as e:
             self._failed(e)
             _raise(e, self._graph)

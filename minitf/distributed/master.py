@@ -9,6 +9,7 @@ empty tensor).  Each step runs every involved partition concurrently (RunGraph).
 import os
 import concurrent.futures
 import itertools
+import queue
 import random
 import sys
 import threading
@@ -17,7 +18,6 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # no INFO lines (GOAWAY ...) i
 import grpc  # noqa: E402
 
 from minitf.distributed import protocol_pb2 as pb
-from minitf.distributed import protocol_pb2_grpc as pb_grpc
 from minitf.distributed import rendezvous as rdv
 from minitf.distributed import wire
 from minitf.distributed.worker import (CONTROL_RPC_SECONDS, DEFAULT_STEP_SECONDS,
@@ -253,13 +253,6 @@ class MasterSession:
         return _Signature(handles, fetch_at, feed_at, tasks)
 
 
-class _Raw:
-    """Fetched tensors of a remote partition, still as NamedTensor / TensorPart messages."""
-
-    def __init__(self, inline, parts):
-        self.inline, self.parts = inline, parts
-
-
 class _LocalCall:
     def __init__(self, worker, step):
         self.worker, self.step = worker, step
@@ -267,21 +260,6 @@ class _LocalCall:
     def cancel(self):
         if not self.step.done:
             self.worker._cancel(self.step)
-
-
-class _Done:
-    """A finished 'future' of a partition run inline."""
-
-    def __init__(self, fn, *args):
-        try:
-            self._value, self._error = fn(*args), None
-        except Exception as e:  # noqa: BLE001
-            self._value, self._error = None, e
-
-    def result(self):
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 def _topo(node_list):
@@ -310,7 +288,7 @@ def _topo(node_list):
     return out
 
 
-class Master(pb_grpc.MasterServiceServicer):
+class Master:
     """The master service of one task."""
 
     def __init__(self, server):
@@ -427,37 +405,35 @@ class Master(pb_grpc.MasterServiceServicer):
             self._abort(context, e)
 
     def RunStep(self, request_iterator, context):
+        """Runs one step: yields the fed values the client fetches, then every partition's
+        fetched values and step stats as they come (a remote task's messages are forwarded
+        unparsed: a RunGraphResponse's bytes are a RunStepResponse); small messages are
+        joined (wire.coalesce)."""
         try:
-            header, feeds = wire.read_tensor_stream(request_iterator, "RunStep", "feed",
-                                                    "feed_part")
+            header, feeds = wire.read_tensor_stream(request_iterator, "RunStep",
+                                                    pb.RunStepRequest, "feed", "feed_part")
             sess = self._session(header.session_handle)
             step_id = random.getrandbits(62)
             with sess.lock:
                 sess.ensure_placed()
                 sig = sess.signature(list(header.fetch), list(header.target), list(feeds))
-            results, stats = self._run_partitions(sess, sig, step_id, feeds, header.options,
-                                                  context)
-            out = []
-            for name in header.fetch:
-                if name in feeds:
-                    out.append((name, feeds[name]))
-                elif name in results:
-                    out.append((name, results[name]))
-            inline, parts = wire.split_named_tensors(out, chunk_bytes=STREAM_CHUNK_BYTES,
-                                                     wrap=(pb.RunStepResponse, "tensor_part"))
-            yield pb.RunStepResponse(step_id=step_id, tensor=inline)
-            yield from parts
-            for raw in results.get(_Raw, ()):
-                if raw.inline:
-                    yield pb.RunStepResponse(tensor=raw.inline)
-                for p in raw.parts:
-                    yield pb.RunStepResponse(tensor_part=[p])
-            if stats is not None:
-                yield pb.RunStepResponse(step_stats=stats)
+            inline, parts = wire.split_named_tensors(
+                [(n, feeds[n]) for n in header.fetch if n in feeds],
+                chunk_bytes=STREAM_CHUNK_BYTES)
+            yield from wire.coalesce(itertools.chain(
+                [pb.RunStepResponse(step_id=step_id, tensor=inline)], parts,
+                self._run_partitions(sess, sig, step_id, feeds, header.options, context)))
         except Exception as e:  # noqa: BLE001
             self._abort(context, e)
 
+    def RunStepUnary(self, request, context):
+        return self.RunStep(iter((request,)), context)
+
     def _run_partitions(self, sess, sig, step_id, feeds, options, context):
+        """Runs the step's partitions concurrently, yielding their response messages as they
+        come: one partition is read on this thread (the master's own when it has one, else a
+        remote one: no hand-off), the others on the pool.  The first failure cancels the rest
+        and, once all have stopped, is raised (a root cause before the errors it caused)."""
         remaining = context.time_remaining()
         timeout = DEFAULT_STEP_SECONDS if remaining is None else remaining
         op_timeout = options.timeout_in_ms or sess.config.operation_timeout_in_ms
@@ -467,57 +443,54 @@ class Master(pb_grpc.MasterServiceServicer):
         lock = threading.Lock()
         cancelled = [False]
 
-        def run(task):
-            handle = sig.handles[task]
-            sends = [(ph, feeds[name]) for name, ph in sig.feed_at.get(task, ())]
-            if task == self.task_name:   # the master's own worker: no RPC
-                header = pb.RunGraphRequest(session_handle=sess.handle, graph_handle=handle,
-                                            step_id=step_id,
-                                            recv_key=sig.fetch_at.get(task, ()),
-                                            options=options)
-                worker = self.server.worker
+        def cancel_all():
+            with lock:
+                cancelled[0] = True
+                pending = list(calls.values())
+            for c in pending:
+                c.cancel()
 
-                def on_step(step):
-                    canceller = _LocalCall(worker, step)
-                    with lock:
-                        calls[task] = canceller
-                        if cancelled[0]:
-                            canceller.cancel()
-                out, st = worker.run_graph(header, dict(sends), timeout, on_step)
-                return dict(out), st
-            inline, parts = wire.split_named_tensors(sends, chunk_bytes=STREAM_CHUNK_BYTES,
-                                                     wrap=(pb.RunGraphRequest, "send_part"))
-
-            first = pb.RunGraphRequest(session_handle=sess.handle, graph_handle=handle,
-                                       step_id=step_id, recv_key=sig.fetch_at.get(task, ()),
-                                       options=options, send=inline)
-            rest = list(parts) if len(inline) != len(sends) else []
-
-            def requests():
-                yield first
-                yield from rest
-            address = self.server.worker.task_address(task)
-            if rest:
-                call = self.channels.worker(address).RunGraph(
-                    requests(), timeout=timeout, metadata=self.channels.metadata)
-            else:   # every feed fits in the first message: the unary-request path
-                call = self.channels.fast_run_graph(address)(
-                    first, timeout=timeout, metadata=self.channels.metadata)
+        def track(task, call):
             with lock:
                 calls[task] = call
                 if cancelled[0]:
                     call.cancel()
-            # fetched tensors are forwarded to the client as they came, not decoded here
-            got_inline, got_parts = [], []
-            stats = None
+
+        def local(task):   # the master's own worker: no RPC
+            header = pb.RunGraphRequest(session_handle=sess.handle, graph_handle=sig.handles[task],
+                                        step_id=step_id, recv_key=sig.fetch_at.get(task, ()),
+                                        options=options)
+            worker = self.server.worker
+            out, stats = worker.run_graph(header, {ph: feeds[name] for name, ph in
+                                                   sig.feed_at.get(task, ())}, timeout,
+                                          lambda step: track(task, _LocalCall(worker, step)))
+            inline, parts = wire.split_named_tensors(out, chunk_bytes=STREAM_CHUNK_BYTES)
+            if inline:
+                yield pb.RunStepResponse(tensor=inline)
+            yield from parts
+            if stats is not None:
+                yield pb.RunStepResponse(step_stats=stats)
+
+        def remote(task):
+            sends = [(ph, feeds[name]) for name, ph in sig.feed_at.get(task, ())]
+            inline, parts = wire.split_named_tensors(sends, chunk_bytes=STREAM_CHUNK_BYTES,
+                                                     wrap=(pb.RunGraphRequest, "send_part"))
+            first = pb.RunGraphRequest(session_handle=sess.handle, graph_handle=sig.handles[task],
+                                       step_id=step_id, recv_key=sig.fetch_at.get(task, ()),
+                                       options=options, send=inline)
+            address = self.server.worker.task_address(task)
+            stub = self.channels.worker(address)
+            if len(inline) == len(sends):   # every send fits in the first message
+                call = stub.RunGraphUnary(first, timeout=timeout,
+                                          metadata=self.channels.metadata)
+            else:
+                call = stub.RunGraph(itertools.chain((first,), parts), timeout=timeout,
+                                     metadata=self.channels.metadata)
+            track(task, call)
             try:
-                for msg in call:
-                    got_inline.extend(msg.recv)
-                    got_parts.extend(msg.recv_part)
-                    if msg.HasField("step_stats"):
-                        stats = msg.step_stats
+                yield from call
             except grpc.RpcError as e:
-                self.channels.failed(self.server.worker.task_address(task), e)
+                self.channels.failed(address, e)
                 err = rpc_error(e, task)
                 if e.code() == grpc.StatusCode.CANCELLED and not cancelled[0]:
                     # cancelled by the peer's side (its server went away mid-call)
@@ -526,41 +499,51 @@ class Master(pb_grpc.MasterServiceServicer):
                     err = errors.DeadlineExceededError(None, None, err.message)
                 err._minitf_derived = is_derived(e) or e.code() == grpc.StatusCode.CANCELLED
                 raise err from None
-            return _Raw(got_inline, got_parts), stats
 
-        # remote partitions on the pool, the master's own one on this thread
-        remote = [self.pool.submit(run, task) for task in sig.tasks if task != self.task_name]
-        done = [_Done(run, self.task_name)] if self.task_name in sig.tasks else []
-        if remote:   # (as_completed sets up waiters even for no futures)
-            done.extend(concurrent.futures.as_completed(remote))
-        failures = []
-        results = {}
-        all_stats = []
-        for f in done:
+        def messages(task):
+            return local(task) if task == self.task_name else remote(task)
+
+        done = object()
+        arrived = queue.SimpleQueue()
+
+        def pump(task):
             try:
-                vals, st = f.result()
-                if isinstance(vals, _Raw):
-                    results.setdefault(_Raw, []).append(vals)
-                else:
-                    results.update(vals)
-                if st is not None:
-                    all_stats.append(st)
+                for m in messages(task):
+                    arrived.put(m)
+                arrived.put(done)
             except Exception as e:  # noqa: BLE001
-                failures.append(e)
-                with lock:
-                    cancelled[0] = True
-                    for c in calls.values():
-                        c.cancel()
+                arrived.put(e)
+
+        here = self.task_name if self.task_name in sig.tasks else sig.tasks[0]
+        others = [t for t in sig.tasks if t != here]
+        context.add_callback(cancel_all)    # the client went away
+        for t in others:
+            self.pool.submit(pump, t)
+        failures = []
+        try:
+            yield from messages(here)
+        except Exception as e:  # noqa: BLE001
+            failures.append(e)
+            cancel_all()
+        waiting = len(others)
+        while waiting:
+            try:   # every partition ends by itself: calls have deadlines, local runs timeouts
+                m = arrived.get(timeout=timeout + CONTROL_RPC_SECONDS)
+            except queue.Empty:
+                cancel_all()
+                raise errors.DeadlineExceededError(None, None, "Timed out waiting for the "
+                                                   "partitions of step %d" % step_id) from None
+            if m is done:
+                waiting -= 1
+            elif isinstance(m, Exception):
+                waiting -= 1
+                failures.append(m)
+                cancel_all()
+            elif not failures:
+                yield m
         if failures:
             root = [e for e in failures if not getattr(e, "_minitf_derived", False)]
             raise (root or failures)[0]
-        merged = None
-        if all_stats:
-            merged = pb.StepStatsProto()
-            for st in all_stats:
-                merged.dev_stats.extend(st.dev_stats)
-                merged.transfers.extend(st.transfers)
-        return results, merged
 
     def CloseSession(self, request, context):
         with self.lock:

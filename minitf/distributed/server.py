@@ -14,8 +14,7 @@ import threading
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # no INFO lines (GOAWAY ...) in notebooks
 import grpc  # noqa: E402
 
-from minitf.distributed import protocol_pb2_grpc as pb_grpc
-from minitf.distributed import wire
+from minitf.distributed import services, wire
 from minitf.distributed.cluster_spec import ClusterSpec
 from minitf.framework import errors
 from minitf.runtime import devices as devices_mod
@@ -63,28 +62,6 @@ class _TokenInterceptor(grpc.ServerInterceptor):
         if handler.response_streaming:
             return grpc.unary_stream_rpc_method_handler(self._refuse)
         return grpc.unary_unary_rpc_method_handler(self._refuse)
-
-
-FAST_RUN_STEP = "/minitf.MasterFastPath/RunStep"
-FAST_RUN_GRAPH = "/minitf.WorkerFastPath/RunGraph"
-
-
-def _fast_paths(master, worker):
-    """minitf's extension of protocol.proto: RunStep and RunGraph with a unary request (one
-    RunStepRequest / RunGraphRequest holding every feed inline) and the same streamed
-    responses.  gRPC Python's stream-stream calls cost a thread hand-off on each side; steps
-    whose feeds fit in one message (almost all) take these paths instead."""
-    from minitf.distributed import protocol_pb2 as pb
-    return grpc.method_handlers_generic_handler("minitf.MasterFastPath", {
-        "RunStep": grpc.unary_stream_rpc_method_handler(
-            lambda req, ctx: master.RunStep(iter((req,)), ctx),
-            request_deserializer=pb.RunStepRequest.FromString,
-            response_serializer=pb.RunStepResponse.SerializeToString)}), \
-        grpc.method_handlers_generic_handler("minitf.WorkerFastPath", {
-            "RunGraph": grpc.unary_stream_rpc_method_handler(
-                lambda req, ctx: worker.RunGraph(iter((req,)), ctx),
-                request_deserializer=pb.RunGraphRequest.FromString,
-                response_serializer=pb.RunGraphResponse.SerializeToString)})
 
 
 def _split_address(address):
@@ -154,9 +131,8 @@ class Server:
         self._grpc = grpc.server(self._executor, interceptors=interceptors,
                                  options=wire.GRPC_OPTIONS + (("grpc.so_reuseport", 0),),
                                  maximum_concurrent_rpcs=1024)
-        pb_grpc.add_MasterServiceServicer_to_server(self.master, self._grpc)
-        pb_grpc.add_WorkerServiceServicer_to_server(self.worker, self._grpc)
-        self._grpc.add_generic_rpc_handlers(_fast_paths(self.master, self.worker))
+        services.add_to_server(self._grpc, "MasterService", self.master)
+        services.add_to_server(self._grpc, "WorkerService", self.worker)
         bind_host = "127.0.0.1" if host == "localhost" else host
         bind = "[%s]:%d" % (bind_host, port) if ":" in bind_host else "%s:%d" % (bind_host, port)
         try:

@@ -14,8 +14,8 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # no INFO lines (GOAWAY ...) i
 import grpc  # noqa: E402
 
 from minitf.distributed import protocol_pb2 as pb
-from minitf.distributed import protocol_pb2_grpc as pb_grpc
 from minitf.distributed import rendezvous as rdv
+from minitf.distributed import services
 from minitf.distributed import wire
 from minitf.framework import errors
 from minitf.framework.graph import Graph
@@ -45,16 +45,17 @@ _RECONNECT_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 100),
 class Channels:
     """One gRPC channel (and stubs) per peer address, made on first use.
 
-    ``single_threaded_streams``: unary-stream calls (the fast paths) are read on the calling
-    thread instead of through a "channel spin" thread that gRPC starts for every call when the
-    channel has no other call in flight: about 100-200 us less per step.  Such calls must not be
-    cancelled from another thread, so only the client session (which never does) uses it, not
-    the servers (whose RecvTensor / RunGraph calls a failing step cancels).
+    ``single_threaded_streams``: unary-stream calls (RunStepUnary, RunGraphUnary, RecvTensor)
+    are read on the calling thread instead of through a "channel spin" thread that gRPC starts
+    for every call when the channel has no other call in flight: about 100-200 us less per
+    step.  A failing step still cancels them from another thread (``call.cancel()``), which
+    ends the reader's wait with CANCELLED (the fault tests in test_distributed.py do it).
     """
 
     def __init__(self, token=None, single_threaded_streams=False):
         self._lock = threading.Lock()
         self._channels = {}
+        self._stubs = {}
         self._token = token
         self._options = wire.GRPC_OPTIONS + _RECONNECT_OPTIONS
         if single_threaded_streams:
@@ -65,35 +66,24 @@ class Channels:
     def metadata(self):
         return client_metadata(self._token)
 
-    def _channel(self, address):
-        ch = self._channels.get(address)
-        if ch is None:
+    def _stub(self, address, service):
+        stub = self._stubs.get((address, service))
+        if stub is None:
             with self._lock:
                 ch = self._channels.get(address)
                 if ch is None:
                     ch = self._channels[address] = grpc.insecure_channel(
                         address, options=self._options)
-        return ch
+                stub = self._stubs[address, service] = services.Stub(ch, service)
+        return stub
 
     def worker(self, address):
-        return pb_grpc.WorkerServiceStub(self._channel(address))
-
-    def fast_run_graph(self, address):
-        """RunGraph with a unary request (minitf.distributed.server._fast_paths)."""
-        return self._channel(address).unary_stream(
-            "/minitf.WorkerFastPath/RunGraph",
-            request_serializer=pb.RunGraphRequest.SerializeToString,
-            response_deserializer=pb.RunGraphResponse.FromString)
-
-    def fast_run_step(self, address):
-        """RunStep with a unary request (minitf.distributed.server._fast_paths)."""
-        return self._channel(address).unary_stream(
-            "/minitf.MasterFastPath/RunStep",
-            request_serializer=pb.RunStepRequest.SerializeToString,
-            response_deserializer=pb.RunStepResponse.FromString)
+        """The worker service of the task at ``address`` (a services.Stub)."""
+        return self._stub(address, "WorkerService")
 
     def master(self, address):
-        return pb_grpc.MasterServiceStub(self._channel(address))
+        """The master service of the task at ``address`` (a services.Stub)."""
+        return self._stub(address, "MasterService")
 
     def failed(self, address, e):
         """Drops the channel to a peer that did not answer, so that a restarted task is
@@ -104,12 +94,13 @@ class Channels:
     def forget(self, address):
         with self._lock:
             ch = self._channels.pop(address, None)
+            self._stubs = {k: v for k, v in self._stubs.items() if k[0] != address}
         if ch is not None:
             ch.close()
 
     def close(self):
         with self._lock:
-            chans, self._channels = list(self._channels.values()), {}
+            chans, self._channels, self._stubs = list(self._channels.values()), {}, {}
         for ch in chans:
             ch.close()
 
@@ -250,7 +241,7 @@ class _Partition:
             self.kernels.clear()
 
 
-class Worker(pb_grpc.WorkerServiceServicer):
+class Worker:
     """The worker service of one task."""
 
     def __init__(self, server, devices):
@@ -259,7 +250,7 @@ class Worker(pb_grpc.WorkerServiceServicer):
         self.task_name = "/job:%s/replica:0/task:%d" % (server.job_name, server.task_index)
         self.incarnation = random.getrandbits(63)
         self.rendezvous = rdv.Rendezvous()
-        self.channels = Channels(server.token)
+        self.channels = Channels(server.token, single_threaded_streams=True)
         self.pool_set = pools.PoolSet(32, max(1, min(os.cpu_count() or 1, 4)))
         self._partitions = {}
         self._lock = threading.Lock()
@@ -326,8 +317,8 @@ class Worker(pb_grpc.WorkerServiceServicer):
     def RunGraph(self, request_iterator, context):
         header = None
         try:
-            header, sends = wire.read_tensor_stream(request_iterator, "RunGraph", "send",
-                                                    "send_part")
+            header, sends = wire.read_tensor_stream(request_iterator, "RunGraph",
+                                                    pb.RunGraphRequest, "send", "send_part")
         except Exception as e:  # noqa: BLE001
             self._abort(context, e)
         remaining = context.time_remaining()
@@ -340,10 +331,12 @@ class Worker(pb_grpc.WorkerServiceServicer):
             self._abort(context, err, getattr(err, "_minitf_derived", False))
         inline, parts = wire.split_named_tensors(out, chunk_bytes=STREAM_CHUNK_BYTES,
                                                  wrap=(pb.RunGraphResponse, "recv_part"))
-        yield pb.RunGraphResponse(recv=inline)
-        yield from parts
-        if stats is not None:
-            yield pb.RunGraphResponse(step_stats=stats)
+        yield from wire.coalesce(itertools.chain(
+            [pb.RunGraphResponse(recv=inline)], parts,
+            [pb.RunGraphResponse(step_stats=stats)] if stats is not None else []))
+
+    def RunGraphUnary(self, request, context):
+        return self.RunGraph(iter((request,)), context)
 
     def run_graph(self, header, sends, remaining=None, on_step=None):
         """Runs a registered partition for one step: ``([(name, value)], StepStatsProto or

@@ -1,0 +1,63 @@
+"""The gRPC side of protocol.proto's two services, built from its descriptors.
+
+Book section: "The Master and Worker Services".  Each method is described once, in
+``protocol.proto``: its request and response messages and whether each side streams.  This
+module turns that description into gRPC handlers for a servicer object (``Master``,
+``Worker``: one Python method per RPC, named as in the .proto) and into callables on a
+channel (``Stub(channel, "WorkerService").RunGraph(...)``), so no generated gRPC module is
+needed.
+
+The methods that stream tensors (:data:`RAW_REQUESTS`, :data:`RAW_RESPONSES`) take their requests and give their
+responses as serialized bytes: ``wire`` writes and reads the tensor pieces in them by hand (one
+copy of the data per side), and a master forwards its workers' responses to the client without
+parsing them.  Everything a server sends goes through :func:`wire.serialize`, so a handler may
+yield messages or bytes.
+"""
+
+import os
+
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # no INFO lines (GOAWAY ...) in notebooks
+import grpc  # noqa: E402
+
+from minitf.distributed import protocol_pb2 as pb  # noqa: E402
+from minitf.distributed import wire  # noqa: E402
+
+PACKAGE = pb.DESCRIPTOR.package
+#: Methods whose requests reach the server as bytes ...
+RAW_REQUESTS = frozenset({"RunStep", "RunStepUnary", "RunGraph", "RunGraphUnary"})
+#: ... and whose responses reach the client as bytes (method names are unique across services).
+RAW_RESPONSES = RAW_REQUESTS | {"RecvTensor"}
+_KINDS = {(False, False): "unary_unary", (False, True): "unary_stream",
+          (True, False): "stream_unary", (True, True): "stream_stream"}
+
+
+def methods(service):
+    """``(name, kind, request parser, response parser)`` per method; a parser is None where
+    the message travels as bytes."""
+    out = []
+    for m in pb.DESCRIPTOR.services_by_name[service].methods:
+        parsers = [None if m.name in raw else getattr(pb, t.name).FromString
+                   for t, raw in ((m.input_type, RAW_REQUESTS), (m.output_type, RAW_RESPONSES))]
+        out.append((m.name, _KINDS[m.client_streaming, m.server_streaming], *parsers))
+    return out
+
+
+def add_to_server(server, service, servicer):
+    """Registers every method of ``service`` with ``servicer``'s method of the same name."""
+    handlers = {}
+    for name, kind, parse_request, _ in methods(service):
+        make = getattr(grpc, kind + "_rpc_method_handler")
+        handlers[name] = make(getattr(servicer, name), request_deserializer=parse_request,
+                              response_serializer=wire.serialize)
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("%s.%s" % (PACKAGE, service), handlers),))
+
+
+class Stub:
+    """One callable per method of ``service`` on ``channel``."""
+
+    def __init__(self, channel, service):
+        for name, kind, _, parse_response in methods(service):
+            setattr(self, name, getattr(channel, kind)(
+                "/%s.%s/%s" % (PACKAGE, service, name), request_serializer=wire.serialize,
+                response_deserializer=parse_response, _registered_method=True))
