@@ -189,6 +189,93 @@ def test_allow_growth_grows_and_never_shrinks(fresh_cards):
     assert grown >= 4 << 20
 
 
+GPU0, GPU1, GPU2 = ("/job:localhost/replica:0/task:0/device:GPU:%d" % i for i in range(3))
+
+
+def _virtual(*per_card, **gpu_options):
+    """A ConfigProto with gpu_options.experimental.virtual_devices, one entry per card."""
+    cfg = tf.ConfigProto(log_device_placement=True, gpu_options=tf.GPUOptions(**gpu_options))
+    for mbs in per_card:
+        cfg.gpu_options.experimental.virtual_devices.add(memory_limit_mb=mbs)
+    return cfg
+
+
+def test_virtual_devices_split_a_card_into_logical_gpus(fresh_cards, capsys):
+    """TF's virtual_devices: card 0 becomes GPU:0 (256 MB) and GPU:1 (128 MB), card 1 stays
+    one GPU:2; each logical GPU has its own allocator and limit, and the process reserves
+    their sum on card 0."""
+    tf.config.emulate_gpus(2, memory_limit=1 << 30)
+    cfg = _virtual([256, 128], [])
+    assert str(cfg.gpu_options).startswith("experimental {\n  virtual_devices {\n"
+                                           "    memory_limit_mb: 256.0\n")
+    with tf.device("/gpu:1"):
+        fits = tf.zeros([1024, 1024], name="fits") + 1.0            # 4 MiB
+        too_big = tf.zeros([6000, 6000], name="too_big") + 1.0      # 137 MiB > 128 MB
+    sess = tf.Session(config=cfg)
+    out = capsys.readouterr().out
+    created = [line for line in out.splitlines() if line.startswith("Creating TensorFlow")]
+    assert [c.split(" -> ")[0] for c in created] == [
+        "Creating TensorFlow device (%s with 256 MB memory)" % GPU0,
+        "Creating TensorFlow device (%s with 128 MB memory)" % GPU1,
+        "Creating TensorFlow device (%s with %d MB memory)" % (
+            GPU2, memory.GpuMemoryPolicy(1 << 30, None).limit_bytes >> 20)]
+    # both logical GPUs of card 0 name the same physical card
+    assert created[0].split("physical GPU (")[1] == created[1].split("physical GPU (")[1]
+    assert created[0].split("physical GPU (")[1].startswith("device: 0, ")
+    assert created[2].split("physical GPU (")[1].startswith("device: 1, ")
+    limits = {d.name: d.memory_limit_bytes for d in sess.list_devices()}
+    assert limits[GPU0] == 256 << 20 and limits[GPU1] == 128 << 20 and limits[GPU2] == 1 << 30
+    assert sess.run(fits).shape == (1024, 1024)
+    assert sum(e["bytes"] for e in memory.usage(0)) == 384 << 20
+    assert sess._devices[2].allocator is not sess._devices[1].allocator
+    with pytest.raises(tf.errors.ResourceExhaustedError, match="by allocator GPU_1_bfc"):
+        sess.run(too_big)
+
+
+def test_virtual_devices_with_allow_growth_grow_each_logical_gpu(fresh_cards):
+    tf.config.emulate_gpus(1, memory_limit=1 << 30)
+    with tf.device("/gpu:1"):
+        big = tf.zeros([1024, 1024]) + 1.0
+    with tf.device("/cpu:0"):
+        on_cpu = tf.constant(1.0)
+    sess = tf.Session(config=_virtual([256, 128], allow_growth=True))
+    sess.run(on_cpu)
+    assert sum(e["bytes"] for e in memory.usage(0)) == 0
+    sess.run(big)
+    grown = sum(e["bytes"] for e in memory.usage(0))
+    assert 4 << 20 <= grown <= 128 << 20
+
+
+@pytest.mark.parametrize("per_card,options,error,text", [
+    ([[100], [100]], {"per_process_gpu_memory_fraction": 0.5},
+     tf.errors.InvalidArgumentError, "It's invalid to set per_process_gpu_memory_fraction "
+                                     "when virtual_devices is set."),
+    ([[100]], {}, tf.errors.InvalidArgumentError,
+     "doesn't match the number of elements in the virtual_devices list. #GPUs in "
+     "visible_device_list: 2 virtual_devices.size(): 1"),
+    ([[0], []], {}, tf.errors.InvalidArgumentError, "memory_limit_mb must be > 0, got 0.0"),
+    ([[float("nan")], []], {}, tf.errors.InvalidArgumentError, "memory_limit_mb must be > 0"),
+    ([[5000], []], {}, tf.errors.InvalidArgumentError,
+     "memory_limit of 4.88G (5242880000 bytes) is larger than the GPU's memory of 4.00G"),
+    ([[3000, 3000], []], {}, tf.errors.InvalidArgumentError,
+     "The virtual devices of GPU 0 ask for 5.86G (6291456000 bytes) in all, more than its "
+     "4.00G (4294967296 bytes)"),
+])
+def test_bad_virtual_devices_are_refused_at_session_creation(per_card, options, error, text):
+    with pytest.raises(error) as info:
+        tf.Session(config=_virtual(*per_card, **options))
+    assert text in info.value.message
+
+
+def test_fewer_gpus_than_virtual_devices_is_an_unknown_error():
+    cfg = _virtual([100], [100])
+    cfg.device_count["GPU"] = 1
+    with pytest.raises(tf.errors.UnknownError, match="Not enough GPUs to create virtual "
+                                                     "devices. num_gpus_to_use: 1 "
+                                                     "#virtual_devices: 2"):
+        tf.Session(config=cfg)
+
+
 @pytest.mark.parametrize("fraction", [-0.1, 1.5])
 def test_bad_memory_fraction_is_refused_at_session_creation(fraction):
     """A fraction outside [0, 1] is an InvalidArgumentError naming the value."""

@@ -710,7 +710,7 @@ def test_visible_device_list_maps_gpu0_to_card1(capsys):
     sess = tf.Session(config=cfg)
     m = mapping(capsys.readouterr().out)
     assert list(m) == [GPU0]
-    assert m[GPU0].startswith("device: 0, ")
+    assert m[GPU0].startswith("device: 1, ")   # TF names the platform GPU id there
     assert pci_bus_id(m[GPU0]) == card1_bus
     assert sorted(d.name for d in sess.list_devices()) == [CPU0, GPU0]
     sess.close()

@@ -190,11 +190,24 @@ def _text(msg, indent):
             yield "%s%s: %s\n" % (indent, name, _fmt(value))
 
 
+class VirtualDevices(Message):
+    """``GPUOptions.Experimental.VirtualDevices``: the logical GPUs made of one visible card, one
+    per ``memory_limit_mb`` entry (none: one GPU with the default amount)."""
+    FIELDS = {"memory_limit_mb": ("repeated", float)}
+
+
+class GPUExperimental(Message):
+    """``GPUOptions.Experimental`` (the fields minitf reads)."""
+    FIELDS = {"virtual_devices": ("repeated", VirtualDevices), "use_unified_memory": bool}
+    VirtualDevices = VirtualDevices
+
+
 class GPUOptions(Message):
     FIELDS = {"per_process_gpu_memory_fraction": float, "allocator_type": str,
               "deferred_deletion_bytes": int, "allow_growth": bool, "visible_device_list": str,
               "polling_active_delay_usecs": int, "polling_inactive_delay_msecs": int,
-              "force_gpu_compatible": bool}
+              "force_gpu_compatible": bool, "experimental": GPUExperimental}
+    Experimental = GPUExperimental
 
 
 class ThreadPoolOptionProto(Message):

@@ -136,13 +136,19 @@ def _visible_device_list(spec, count):
 class Device:
     """A runtime device: a full name, a type, its resource manager and (GPU) its card."""
 
-    def __init__(self, job, replica, task, device_type, index, memory_limit, physical=None):
+    def __init__(self, job, replica, task, device_type, index, memory_limit, physical=None,
+                 virtual_limit=None):
         self.job, self.replica, self.task = job, replica, task
         self.device_type, self.index = device_type, index
         self.name = dnu.full_name(job, replica, task, device_type, index)
         self.parsed = dnu.parse_full_name(self.name)
         self.memory_limit = memory_limit
         self.physical = physical
+        # a logical GPU made with gpu_options.experimental.virtual_devices: its bytes, and its
+        # position among the logical GPUs of its card
+        self.virtual_limit = virtual_limit
+        self.slot = 0
+        self.platform_id = index  # the card's number among the visible ones (TF's "device: N")
         self.resource_manager = ResourceMgr(default_container=job)
         self.allocator = None  # GPUs: the process's allocator for the card (ensure_gpu_memory)
         # "numpy": kernels run on the host (CPUs, emulated cards); "cuda": numba.cuda kernels on
@@ -159,7 +165,7 @@ class Device:
         if p is None:
             return ""
         return "device: %d, name: %s, pci bus id: %s, compute capability: %d.%d" % (
-            self.index, p.name, p.pci_bus_id, p.compute_capability[0], p.compute_capability[1])
+            self.platform_id, p.name, p.pci_bus_id, p.compute_capability[0], p.compute_capability[1])
 
     def __repr__(self):
         return "<Device %s>" % self.name
@@ -176,22 +182,73 @@ def local_devices(config=None, job="localhost", task=0):
     gpus = visible_gpus()
     spec = config.gpu_options.visible_device_list if config is not None else ""
     ids = _visible_device_list(spec, len(gpus))
-    limit = counts.get("GPU", len(ids))
-    for index, i in enumerate(ids[:max(limit, 0)]):
-        devices.append(Device(job, 0, task, "GPU", index, gpus[i].memory_limit, gpus[i]))
+    chosen = ids[:max(counts.get("GPU", len(ids)), 0)]
+    virtual = _virtual_limits(config, len(ids), len(chosen))
+    for i, limits in zip(chosen, virtual):
+        for slot, limit in enumerate(limits):
+            d = Device(job, 0, task, "GPU", sum(1 for x in devices if x.device_type == "GPU"),
+                       gpus[i].memory_limit if limit is None else limit, gpus[i], limit)
+            d.slot, d.platform_id = slot, i
+            devices.append(d)
     return devices
+
+
+def _virtual_limits(config, n_visible, n_used):
+    """Per card used: the byte limits of its logical GPUs (``[None]``: one GPU, default size),
+    from ``gpu_options.experimental.virtual_devices`` (TF 1.15's checks and messages)."""
+    entries = list(config.gpu_options.experimental.virtual_devices) if config is not None \
+        else []
+    if not entries:
+        return [[None]] * n_used
+    if config.gpu_options.per_process_gpu_memory_fraction > 0:
+        raise errors.InvalidArgumentError(None, None, "It's invalid to set "
+                                          "per_process_gpu_memory_fraction when virtual_devices "
+                                          "is set.")
+    if n_used < len(entries):
+        raise errors.UnknownError(None, None, "Not enough GPUs to create virtual devices. "
+                                  "num_gpus_to_use: %d #virtual_devices: %d"
+                                  % (n_used, len(entries)))
+    if n_visible != len(entries):
+        raise errors.InvalidArgumentError(
+            None, None, "The number of GPUs in visible_device_list doesn't match the number of "
+            "elements in the virtual_devices list. #GPUs in visible_device_list: %d "
+            "virtual_devices.size(): %d" % (n_visible, len(entries)))
+    out = []
+    for e in entries:
+        for mb in e.memory_limit_mb:
+            if not mb > 0:   # NaN too
+                raise errors.InvalidArgumentError(None, None, "virtual_devices memory_limit_mb "
+                                                  "must be > 0, got %r" % mb)
+        out.append([int(mb * (1 << 20)) for mb in e.memory_limit_mb] or [None])
+    return out
+
+
+def memory_policies(devices, gpu_options):
+    """{device: GpuMemoryPolicy} of the GPUs among ``devices``; checks that the logical GPUs of
+    one card fit on it together (InvalidArgumentError otherwise)."""
+    policies, per_card = {}, {}
+    for d in devices:
+        if d.device_type == "GPU":
+            card = d.physical
+            policies[d] = memory.GpuMemoryPolicy(card.memory_limit, gpu_options,
+                                                 free_bytes=card.memory_limit,
+                                                 memory_limit=d.virtual_limit)
+            if d.virtual_limit is not None:
+                per_card.setdefault(card, []).append(d.virtual_limit)
+    for card, limits in per_card.items():
+        if sum(limits) > card.memory_limit:
+            raise errors.InvalidArgumentError(
+                None, None, "The virtual devices of GPU %d ask for %s in all, more than its %s"
+                % (card.physical_id, memory._size(sum(limits)),
+                   memory._size(card.memory_limit)))
+    return policies
 
 
 def creation_lines(devices, gpu_options):
     """TF's ``Creating TensorFlow device (... with N MB memory) -> physical GPU (...)`` lines."""
-    lines = []
-    for d in devices:
-        if d.device_type == "GPU":
-            policy = memory.GpuMemoryPolicy(d.physical.memory_limit, gpu_options,
-                                            free_bytes=d.physical.memory_limit)
-            lines.append("Creating TensorFlow device (%s with %d MB memory) -> physical GPU (%s)"
-                         % (d.name, policy.limit_bytes >> 20, d.description))
-    return lines
+    return ["Creating TensorFlow device (%s with %d MB memory) -> physical GPU (%s)"
+            % (d.name, policy.limit_bytes >> 20, d.description)
+            for d, policy in memory_policies(devices, gpu_options).items()]
 
 
 def device_mapping_lines(devices):
@@ -205,7 +262,7 @@ def device_mapping_lines(devices):
 # -- GPU memory of this process ----------------------------------------------------------------
 
 _process_gpu_lock = threading.Lock()
-_process_gpus = {}  # physical card id -> (Reservation or None, Allocator)
+_process_gpus = {}  # (physical card id, slot) -> (Reservation or None, Allocator)
 
 
 def ensure_gpu_memory(devices, gpu_options):
@@ -218,14 +275,16 @@ def ensure_gpu_memory(devices, gpu_options):
     take less.
     """
     with _process_gpu_lock:
+        policies = None
         for d in devices:
             if d.device_type != "GPU" or d.allocator is not None:
                 continue
             card = d.physical
-            state = _process_gpus.get(card.physical_id)
+            state = _process_gpus.get((card.physical_id, d.slot))
             if state is None:
-                policy = memory.GpuMemoryPolicy(card.memory_limit, gpu_options,
-                                                free_bytes=card.memory_limit)
+                if policies is None:
+                    policies = memory_policies(devices, gpu_options)
+                policy = policies[d]
                 reservation = None
                 if card.emulated:
                     reservation = memory.reserve(card.physical_id, card.memory_limit,
@@ -234,14 +293,18 @@ def ensure_gpu_memory(devices, gpu_options):
                     if policy.allow_growth and reservation is not None else None
                 allocator = memory.Allocator("GPU_%d_bfc" % d.index, d.name,
                                              policy.initial_bytes, grow=grow)
-                state = _process_gpus[card.physical_id] = (reservation, allocator)
+                state = _process_gpus[card.physical_id, d.slot] = (reservation, allocator)
             d.allocator = state[1]
 
 
 def process_gpu_allocators():
-    """{physical card id: Allocator} of this process (what the memory monitor reads)."""
+    """{physical card id: [Allocator per logical GPU on it]} of this process (what the memory
+    monitor reads)."""
     with _process_gpu_lock:
-        return {k: v[1] for k, v in _process_gpus.items()}
+        out = {}
+        for (card, _), (_, allocator) in sorted(_process_gpus.items()):
+            out.setdefault(card, []).append(allocator)
+        return out
 
 
 def release_gpu_memory():

@@ -122,9 +122,8 @@ class BaseSession:
         self._closed = False
         self._reset = False
         self._devices = devices_mod.local_devices(config)
-        for d in self._devices:  # bad gpu_options fail here, before any run
-            if d.device_type == "GPU":
-                memory.GpuMemoryPolicy(d.physical.memory_limit, config.gpu_options)
+        devices_mod.memory_policies(self._devices, config.gpu_options)  # bad gpu_options fail
+        # here, before any run
         self._has_gpu_support = bool(devices_mod.machine_gpus())
         self._placement = None
         self._placed_version = -1

@@ -36,8 +36,8 @@ class MemoryView:
             data = smi.smi_data()
         if in_use is None:
             from minitf.runtime import devices
-            in_use = {k: (a.bytes_in_use, a.peak_bytes_in_use)
-                      for k, a in devices.process_gpu_allocators().items()}
+            in_use = {k: (sum(a.bytes_in_use for a in al), sum(a.peak_bytes_in_use for a in al))
+                      for k, al in devices.process_gpu_allocators().items()}
         self.data = data
         self.this_pid = os.getpid() if this_pid is None else this_pid
         self.in_use = in_use
