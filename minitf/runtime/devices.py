@@ -58,6 +58,14 @@ def _real_gpus():
                 os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0"):
             try:
                 from numba import cuda
+
+                from minitf.kernels import cuda_memory
+                try:   # before the first context: numba's allocations capped
+                    cuda_memory.install()
+                except Exception as e:  # noqa: BLE001 - e.g. a numba with another EMM version
+                    import warnings
+                    warnings.warn("minitf: GPU memory options will not cap numba's own "
+                                  "allocations (%s)" % e)
                 if cuda.is_available():  # the driver has applied CUDA_VISIBLE_DEVICES already
                     for i, dev in enumerate(cuda.list_devices()):
                         with dev:
@@ -272,10 +280,12 @@ def ensure_gpu_memory(devices, gpu_options):
     reservation.  The default takes the whole card minus TF's system reserve, computed for an
     empty card, so a second default program on the same emulated card fails with the book's
     ``CUDA_ERROR_OUT_OF_MEMORY`` error; ``per_process_gpu_memory_fraction`` and ``allow_growth``
-    take less.
+    take less.  On a real card nothing is reserved up front: numba allocates on demand, capped
+    at the same limit (``kernels/cuda_memory.py``).
     """
     with _process_gpu_lock:
         policies = None
+        caps = {}
         for d in devices:
             if d.device_type != "GPU" or d.allocator is not None:
                 continue
@@ -291,10 +301,17 @@ def ensure_gpu_memory(devices, gpu_options):
                                                  policy.initial_bytes)
                 grow = memory.growth_callback(reservation, policy.limit_bytes) \
                     if policy.allow_growth and reservation is not None else None
+                # a real card's memory is numba's to allocate on demand, up to the cap below
                 allocator = memory.Allocator("GPU_%d_bfc" % d.index, d.name,
-                                             policy.initial_bytes, grow=grow)
+                                             policy.initial_bytes if card.emulated
+                                             else policy.limit_bytes, grow=grow)
                 state = _process_gpus[card.physical_id, d.slot] = (reservation, allocator)
+                if not card.emulated:
+                    caps[card.physical_id] = caps.get(card.physical_id, 0) + policy.limit_bytes
             d.allocator = state[1]
+        for card_id, limit in caps.items():   # a real card: numba's own allocations too
+            from minitf.kernels import cuda_memory
+            cuda_memory.set_cap(card_id, limit)
 
 
 def process_gpu_allocators():

@@ -1,0 +1,100 @@
+"""The memory options on real cards: numba's allocations capped (kernels/cuda_memory.py).
+
+Book section: "Managing the GPU RAM".  CI has no GPU, so the cap is tested as plain Python, and
+numba's memory-manager class is built in a subprocess without the simulator, with numba's own
+device allocation replaced by a fake (what would need a card: the real cuMemAlloc).
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import minitf as tf
+from minitf.kernels import cuda_memory
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_cap_lets_allocations_through_up_to_the_limit_then_flushes_then_refuses():
+    held = [600]
+    flushed = []
+
+    def flush():
+        flushed.append(held[0])
+        held[0] = 500                 # the pending frees gave 100 bytes back
+    cap = cuda_memory.MemoryCap(0, 1000)
+    cap.check(400, lambda: held[0], flush)            # 600 + 400 fits exactly
+    assert flushed == []
+    cap.check(500, lambda: held[0], flush)            # fits only after the flush
+    assert flushed == [600]
+    with pytest.raises(tf.errors.ResourceExhaustedError) as info:
+        cap.check(501, lambda: held[0], flush)
+    assert info.value.message == ("OOM when allocating 501 bytes on GPU 0: this process may "
+                                  "hold at most 1000B (1000 bytes) of the card (gpu_options) "
+                                  "and holds 500 bytes")
+    cuda_memory.MemoryCap(3).check(1 << 60, lambda: 0, flush)   # no cap: anything goes
+
+
+def test_caps_are_set_per_device():
+    cuda_memory.set_cap(7, 123)
+    assert cuda_memory.cap_of(7).limit == 123 and cuda_memory.cap_of(8).limit is None
+    cuda_memory.set_cap(7, None)
+    assert cuda_memory.cap_of(7).limit is None
+
+
+_CHILD = r"""
+import collections
+from numba.cuda.cudadrv import driver
+from minitf.kernels import cuda_memory
+from minitf.framework import errors
+
+cls = cuda_memory.memory_manager_class()
+assert issubclass(cls, driver.NumbaCUDAMemoryManager)
+cuda_memory.install()                       # numba's interface-version check accepts it
+assert driver._memory_manager is cls
+
+Dev = collections.namedtuple("Dev", "id")
+Ctx = collections.namedtuple("Ctx", "device")
+Mem = collections.namedtuple("Mem", "size")
+
+def fake_alloc(self, size):                 # what cuMemAlloc would do on a card
+    key = len(self.allocations) + 1
+    self.allocations[key] = Mem(size)
+    return key
+driver.NumbaCUDAMemoryManager.memalloc = fake_alloc
+driver.NumbaCUDAMemoryManager.get_memory_info = lambda self: driver.MemoryInfo(
+    free=10 << 30, total=16 << 30)
+
+mm = cls(context=Ctx(Dev(0)))
+print("uncapped", mm.memalloc(5 << 30), mm.get_memory_info().total >> 30)
+cuda_memory.set_cap(0, 6 << 30)             # e.g. per_process_gpu_memory_fraction=0.375
+info = mm.get_memory_info()
+print("capped view", info.total >> 30, info.free >> 30)
+print("fits", mm.memalloc(1 << 30))
+try:
+    mm.memalloc(1)
+except errors.ResourceExhaustedError as e:
+    print("refused", e.message)
+mm.allocations.clear()                      # everything freed
+print("after free", mm.memalloc(6 << 30))
+"""
+
+
+def test_numba_memory_manager_plugin_caps_allocations():
+    env = dict(os.environ, PYTHONPATH=REPO)
+    env.pop("NUMBA_ENABLE_CUDASIM", None)      # the real driver module (no card needed)
+    env["MINITF_GPU_BACKEND"] = "numpy"
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(_CHILD)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "uncapped 1 16",
+        "capped view 6 1",
+        "fits 2",
+        "refused OOM when allocating 1 bytes on GPU 0: this process may hold at most 6.00G "
+        "(6442450944 bytes) of the card (gpu_options) and holds 6442450944 bytes",
+        "after free 1",
+    ]
