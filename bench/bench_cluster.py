@@ -38,13 +38,7 @@ def _latency(cluster, on, via, runs):
         with tf.device("/job:%s/task:%d" % _TASK[on]):
             c = tf.constant(3.0) * 3
         with tf.Session(cluster.target(*_TASK[via])) as sess:
-            for _ in range(100):
-                sess.run(c)
-            times = []
-            for _ in range(runs):
-                t0 = time.perf_counter()
-                sess.run(c)
-                times.append(time.perf_counter() - t0)
+            times = _run_times(sess, c, runs, warmup=100)
     p50, p99 = _pct(times, 50) * 1e6, _pct(times, 99) * 1e6
     tf50, tf99 = TF_2_21[(on, via)]
     print("tiny op on %-3s via master %-3s  p50 %6.0f us  p99 %6.0f us   (TF 2.21: %d / %d)"
@@ -52,14 +46,21 @@ def _latency(cluster, on, via, runs):
     return p50
 
 
-def _times(sess, fetch, reps):
-    """(median, best) seconds of ``reps`` runs after one warm-up."""
-    sess.run(fetch)
+def _run_times(sess, fetch, runs, warmup):
+    """Seconds of each of ``runs`` runs of ``fetch``, after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        sess.run(fetch)
     times = []
-    for _ in range(reps):
+    for _ in range(runs):
         t0 = time.perf_counter()
         sess.run(fetch)
         times.append(time.perf_counter() - t0)
+    return times
+
+
+def _times(sess, fetch, reps):
+    """(median, best) seconds of ``reps`` runs after one warm-up."""
+    times = _run_times(sess, fetch, reps, warmup=1)
     return _pct(times, 50), min(times)
 
 

@@ -231,6 +231,14 @@ def test_feeds_fetches_and_large_tensors(cluster):
         assert sess.run(y, feed_dict={x: [1.0, 2.0]}).tolist() == [2.0, 4.0]
 
 
+def test_fetching_only_fed_values_runs_no_partition(cluster):
+    spec, _ = cluster
+    with tf.device("/job:worker/task:1"):
+        x = tf.placeholder(tf.float32, shape=[2], name="x_only")
+    with tf.Session(_target(spec, "worker", 0)) as sess:
+        assert sess.run(x, feed_dict={x: [1.0, 2.0]}).tolist() == [1.0, 2.0]
+
+
 def test_large_fetches_from_several_tasks_at_once_with_traces(cluster):
     """The master forwards each remote task's stream as it comes, so the parts of two large
     fetched tensors interleave; its own partition's values and every task's step stats join

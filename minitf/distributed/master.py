@@ -514,6 +514,8 @@ class Master:
             except Exception as e:  # noqa: BLE001
                 arrived.put(e)
 
+        if not sig.tasks:   # only fed values fetched
+            return
         here = self.task_name if self.task_name in sig.tasks else sig.tasks[0]
         others = [t for t in sig.tasks if t != here]
         context.add_callback(cancel_all)    # the client went away

@@ -7,11 +7,11 @@ module turns that description into gRPC handlers for a servicer object (``Master
 channel (``Stub(channel, "WorkerService").RunGraph(...)``), so no generated gRPC module is
 needed.
 
-The methods that stream tensors (:data:`RAW_REQUESTS`, :data:`RAW_RESPONSES`) take their requests and give their
-responses as serialized bytes: ``wire`` writes and reads the tensor pieces in them by hand (one
-copy of the data per side), and a master forwards its workers' responses to the client without
-parsing them.  Everything a server sends goes through :func:`wire.serialize`, so a handler may
-yield messages or bytes.
+The methods that stream tensors (:data:`RAW_REQUESTS`, :data:`RAW_RESPONSES`) take their
+requests and give their responses as serialized bytes: ``wire`` writes and reads the tensor
+pieces in them by hand (one copy of the data per side), and a master forwards its workers'
+responses to the client without parsing them.  Everything a server sends goes through
+:func:`wire.serialize`, so a handler may yield messages or bytes.
 """
 
 import os

@@ -11,7 +11,10 @@ Tensors
     :func:`iter_tensor_chunks` / :func:`assemble_chunks` for a tensor streamed in pieces (so a
     64 MiB tensor moves although one gRPC message is capped at :data:`MAX_MESSAGE_BYTES`);
     :func:`split_named_tensors` / :class:`NamedTensorReceiver` for the feeds and fetches of a
-    step (small ones inline, large ones in pieces).
+    step (small ones inline, large ones in pieces).  The pieces are written and read by hand
+    as protobuf lays them out (:func:`split_field`): their data is copied once per side, and
+    a master forwards a worker's serialized responses as they are; :func:`coalesce` joins a
+    step's small messages into one.
 Graphs
     :func:`graph_to_proto` (a minitf Graph, or some of its ops, to a GraphDef),
     :func:`proto_to_node_records` (a GraphDef to plain records of minitf values),

@@ -173,7 +173,7 @@ class Device:
         if p is None:
             return ""
         return "device: %d, name: %s, pci bus id: %s, compute capability: %d.%d" % (
-            self.platform_id, p.name, p.pci_bus_id, p.compute_capability[0], p.compute_capability[1])
+            self.platform_id, p.name, p.pci_bus_id, *p.compute_capability[:2])
 
     def __repr__(self):
         return "<Device %s>" % self.name
