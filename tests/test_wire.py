@@ -95,10 +95,10 @@ def test_generated_modules_define_the_services_and_messages():
     master = pb.DESCRIPTOR.services_by_name["MasterService"]
     worker = pb.DESCRIPTOR.services_by_name["WorkerService"]
     assert sorted(m.name for m in master.methods) == sorted(
-        ["CreateSession", "ExtendSession", "RunStep", "RunStepUnary", "CloseSession",
+        ["CreateSession", "ExtendSession", "RunStep", "RunSteps", "CloseSession",
          "ListDevices", "Reset"])
     assert sorted(m.name for m in worker.methods) == sorted(
-        ["GetStatus", "RegisterGraph", "DeregisterGraph", "RunGraph", "RunGraphUnary",
+        ["GetStatus", "RegisterGraph", "DeregisterGraph", "RunGraph", "RunGraphs",
          "RecvTensor", "CleanupAll"])
     recv = worker.methods_by_name["RecvTensor"]
     assert recv.server_streaming and not recv.client_streaming
@@ -109,10 +109,10 @@ def test_generated_modules_define_the_services_and_messages():
     for service, cls in (("MasterService", Master), ("WorkerService", Worker)):
         kinds = {name: kind for name, kind, _, _ in services.methods(service)}
         assert all(callable(getattr(cls, name)) for name in kinds)
-    assert kinds["RunGraphUnary"] == "unary_stream" and kinds["RunGraph"] == "stream_stream"
+    assert kinds["RunGraphs"] == "stream_stream" and kinds["RunGraph"] == "stream_stream"
     # the raw methods' messages travel as bytes (parsers None), the others are parsed
     parsers = {m[0]: m[2:] for m in services.methods("WorkerService")}
-    assert parsers["RunGraph"] == (None, None) and parsers["RecvTensor"][1] is None
+    assert parsers["RunGraph"] == parsers["RunGraphs"] == (None, None) and parsers["RecvTensor"][1] is None
     assert parsers["RecvTensor"][0] == pb.RecvTensorRequest.FromString
     # a RunGraphResponse's bytes are a RunStepResponse (a master forwards them unparsed)
     for field in ("recv", "recv_part", "step_stats"):

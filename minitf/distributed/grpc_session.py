@@ -16,7 +16,7 @@ import numpy as np
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import wire
 from minitf.distributed.worker import (CONTROL_RPC_SECONDS, DEFAULT_STEP_SECONDS,
-                                       STREAM_CHUNK_BYTES, Channels)
+                                       STEP_SLACK_SECONDS, STREAM_CHUNK_BYTES, Channels)
 from minitf.framework import errors
 from minitf.framework.graph import Operation
 
@@ -192,17 +192,17 @@ class GrpcSessionMixin:
             opts.trace_level = int(options.trace_level) if run_metadata is not None else 0
             opts.timeout_in_ms = int(options.timeout_in_ms)
             if options.timeout_in_ms > 0:
-                timeout = options.timeout_in_ms / 1000.0 + 1.0
+                timeout = options.timeout_in_ms / 1000.0 + STEP_SLACK_SECONDS
         if self._op_timeout():
-            timeout = min(timeout, self._op_timeout() + 1.0)
+            timeout = min(timeout, self._op_timeout() + STEP_SLACK_SECONDS)
         inline, parts = wire.split_named_tensors(list(fed.items()),
                                                  chunk_bytes=STREAM_CHUNK_BYTES,
                                                  wrap=(pb.RunStepRequest, "feed_part"))
         first = pb.RunStepRequest(session_handle=self._handle, fetch=fetch_names,
                                   target=target_names, options=opts, feed=inline)
-        if len(inline) == len(fed):   # every feed fits in one message (fewer hand-offs)
-            responses = self._stub.RunStepUnary(first, timeout=timeout,
-                                                metadata=_channels.metadata)
+        if len(inline) == len(fed):   # every feed fits in one message: on an open call
+            responses = _channels.steps(self._address, "RunSteps").acquire().step(first,
+                                                                                  timeout)
         else:
             responses = self._stub.RunStep(itertools.chain((first,), parts), timeout=timeout,
                                            metadata=_channels.metadata)

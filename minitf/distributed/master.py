@@ -9,6 +9,7 @@ empty tensor).  Each step runs every involved partition concurrently (RunGraph).
 import os
 import concurrent.futures
 import itertools
+import math
 import queue
 import random
 import sys
@@ -19,9 +20,11 @@ import grpc  # noqa: E402
 
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import rendezvous as rdv
+from minitf.distributed import streams
 from minitf.distributed import wire
 from minitf.distributed.worker import (CONTROL_RPC_SECONDS, DEFAULT_STEP_SECONDS,
-                                       STREAM_CHUNK_BYTES, is_derived, rpc_error)
+                                       STEP_SLACK_SECONDS, STREAM_CHUNK_BYTES, is_derived,
+                                       rpc_error)
 from minitf.framework import dtypes, errors
 from minitf.framework.graph import Graph
 from minitf.ops.op_def import get_op_def
@@ -405,40 +408,52 @@ class Master:
             self._abort(context, e)
 
     def RunStep(self, request_iterator, context):
-        """Runs one step: yields the fed values the client fetches, then every partition's
-        fetched values and step stats as they come (a remote task's messages are forwarded
-        unparsed: a RunGraphResponse's bytes are a RunStepResponse); small messages are
-        joined (wire.coalesce)."""
         try:
-            header, feeds = wire.read_tensor_stream(request_iterator, "RunStep",
-                                                    pb.RunStepRequest, "feed", "feed_part")
-            sess = self._session(header.session_handle)
-            step_id = random.getrandbits(62)
-            with sess.lock:
-                sess.ensure_placed()
-                sig = sess.signature(list(header.fetch), list(header.target), list(feeds))
-            inline, parts = wire.split_named_tensors(
-                [(n, feeds[n]) for n in header.fetch if n in feeds],
-                chunk_bytes=STREAM_CHUNK_BYTES)
-            yield from wire.coalesce(itertools.chain(
-                [pb.RunStepResponse(step_id=step_id, tensor=inline)], parts,
-                self._run_partitions(sess, sig, step_id, feeds, header.options, context)))
+            yield from self._step(request_iterator, context.time_remaining(),
+                                  context.add_callback)
         except Exception as e:  # noqa: BLE001
             self._abort(context, e)
 
-    def RunStepUnary(self, request, context):
-        return self.RunStep(iter((request,)), context)
+    def RunSteps(self, request_iterator, context):
+        return streams.serve_steps(request_iterator, context,
+                                   lambda one, on_cancel: self._step(one, None, on_cancel))
 
-    def _run_partitions(self, sess, sig, step_id, feeds, options, context):
+    def _step(self, request_iterator, remaining, on_cancel):
+        """Runs one step: yields the fed values the client fetches, then every partition's
+        fetched values and step stats as they come (a remote task's messages are forwarded
+        unparsed: a RunGraphResponse's bytes are a RunStepResponse); small messages are
+        joined (wire.coalesce).  ``remaining``: seconds the client waits (None: no limit but
+        the configured ones); ``on_cancel(fn)``: ``fn()`` is to be called if the client goes
+        away."""
+        header, feeds = wire.read_tensor_stream(request_iterator, "RunStep",
+                                                pb.RunStepRequest, "feed", "feed_part")
+        sess = self._session(header.session_handle)
+        step_id = random.getrandbits(62)
+        with sess.lock:
+            sess.ensure_placed()
+            sig = sess.signature(list(header.fetch), list(header.target), list(feeds))
+        inline, parts = wire.split_named_tensors(
+            [(n, feeds[n]) for n in header.fetch if n in feeds],
+            chunk_bytes=STREAM_CHUNK_BYTES)
+        yield from wire.coalesce(itertools.chain(
+            [pb.RunStepResponse(step_id=step_id, tensor=inline)], parts,
+            self._run_partitions(sess, sig, step_id, feeds, header.options, remaining,
+                                 on_cancel)))
+
+    def _run_partitions(self, sess, sig, step_id, feeds, options, remaining, on_cancel):
         """Runs the step's partitions concurrently, yielding their response messages as they
         come: one partition is read on this thread (the master's own when it has one, else a
         remote one: no hand-off), the others on the pool.  The first failure cancels the rest
         and, once all have stopped, is raised (a root cause before the errors it caused)."""
-        remaining = context.time_remaining()
         timeout = DEFAULT_STEP_SECONDS if remaining is None else remaining
         op_timeout = options.timeout_in_ms or sess.config.operation_timeout_in_ms
         if op_timeout:
             timeout = min(timeout, op_timeout / 1000.0)
+        ms = int(math.ceil(timeout * 1000))
+        if timeout < DEFAULT_STEP_SECONDS and options.timeout_in_ms != ms:
+            # the workers learn the step's deadline from their requests (a step on an open
+            # RunGraphs call has no gRPC deadline of its own)
+            options = pb.RunStepOptions(trace_level=options.trace_level, timeout_in_ms=ms)
         calls = {}
         lock = threading.Lock()
         cancelled = [False]
@@ -479,16 +494,16 @@ class Master:
                                        step_id=step_id, recv_key=sig.fetch_at.get(task, ()),
                                        options=options, send=inline)
             address = self.server.worker.task_address(task)
-            stub = self.channels.worker(address)
             if len(inline) == len(sends):   # every send fits in the first message
-                call = stub.RunGraphUnary(first, timeout=timeout,
-                                          metadata=self.channels.metadata)
+                call = self.channels.steps(address, "RunGraphs").acquire()
+                responses = call.step(first, timeout + STEP_SLACK_SECONDS)
             else:
-                call = stub.RunGraph(itertools.chain((first,), parts), timeout=timeout,
-                                     metadata=self.channels.metadata)
+                call = responses = self.channels.worker(address).RunGraph(
+                    itertools.chain((first,), parts), timeout=timeout,
+                    metadata=self.channels.metadata)
             track(task, call)
             try:
-                yield from call
+                yield from responses
             except grpc.RpcError as e:
                 self.channels.failed(address, e)
                 err = rpc_error(e, task)
@@ -518,7 +533,7 @@ class Master:
             return
         here = self.task_name if self.task_name in sig.tasks else sig.tasks[0]
         others = [t for t in sig.tasks if t != here]
-        context.add_callback(cancel_all)    # the client went away
+        on_cancel(cancel_all)    # the client went away
         for t in others:
             self.pool.submit(pump, t)
         failures = []

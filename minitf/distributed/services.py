@@ -24,7 +24,7 @@ from minitf.distributed import wire  # noqa: E402
 
 PACKAGE = pb.DESCRIPTOR.package
 #: Methods whose requests reach the server as bytes ...
-RAW_REQUESTS = frozenset({"RunStep", "RunStepUnary", "RunGraph", "RunGraphUnary"})
+RAW_REQUESTS = frozenset({"RunStep", "RunSteps", "RunGraph", "RunGraphs"})
 #: ... and whose responses reach the client as bytes (method names are unique across services).
 RAW_RESPONSES = RAW_REQUESTS | {"RecvTensor"}
 _KINDS = {(False, False): "unary_unary", (False, True): "unary_stream",

@@ -16,6 +16,7 @@ import grpc  # noqa: E402
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import rendezvous as rdv
 from minitf.distributed import services
+from minitf.distributed import streams
 from minitf.distributed import wire
 from minitf.framework import errors
 from minitf.framework.graph import Graph
@@ -24,9 +25,11 @@ from minitf.runtime.placer import Placement, attach_node
 from minitf.runtime.step_stats import TransferStats
 
 TOKEN_HEADER = "minitf-cluster-token"
-DERIVED_HEADER = "minitf-derived"
+DERIVED_HEADER = streams.DERIVED_HEADER
 CONTROL_RPC_SECONDS = 30.0      # deadline of every RPC that does not run a step
 DEFAULT_STEP_SECONDS = 3600.0   # deadline of a step when no timeout is configured
+STEP_SLACK_SECONDS = 1.0        # a caller waits this much past a step's deadline (the peer's
+                                # DeadlineExceededError, with its message, comes first)
 # pieces of streamed tensors (each in its own message, capped at wire.MAX_MESSAGE_BYTES):
 # 512 KiB pipelines best through a master between two processes (bench_cluster: 64 MiB via
 # w0's master at ~1.2 GB/s, against ~0.9 with 4 MiB pieces and ~1.1 with 256 KiB)
@@ -45,19 +48,21 @@ _RECONNECT_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 100),
 
 
 class Channels:
-    """One gRPC channel (and stubs) per peer address, made on first use.
+    """One gRPC channel (and stubs, and pools of open step calls) per peer address, made on
+    first use.
 
-    ``single_threaded_streams``: unary-stream calls (RunStepUnary, RunGraphUnary, RecvTensor)
-    are read on the calling thread instead of through a "channel spin" thread that gRPC starts
-    for every call when the channel has no other call in flight: about 100-200 us less per
-    step.  A failing step still cancels them from another thread (``call.cancel()``), which
-    ends the reader's wait with CANCELLED (the fault tests in test_distributed.py do it).
+    ``single_threaded_streams``: unary-stream calls (RecvTensor) are read on the calling thread
+    instead of through a "channel spin" thread that gRPC starts for every call when the channel
+    has no other call in flight: about 100-200 us less per call.  A failing step still cancels
+    them from another thread (``call.cancel()``), which ends the reader's wait with CANCELLED
+    (the fault tests in test_distributed.py do it).
     """
 
     def __init__(self, token=None, single_threaded_streams=False):
         self._lock = threading.Lock()
         self._channels = {}
         self._stubs = {}
+        self._pools = {}
         self._token = token
         self._options = wire.GRPC_OPTIONS + _RECONNECT_OPTIONS
         if single_threaded_streams:
@@ -87,22 +92,45 @@ class Channels:
         """The master service of the task at ``address`` (a services.Stub)."""
         return self._stub(address, "MasterService")
 
+    def steps(self, address, method):
+        """The :class:`streams.StreamPool` of ``method`` ("RunSteps" of the master service,
+        "RunGraphs" of the worker service) to the task at ``address``."""
+        pool = self._pools.get((address, method))
+        if pool is None:
+            stub = self._stub(address, "MasterService" if method == "RunSteps"
+                              else "WorkerService")
+            start, metadata = getattr(stub, method), self.metadata
+            with self._lock:
+                pool = self._pools.get((address, method))
+                if pool is None:
+                    pool = self._pools[address, method] = streams.StreamPool(
+                        lambda requests: start(requests, metadata=metadata))
+        return pool
+
     def failed(self, address, e):
         """Drops the channel to a peer that did not answer, so that a restarted task is
-        reached at once rather than after the channel's reconnect backoff."""
-        if e.code() == grpc.StatusCode.UNAVAILABLE:
+        reached at once rather than after the channel's reconnect backoff (a failure the peer
+        reported in a StepEnd says nothing about the channel)."""
+        if e.code() == grpc.StatusCode.UNAVAILABLE and not isinstance(e, streams.StepError):
             self.forget(address)
 
     def forget(self, address):
         with self._lock:
             ch = self._channels.pop(address, None)
             self._stubs = {k: v for k, v in self._stubs.items() if k[0] != address}
+            pools = [p for k, p in self._pools.items() if k[0] == address]
+            self._pools = {k: p for k, p in self._pools.items() if k[0] != address}
+        for p in pools:
+            p.close()
         if ch is not None:
             ch.close()
 
     def close(self):
         with self._lock:
             chans, self._channels, self._stubs = list(self._channels.values()), {}, {}
+            pools, self._pools = list(self._pools.values()), {}
+        for p in pools:
+            p.close()
         for ch in chans:
             ch.close()
 
@@ -146,6 +174,14 @@ class _StepState:
         self.lock = threading.Lock()
         self.aborted = None
         self.done = False
+        self._stop = None    # stops the executor's run of the step
+
+    def started(self, stop):
+        with self.lock:
+            self._stop = stop
+            aborted = self.aborted
+        if aborted is not None:
+            stop(aborted)
 
     def send(self, key, value):
         self.worker.rendezvous.send(self.step_id, key, value)
@@ -187,9 +223,11 @@ class _StepState:
         with self.lock:
             if self.aborted is None:
                 self.aborted = error
-            calls = list(self.calls)
+            calls, stop = list(self.calls), self._stop
         for c in calls:
             c.cancel()
+        if stop is not None:
+            stop(self.aborted)
 
 
 class _Partition:
@@ -317,28 +355,28 @@ class Worker:
                 del self._partitions[h]
 
     def RunGraph(self, request_iterator, context):
-        header = None
         try:
-            header, sends = wire.read_tensor_stream(request_iterator, "RunGraph",
-                                                    pb.RunGraphRequest, "send", "send_part")
+            yield from self._graph_step(request_iterator, context.time_remaining(),
+                                        context.add_callback)
         except Exception as e:  # noqa: BLE001
-            self._abort(context, e)
-        remaining = context.time_remaining()
+            self._abort(context, e, getattr(e, "_minitf_derived", False))
 
-        def on_step(step):
-            context.add_callback(lambda: None if step.done else self._cancel(step))
-        try:
-            out, stats = self.run_graph(header, sends, remaining, on_step)
-        except errors.OpError as err:
-            self._abort(context, err, getattr(err, "_minitf_derived", False))
+    def RunGraphs(self, request_iterator, context):
+        return streams.serve_steps(request_iterator, context,
+                                   lambda one, on_cancel: self._graph_step(one, None, on_cancel))
+
+    def _graph_step(self, request_iterator, remaining, on_cancel):
+        """The response messages of one RunGraph step (raises an OpError if it fails);
+        ``on_cancel(fn)``: ``fn()`` is to be called if the caller goes away."""
+        header, sends = wire.read_tensor_stream(request_iterator, "RunGraph",
+                                                pb.RunGraphRequest, "send", "send_part")
+        out, stats = self.run_graph(header, sends, remaining, lambda step: on_cancel(
+            lambda: None if step.done else self._cancel(step)))
         inline, parts = wire.split_named_tensors(out, chunk_bytes=STREAM_CHUNK_BYTES,
                                                  wrap=(pb.RunGraphResponse, "recv_part"))
         yield from wire.coalesce(itertools.chain(
             [pb.RunGraphResponse(recv=inline)], parts,
             [pb.RunGraphResponse(step_stats=stats)] if stats is not None else []))
-
-    def RunGraphUnary(self, request, context):
-        return self.RunGraph(iter((request,)), context)
 
     def run_graph(self, header, sends, remaining=None, on_step=None):
         """Runs a registered partition for one step: ``([(name, value)], StepStatsProto or
@@ -364,7 +402,7 @@ class Worker:
             feeds.step = step
             tracer = executor.Tracer(eplan) if trace else None
             vals = executor.run_step(eplan, feeds, self.pool_set, tracer,
-                                     int(timeout_s * 1000))
+                                     int(timeout_s * 1000), on_start=step.started)
             out = []
             for i, (name, (s, k)) in enumerate(zip(header.recv_key, eplan.fetch_slots)):
                 try:

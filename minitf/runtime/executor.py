@@ -396,6 +396,8 @@ class _ThreadedRun:
                 self.cond.wait(remaining)
         if self.error is not None:
             e, i = self.error
+            if i is None:   # cancelled
+                raise e
             raise node_error(e, self.eplan, i) from (None if isinstance(e, errors.OpError)
                                                      else e)
         return self.vals
@@ -404,6 +406,15 @@ class _ThreadedRun:
         if self.error is not None:
             return self.outstanding == 0
         return self.step.done
+
+    def cancel(self, error):
+        """Stops the step from another thread: nothing new starts, kernels running finish, and
+        ``run`` raises ``error`` (an OpError) if the step had not ended."""
+        with self.cond:
+            if self.error is None and not self.step.done:
+                self.error = (error, None)
+                self.cancelled = True
+            self.cond.notify_all()
 
     def _execute(self, i, device):
         plan, vals = self.plan, self.vals
@@ -457,8 +468,14 @@ class _ThreadedRun:
                         return
                     self.step.enqueue(j)
                     self.outstanding += 1
-                self.pools.for_device(plan_device[j]).inter.submit(self._pool_task,
-                                                                   plan_device[j])
+                try:
+                    self.pools.for_device(plan_device[j]).inter.submit(self._pool_task,
+                                                                       plan_device[j])
+                except errors.CancelledError as e:   # the pools closed (server stopping)
+                    with self.cond:
+                        self.outstanding -= 1
+                    self.cancel(e)
+                    return
 
     def _pool_task(self, device):
         try:
@@ -506,12 +523,16 @@ class _SingleThreadedBlas:
         return False
 
 
-def run_step(eplan, feeds, pool_set, tracer=None, timeout_ms=0):
-    """Runs one step: inline on the caller when every node is cheap, else over the pools."""
+def run_step(eplan, feeds, pool_set, tracer=None, timeout_ms=0, on_start=None):
+    """Runs one step: inline on the caller when every node is cheap, else over the pools.
+    ``on_start(cancel)``, for a step run over the pools, receives a function that stops it
+    from another thread (``cancel(error)``: the step raises ``error``)."""
     if not eplan.any_expensive:
         return run_serial(eplan, feeds, tracer)
     with _SingleThreadedBlas():
         run = _ThreadedRun(eplan, feeds, pool_set, tracer)
+        if on_start is not None:
+            on_start(run.cancel)
         try:
             return run.run(timeout_ms)
         finally:

@@ -1,0 +1,293 @@
+"""Steps on open gRPC calls (minitf/distributed/streams.py): the StepEnd framing, in-band
+failures, deadlines, callers that give up, idle and broken calls, and a real session's calls
+being reused."""
+
+import threading
+import time
+from concurrent import futures
+
+import grpc
+import pytest
+
+import minitf as tf
+from minitf.distributed import grpc_session
+from minitf.distributed import protocol_pb2 as pb
+from minitf.distributed import streams, wire
+from minitf.distributed.local_cluster import free_port
+from minitf.framework import errors
+
+METHOD = "/minitf.WorkerService/RunGraphs"
+
+
+class _Peer:
+    """A gRPC server answering RunGraphs with ``streams.serve_steps``; what a step does is
+    named by its request's graph_handle: "ok", "fail" or "hang" (until the caller cancels)."""
+
+    def __init__(self, port=None):
+        self.port = port or free_port()
+        self.active = 0            # handlers running (one per open call)
+        self.cancelled = threading.Event()
+        self.lock = threading.Lock()
+        self.server = grpc.server(futures.ThreadPoolExecutor(16))
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            "minitf.WorkerService", {"RunGraphs": grpc.stream_stream_rpc_method_handler(
+                self.handler, response_serializer=wire.serialize)}),))
+        self.server.add_insecure_port("127.0.0.1:%d" % self.port)
+        self.server.start()
+
+    def handler(self, requests, context):
+        with self.lock:
+            self.active += 1
+        try:
+            yield from streams.serve_steps(requests, context, self.run_one)
+        finally:
+            with self.lock:
+                self.active -= 1
+
+    def run_one(self, requests, on_cancel):
+        req = pb.RunGraphRequest.FromString(next(requests))
+        what = req.graph_handle
+        if what == "fail":
+            err = errors.NotFoundError(None, None, "No such thing: %d" % req.step_id)
+            err._minitf_derived = True
+            raise err
+        if what == "hang":
+            release = threading.Event()
+            on_cancel(lambda: (self.cancelled.set(), release.set()))
+            release.wait(10)
+        yield pb.RunGraphResponse(recv=[pb.NamedTensor(
+            name="x:0", tensor=wire.tensor_to_proto(float(req.step_id)))])
+        yield pb.RunGraphResponse(step_stats=pb.StepStatsProto())
+
+    def stop(self):
+        self.server.stop(None).wait(5)
+
+
+@pytest.fixture
+def peer():
+    p = _Peer()
+    ch = grpc.insecure_channel("127.0.0.1:%d" % p.port)
+    start = ch.stream_stream(METHOD, request_serializer=wire.serialize)
+    pool = streams.StreamPool(lambda requests: start(requests))
+    yield p, pool
+    pool.close()
+    ch.close()
+    p.stop()
+
+
+def _request(what, step_id=1):
+    return pb.RunGraphRequest(graph_handle=what, step_id=step_id)
+
+
+def _values(call, what, step_id=1, timeout=10):
+    receiver = wire.NamedTensorReceiver()
+    for raw in call.step(_request(what, step_id), timeout):
+        msg = receiver.add_message(raw, pb.RunGraphResponse, "recv", "recv_part")
+        assert not msg.HasField("end")   # taken off by step()
+    return receiver.finish()
+
+
+def _wait(predicate, seconds=5):
+    deadline = time.monotonic() + seconds
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return predicate()
+
+
+def test_answer_puts_the_end_in_the_last_message_and_split_end_takes_it_off():
+    msgs = [pb.RunGraphResponse(recv=[pb.NamedTensor(name="a:0")]),
+            pb.RunGraphResponse(step_stats=pb.StepStatsProto())]
+    out = list(streams.answer(iter(msgs)))
+    assert len(out) == 2 and out[0] == msgs[0].SerializeToString()
+    rest, end = streams.split_end(out[1])
+    assert rest == msgs[1].SerializeToString() and end is not None and end.code == 0
+    assert streams.split_end(out[0]) == (out[0], None)
+
+    def failing():
+        yield msgs[0]
+        raise errors.AbortedError(None, None, "gone")
+    out = list(streams.answer(failing()))
+    assert len(out) == 1   # what was held back is dropped
+    rest, end = streams.split_end(out[0])
+    assert rest is None and end.code == errors.ABORTED and end.message == "gone"
+    assert list(streams.answer(iter(()))) == [streams.end_message()]
+    # an end anywhere among the fields is found; the other fields are kept in order
+    raw = (pb.RunStepResponse(step_id=7).SerializeToString() + streams.end_message()
+           + pb.RunStepResponse(tensor=[pb.NamedTensor(name="b:0")]).SerializeToString())
+    rest, end = streams.split_end(raw)
+    assert pb.RunStepResponse.FromString(rest) == pb.RunStepResponse(
+        step_id=7, tensor=[pb.NamedTensor(name="b:0")])
+    with pytest.raises(errors.InvalidArgumentError, match="Malformed StepEnd"):
+        streams.split_end(b"\x2a\x02\x08\xff")
+    with pytest.raises(errors.InvalidArgumentError, match="Malformed RunStepResponse"):
+        streams.split_end(b"\x2a\x05ab")
+
+
+def test_steps_reuse_one_call_and_failures_come_in_band(peer):
+    p, pool = peer
+    call = pool.acquire()
+    assert _values(call, "ok", 3) == {"x:0": 3.0}
+    assert pool.acquire() is call          # back in the pool, still open
+    with pytest.raises(streams.StepError) as ei:
+        _values(call, "fail", 4)
+    e = ei.value
+    assert e.code() == grpc.StatusCode.NOT_FOUND and e.details() == "No such thing: 4"
+    assert e.trailing_metadata() == ((streams.DERIVED_HEADER, "1"),)
+    assert isinstance(e, grpc.RpcError)
+    again = pool.acquire()
+    assert again is call and _values(again, "ok", 5) == {"x:0": 5.0}
+    assert p.active == 1
+
+
+def test_a_step_past_its_deadline_cancels_its_call(peer):
+    p, pool = peer
+    call = pool.acquire()
+    t0 = time.monotonic()
+    with pytest.raises(streams.StepError) as ei:
+        _values(call, "hang", timeout=0.3)
+    assert ei.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert time.monotonic() - t0 < 3
+    assert p.cancelled.wait(5)             # the peer's step heard of it
+    assert _wait(lambda: p.active == 0)
+    fresh = pool.acquire()
+    assert fresh is not call and _values(fresh, "ok", 6) == {"x:0": 6.0}
+
+
+def test_a_caller_that_gives_up_mid_step_cancels_the_call(peer):
+    p, pool = peer
+    call = pool.acquire()
+    steps = call.step(_request("ok", 1), 10)
+    next(steps)                            # the first of the step's two messages
+    steps.close()
+    assert call.broken() or _wait(call.broken)
+    assert pool.acquire() is not call
+    # and a hanging step is cancelled from another thread (what a failing step does to the
+    # other partitions)
+    call = pool.acquire()
+    threading.Timer(0.2, call.cancel).start()
+    with pytest.raises(grpc.RpcError) as ei:
+        _values(call, "hang")
+    assert ei.value.code() == grpc.StatusCode.CANCELLED
+    assert p.cancelled.wait(5)
+
+
+def test_idle_calls_are_capped_and_closed_and_broken_ones_replaced(peer, monkeypatch):
+    p, pool = peer
+    calls = [pool.acquire() for _ in range(streams.MAX_IDLE + 2)]
+    running = [c.step(_request("ok", i), 10) for i, c in enumerate(calls)]
+    for s in running:                  # four steps at once, each on its own call
+        assert next(s)
+    assert _wait(lambda: p.active == len(calls))
+    for s in running:
+        s.close()                      # given up mid-step: cancelled
+    calls = [pool.acquire() for _ in range(streams.MAX_IDLE + 2)]
+    for i, c in enumerate(calls):      # given back one after another: MAX_IDLE stay open
+        assert _values(c, "ok", i) == {"x:0": float(i)}
+    assert _wait(lambda: p.active == streams.MAX_IDLE)
+    monkeypatch.setattr(streams, "IDLE_SECONDS", 0.2)
+    assert _wait(lambda: p.active == 0)    # the watchdog closed them
+    c = pool.acquire()
+    assert c not in calls and _values(c, "ok", 9) == {"x:0": 9.0}
+    # the peer goes away while the call is idle, and comes back on the same port
+    port = p.port
+    p.stop()
+    assert _wait(c.broken)
+    q = _Peer(port)
+    try:
+        fresh = pool.acquire()
+        assert fresh is not c and _values(fresh, "ok", 10) == {"x:0": 10.0}
+    finally:
+        pool.close()
+        q.stop()
+
+
+def test_sessions_run_their_steps_on_open_calls():
+    server = tf.train.Server({"local": ["127.0.0.1:0"]})
+    try:
+        with tf.device("/job:local/task:0"):
+            x = tf.Variable(1.0, name="x")
+            y = x * 2
+        target = server.target
+        pool = grpc_session._channels.steps(grpc_session.address_of(target), "RunSteps")
+        with tf.Session(target) as sess:
+            with pytest.raises(tf.errors.FailedPreconditionError,
+                               match="Attempting to use uninitialized value x"):
+                sess.run(y)
+            call = pool.acquire()
+            pool.release(call)
+            sess.run(x.initializer)
+            assert sess.run(y) == 2.0
+            assert pool.acquire() is call   # the same call carried every step
+            pool.release(call)
+        with tf.Session(target) as other:   # another session shares the client's calls
+            assert other.run(y) == 2.0
+    finally:
+        server.stop()
+
+
+def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(monkeypatch):
+    spec = {"worker": ["127.0.0.1:%d" % free_port() for _ in range(2)]}
+    servers = [tf.train.Server(spec, "worker", i) for i in range(2)]
+    remote = servers[1].worker
+    ended = []
+    run_graph = remote.run_graph
+
+    def timed(*args):
+        try:
+            return run_graph(*args)
+        except tf.errors.OpError as e:
+            ended.append((time.monotonic(), e))
+            raise
+    monkeypatch.setattr(remote, "run_graph", timed)
+    try:
+        with tf.device("/job:worker/task:1"):
+            q = tf.zeros([512, 512])
+            m = q
+            for _ in range(3000):   # a minute of work, stopped between two matmuls
+                m = tf.matmul(m, q)
+        target = "grpc://" + spec["worker"][0]
+        with tf.Session(target) as sess:
+            sess.run(q)   # the session exists on the master
+            pool = grpc_session._channels.steps(spec["worker"][0], "RunSteps")
+            call = pool.acquire()
+            steps = call.step(pb.RunStepRequest(session_handle=sess._handle, fetch=[m.name]),
+                              60)
+            failed = []
+            t = threading.Thread(target=lambda: failed.extend(
+                pytest.raises(grpc.RpcError, list, steps).value.code() for _ in [0]))
+            t.start()
+            time.sleep(0.5)
+            cancelled_at = time.monotonic()
+            call.cancel()   # what an interrupted sess.run does (its finally)
+            t.join(10)
+            assert failed == [grpc.StatusCode.CANCELLED]
+            assert _wait(lambda: ended, 10)
+            when, err = ended[0]
+            assert isinstance(err, tf.errors.CancelledError)
+            assert when - cancelled_at < 5
+            assert sess.run(q)[0, 0] == 0.0   # the session carries on
+    finally:
+        for s in servers:
+            s.stop()
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_task_stopped_mid_step_fails_the_step_cleanly():
+    spec = {"worker": ["127.0.0.1:%d" % free_port() for _ in range(2)]}
+    servers = [tf.train.Server(spec, "worker", i) for i in range(2)]
+    try:
+        with tf.device("/job:worker/task:1"):
+            q = tf.zeros([512, 512])
+            m = q
+            for _ in range(3000):
+                m = tf.matmul(m, q)
+        with tf.Session("grpc://" + spec["worker"][0]) as sess:
+            threading.Timer(0.5, servers[1].stop).start()
+            t0 = time.monotonic()
+            with pytest.raises((tf.errors.UnavailableError, tf.errors.CancelledError)) as ei:
+                sess.run(m)
+            assert time.monotonic() - t0 < 10
+            assert "/job:worker/replica:0/task:1" in ei.value.message
+    finally:
+        for s in servers:
+            s.stop()
