@@ -1,7 +1,9 @@
 """``tf.Session("grpc://host:port")``: a session whose master is the task listening there.
 
 The client sends its graph (and extensions when it grew) to the master, which places, splits
-and runs it over the cluster; feeds and fetches travel as raw bytes in chunks.
+and runs it over the cluster; feeds and fetches travel as raw bytes in chunks.  A step whose
+feeds fit in one message runs on one of the open RunSteps calls this process keeps to each
+master (streams.py), a step with larger feeds on a RunStep call of its own.
 """
 
 import itertools

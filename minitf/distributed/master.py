@@ -3,7 +3,8 @@
 A session's graph is placed over every device of the cluster (TF 1.15's placer rules), then
 split per task for each (fetches, targets, feeds) signature: a tensor crossing tasks becomes a
 ``_Send`` on the producer's device and a ``_Recv`` on the consumer's (control edges too, with an
-empty tensor).  Each step runs every involved partition concurrently (RunGraph).
+empty tensor).  Each step runs every involved partition concurrently: on an open RunGraphs
+call to the task (streams.py) when its sends fit in one message, else on a RunGraph call.
 """
 
 import os

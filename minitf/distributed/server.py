@@ -127,7 +127,7 @@ class Server:
         self.master = Master(self)
         interceptors = [_TokenInterceptor(self.token)] if self.token else []
         self._executor = concurrent.futures.ThreadPoolExecutor(
-            64, thread_name_prefix="minitf-grpc-%s-%d" % (job_name, task_index))
+            256, thread_name_prefix="minitf-grpc-%s-%d" % (job_name, task_index))
         self._grpc = grpc.server(self._executor, interceptors=interceptors,
                                  options=wire.GRPC_OPTIONS + (("grpc.so_reuseport", 0),),
                                  maximum_concurrent_rpcs=1024)
