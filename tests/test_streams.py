@@ -291,3 +291,13 @@ def test_a_task_stopped_mid_step_fails_the_step_cleanly():
     finally:
         for s in servers:
             s.stop()
+
+
+def test_a_pool_whose_channel_was_closed_reports_unavailable():
+    ch = grpc.insecure_channel("127.0.0.1:%d" % free_port())
+    start = ch.stream_stream(METHOD, request_serializer=wire.serialize)
+    pool = streams.StreamPool(lambda requests: start(requests))
+    ch.close()
+    with pytest.raises(streams.StepError) as ei:
+        pool.acquire()
+    assert ei.value.code() == grpc.StatusCode.UNAVAILABLE

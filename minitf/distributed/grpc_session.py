@@ -202,15 +202,15 @@ class GrpcSessionMixin:
                                                  wrap=(pb.RunStepRequest, "feed_part"))
         first = pb.RunStepRequest(session_handle=self._handle, fetch=fetch_names,
                                   target=target_names, options=opts, feed=inline)
-        if len(inline) == len(fed):   # every feed fits in one message: on an open call
-            responses = _channels.steps(self._address, "RunSteps").acquire().step(first,
-                                                                                  timeout)
-        else:
-            responses = self._stub.RunStep(itertools.chain((first,), parts), timeout=timeout,
-                                           metadata=_channels.metadata)
         receiver = wire.NamedTensorReceiver()
         stats = None
         try:
+            if len(inline) == len(fed):   # every feed fits in one message: on an open call
+                responses = _channels.steps(self._address, "RunSteps").acquire().step(
+                    first, timeout)
+            else:
+                responses = self._stub.RunStep(itertools.chain((first,), parts),
+                                               timeout=timeout, metadata=_channels.metadata)
             for raw in responses:
                 msg = receiver.add_message(raw, pb.RunStepResponse, "tensor", "tensor_part")
                 if msg.HasField("step_stats"):   # one per task

@@ -495,15 +495,15 @@ class Master:
                                        step_id=step_id, recv_key=sig.fetch_at.get(task, ()),
                                        options=options, send=inline)
             address = self.server.worker.task_address(task)
-            if len(inline) == len(sends):   # every send fits in the first message
-                call = self.channels.steps(address, "RunGraphs").acquire()
-                responses = call.step(first, timeout + STEP_SLACK_SECONDS)
-            else:
-                call = responses = self.channels.worker(address).RunGraph(
-                    itertools.chain((first,), parts), timeout=timeout,
-                    metadata=self.channels.metadata)
-            track(task, call)
             try:
+                if len(inline) == len(sends):   # every send fits in the first message
+                    call = self.channels.steps(address, "RunGraphs").acquire()
+                    responses = call.step(first, timeout + STEP_SLACK_SECONDS)
+                else:
+                    call = responses = self.channels.worker(address).RunGraph(
+                        itertools.chain((first,), parts), timeout=timeout,
+                        metadata=self.channels.metadata)
+                track(task, call)
                 yield from responses
             except grpc.RpcError as e:
                 self.channels.failed(address, e)

@@ -213,7 +213,11 @@ class StreamPool:
             with self._lock:
                 call = self._idle.pop() if self._idle else None
             if call is None:
-                return _Call(self)
+                try:
+                    return _Call(self)
+                except ValueError:   # the channel was closed meanwhile (its peer failed)
+                    raise StepError(grpc.StatusCode.UNAVAILABLE,
+                                    "The channel to the peer was closed.") from None
             if not call.broken():   # a peer that went away while the call was idle
                 return call
             call.cancel()
