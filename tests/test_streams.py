@@ -225,9 +225,27 @@ def test_sessions_run_their_steps_on_open_calls():
         server.stop()
 
 
-def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(monkeypatch):
+@pytest.fixture
+def long_remote_step():
+    """Two in-process workers and ``(spec, servers, q, m)``: ``m``, on worker 1, is a minute
+    of matmuls (a step that stops between two of them when cancelled)."""
     spec = {"worker": ["127.0.0.1:%d" % free_port() for _ in range(2)]}
     servers = [tf.train.Server(spec, "worker", i) for i in range(2)]
+    try:
+        with tf.device("/job:worker/task:1"):
+            q = tf.zeros([512, 512])
+            m = q
+            for _ in range(3000):
+                m = tf.matmul(m, q)
+        yield spec, servers, q, m
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(long_remote_step,
+                                                                     monkeypatch):
+    spec, servers, q, m = long_remote_step
     remote = servers[1].worker
     ended = []
     run_graph = remote.run_graph
@@ -239,58 +257,42 @@ def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(monkeypatch
             ended.append((time.monotonic(), e))
             raise
     monkeypatch.setattr(remote, "run_graph", timed)
-    try:
-        with tf.device("/job:worker/task:1"):
-            q = tf.zeros([512, 512])
-            m = q
-            for _ in range(3000):   # a minute of work, stopped between two matmuls
-                m = tf.matmul(m, q)
-        target = "grpc://" + spec["worker"][0]
-        with tf.Session(target) as sess:
-            sess.run(q)   # the session exists on the master
-            pool = grpc_session._channels.steps(spec["worker"][0], "RunSteps")
-            call = pool.acquire()
-            steps = call.step(pb.RunStepRequest(session_handle=sess._handle, fetch=[m.name]),
-                              60)
-            failed = []
-            t = threading.Thread(target=lambda: failed.extend(
-                pytest.raises(grpc.RpcError, list, steps).value.code() for _ in [0]))
-            t.start()
-            time.sleep(0.5)
-            cancelled_at = time.monotonic()
-            call.cancel()   # what an interrupted sess.run does (its finally)
-            t.join(10)
-            assert failed == [grpc.StatusCode.CANCELLED]
-            assert _wait(lambda: ended, 10)
-            when, err = ended[0]
-            assert isinstance(err, tf.errors.CancelledError)
-            assert when - cancelled_at < 5
-            assert sess.run(q)[0, 0] == 0.0   # the session carries on
-    finally:
-        for s in servers:
-            s.stop()
+    with tf.Session("grpc://" + spec["worker"][0]) as sess:
+        sess.run(q)   # the session exists on the master
+        pool = grpc_session._channels.steps(spec["worker"][0], "RunSteps")
+        call = pool.acquire()
+        steps = call.step(pb.RunStepRequest(session_handle=sess._handle, fetch=[m.name]), 60)
+        failed = []
+
+        def read():
+            try:
+                list(steps)
+            except grpc.RpcError as e:
+                failed.append(e.code())
+        t = threading.Thread(target=read)
+        t.start()
+        time.sleep(0.5)
+        cancelled_at = time.monotonic()
+        call.cancel()   # what an interrupted sess.run does (its finally)
+        t.join(10)
+        assert failed == [grpc.StatusCode.CANCELLED]
+        assert _wait(lambda: ended, 10)
+        when, err = ended[0]
+        assert isinstance(err, tf.errors.CancelledError)
+        assert when - cancelled_at < 5
+        assert sess.run(q)[0, 0] == 0.0   # the session carries on
 
 
 @pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
-def test_a_task_stopped_mid_step_fails_the_step_cleanly():
-    spec = {"worker": ["127.0.0.1:%d" % free_port() for _ in range(2)]}
-    servers = [tf.train.Server(spec, "worker", i) for i in range(2)]
-    try:
-        with tf.device("/job:worker/task:1"):
-            q = tf.zeros([512, 512])
-            m = q
-            for _ in range(3000):
-                m = tf.matmul(m, q)
-        with tf.Session("grpc://" + spec["worker"][0]) as sess:
-            threading.Timer(0.5, servers[1].stop).start()
-            t0 = time.monotonic()
-            with pytest.raises((tf.errors.UnavailableError, tf.errors.CancelledError)) as ei:
-                sess.run(m)
-            assert time.monotonic() - t0 < 10
-            assert "/job:worker/replica:0/task:1" in ei.value.message
-    finally:
-        for s in servers:
-            s.stop()
+def test_a_task_stopped_mid_step_fails_the_step_cleanly(long_remote_step):
+    spec, servers, _, m = long_remote_step
+    with tf.Session("grpc://" + spec["worker"][0]) as sess:
+        threading.Timer(0.5, servers[1].stop).start()
+        t0 = time.monotonic()
+        with pytest.raises((tf.errors.UnavailableError, tf.errors.CancelledError)) as ei:
+            sess.run(m)
+        assert time.monotonic() - t0 < 10
+        assert "/job:worker/replica:0/task:1" in ei.value.message
 
 
 def test_a_pool_whose_channel_was_closed_reports_unavailable():
