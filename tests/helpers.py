@@ -1,6 +1,9 @@
 """Small helpers shared by several test modules (pytest puts this folder on ``sys.path``)."""
 
+import gc
 import re
+import time
+from contextlib import contextmanager
 
 import minitf as tf
 
@@ -28,3 +31,22 @@ def chapter_control_deps_graph():
         y = tf.constant(4.0, name="y")
     z = tf.add(x, y, name="z")
     return a, b, x, y, z
+
+
+@contextmanager
+def no_cycle_collector():
+    """Python's cycle collector off: what the block frees, its reference counts free."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def freed(ref, seconds=5.0):
+    """True once the object behind weakref ``ref`` is gone (polled: the thread that drops the
+    last reference may still be finishing)."""
+    deadline = time.monotonic() + seconds
+    while ref() is not None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return ref() is None

@@ -5,13 +5,14 @@ proved from the recorded step stats (who ran what, on which thread, when), never
 """
 
 import threading
+import weakref
 
 import numpy as np
 import pytest
 
 import minitf as tf
 from minitf.runtime import executor, pools
-from helpers import chapter_control_deps_graph
+from helpers import chapter_control_deps_graph, freed, no_cycle_collector
 
 
 pytestmark = pytest.mark.usefixtures("cpu_only")
@@ -283,6 +284,27 @@ def test_pool_parallel_for_covers_the_range_once():
     pool.parallel_for(100, work)
     pool.close()
     assert (hits == 1).all()
+
+
+class _Payload:
+    pass
+
+
+def test_pool_threads_do_not_keep_finished_tasks_alive():
+    """An idle pool thread holds nothing of the task it ran last (a finished step's values are
+    freed at once, not when that thread next gets work)."""
+    pool = pools.ThreadPool("test retention", 2)
+    done = threading.Event()
+    payload = _Payload()
+    ref = weakref.ref(payload)
+    try:
+        with no_cycle_collector():
+            pool.submit(lambda p: done.set(), payload)
+            del payload
+            assert done.wait(5)
+            assert freed(ref)
+    finally:
+        pool.close()
 
 
 def test_bad_thread_counts():

@@ -183,6 +183,14 @@ class _StepState:
         if aborted is not None:
             stop(aborted)
 
+    def finished(self):
+        """The step ended: forget its executor run (which holds the step's values, and holds
+        this object through its feeds: without this, that cycle would keep every tensor of the
+        step alive until Python's cycle collector runs)."""
+        with self.lock:
+            self.done = True
+            self._stop = None
+
     def send(self, key, value):
         self.worker.rendezvous.send(self.step_id, key, value)
 
@@ -420,11 +428,11 @@ class Worker:
                 del stats.transfers[:]
                 stats.transfers.extend(kept)
                 stats_proto = wire.step_stats_to_proto(stats)
-            step.done = True
+            step.finished()
             return out, stats_proto
         except Exception as e:  # noqa: BLE001 - every failure becomes an OpError
             if step is not None:
-                step.done = True
+                step.finished()
             if not isinstance(e, errors.OpError):
                 e = errors.InternalError(None, None, "%s: %s" % (type(e).__name__, e))
             derived = bool(getattr(e, "_minitf_derived", False)) or isinstance(

@@ -72,6 +72,9 @@ class ThreadPool:
                 return
             fn, args = item
             fn(*args)
+            # drop the task before waiting for the next one: a finished step's values must not
+            # stay alive, held by an idle thread's locals, until this thread runs again
+            item = fn = args = None
 
     def close(self, timeout=5.0):
         """Stops the threads once they finish what they are running (per-session pools)."""
