@@ -7,6 +7,7 @@ import time
 from concurrent import futures
 
 import grpc
+import numpy as np
 import pytest
 
 import minitf as tf
@@ -221,6 +222,28 @@ def test_sessions_run_their_steps_on_open_calls():
             pool.release(call)
         with tf.Session(target) as other:   # another session shares the client's calls
             assert other.run(y) == 2.0
+    finally:
+        server.stop()
+
+
+def test_a_master_bug_is_the_same_internal_error_on_either_kind_of_call(monkeypatch):
+    """An unexpected exception in the master (a bug, not a failed step) reaches the client as
+    InternalError "<Type>: <text>", whether the step ran on an open RunSteps call (small feeds)
+    or on a RunStep call of its own (feeds too large for one message)."""
+    from minitf.distributed import master
+    server = tf.train.Server({"local": ["127.0.0.1:0"]})
+
+    def broken(self, fetches, targets, feeds):
+        raise ValueError("planted bug")
+    try:
+        with tf.device("/job:local/task:0"):
+            x = tf.placeholder(tf.float32, [None], name="x")
+            y = x * 2
+        with tf.Session(server.target) as sess:
+            monkeypatch.setattr(master.MasterSession, "signature", broken)
+            for n in (4, wire.INLINE_TENSOR_BYTES):   # on RunSteps, on RunStep
+                with pytest.raises(tf.errors.InternalError, match="^ValueError: planted bug$"):
+                    sess.run(y, feed_dict={x: np.ones(n, np.float32)})
     finally:
         server.stop()
 

@@ -371,8 +371,6 @@ class Master:
         return s
 
     def _abort(self, context, exc):
-        if not isinstance(exc, errors.OpError):
-            exc = errors.InternalError(None, None, "%s: %s" % (type(exc).__name__, exc))
         context.abort(*wire.status_from_error(exc))
 
     # -- service methods ---------------------------------------------------------------------

@@ -1191,13 +1191,14 @@ def _cut_message(message):
 
 def status_from_error(exc):
     """``(grpc.StatusCode, details)`` for an exception a servicer caught: an OpError keeps its
-    code; anything else is UNKNOWN with ``"<Type>: <text>"``.  Use as
+    code; anything else (a bug of minitf's, not a failure of the step) is INTERNAL with
+    ``"<Type>: <text>"``, whichever call (RunStep, RunSteps ...) reports it.  Use as
     ``context.abort(*wire.status_from_error(e))``."""
     import grpc
     if isinstance(exc, errors.OpError):
         code, message = exc.error_code, exc.message
     else:
-        code, message = errors.UNKNOWN, "%s: %s" % (type(exc).__name__, exc)
+        code, message = errors.INTERNAL, "%s: %s" % (type(exc).__name__, exc)
     by_number = {c.value[0]: c for c in grpc.StatusCode}
     status = by_number.get(code, grpc.StatusCode.UNKNOWN)
     if status is grpc.StatusCode.OK:
