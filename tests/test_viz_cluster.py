@@ -8,6 +8,7 @@ import socket
 import xml.etree.ElementTree as ET
 
 import numpy as np
+import pytest
 
 import minitf as tf
 from minitf.runtime.config_proto import StepStats
@@ -41,6 +42,30 @@ def test_machines_tasks_variables_and_traffic_from_hand_built_stats():
     assert svg.index("/job:ps/task:0") < svg.index("/job:worker/task:0") < svg.index(
         "machine machine-b")
     assert svg == ClusterView(SPEC, tf.get_default_graph(), stats)._repr_svg_()
+
+
+def test_views_save_the_format_their_file_extension_names(tmp_path):
+    """Every view saves through one rule: the extension picks a format the view offers; any
+    other extension is refused (not silently written as SVG)."""
+    from minitf.viz import GraphView, MemoryView, TimelineView
+    c = tf.constant(1.0, name="c")
+    md = tf.RunMetadata()
+    with tf.Session() as sess:
+        sess.run(c, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                 run_metadata=md)
+    views = {ClusterView(SPEC, tf.get_default_graph(), StepStats()): {".svg"},
+             MemoryView([]): {".svg"}, GraphView(tf.get_default_graph()): {".svg", ".dot", ".gv"},
+             TimelineView(md): {".svg", ".json"}}
+    for view, formats in views.items():
+        assert set(view.save_formats) == formats
+        for ext in formats:
+            path = view.save(str(tmp_path / ("v" + ext)))
+            expected = getattr(view, view.save_formats[ext])()
+            assert open(path, encoding="utf-8").read() == expected
+        with pytest.raises(ValueError, match=r"%s\.save writes .*\.svg.* files, not '\.png'"
+                           % type(view).__name__):
+            view.save(str(tmp_path / "v.png"))
+        assert not (tmp_path / "v.png").exists()
 
 
 def test_cluster_view_of_a_real_traced_step():

@@ -16,6 +16,7 @@ from xml.sax.saxutils import escape
 
 from minitf.distributed.cluster_spec import ClusterSpec
 from minitf.runtime import device_name_utils as dnu
+from minitf.viz.files import SavesToFile
 
 TASK_W, TASK_LINE, PAD = 230, 16, 14
 
@@ -34,7 +35,7 @@ def _size(n):
     return "%d B" % n
 
 
-class ClusterView:
+class ClusterView(SavesToFile):
     """An SVG of a cluster (``_repr_svg_``, ``save("x.svg")``); attributes ``variables``
     {(job, task): [names]}, ``op_counts`` {(job, task): n}, ``traffic`` {(src, dst): bytes}."""
 
@@ -128,7 +129,3 @@ class ClusterView:
     def _repr_svg_(self):
         return self.to_svg()
 
-    def save(self, path):
-        with open(path, "w") as f:
-            f.write(self.to_svg())
-        return path

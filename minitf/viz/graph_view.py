@@ -38,7 +38,6 @@ drawing (:mod:`minitf.viz.layout`), which needs nothing.  ``renderer=`` chooses 
 
 import collections
 import colorsys
-import os
 import re
 import shutil
 import subprocess
@@ -46,6 +45,7 @@ from xml.sax.saxutils import escape
 
 from minitf.runtime import device_name_utils as dnu
 from minitf.viz import layout
+from minitf.viz.files import SavesToFile
 
 __all__ = ["GraphView", "DEVICE_PALETTE", "UNPLACED_COLOR", "device_colors", "natural_key"]
 
@@ -144,7 +144,7 @@ class _ClusterSpec:
         self.dot_id = None
 
 
-class GraphView:
+class GraphView(SavesToFile):
     """A drawing of ``graph`` with its ops coloured and grouped by device (see module doc).
 
     ``graph``: a ``tf.Graph`` (None: the session's graph, or the default graph);
@@ -158,6 +158,8 @@ class GraphView:
     ``collapsed`` (``{op name: scope box it is drawn in}``), ``node_count`` (boxes drawn),
     ``renderer_used`` (after drawing: "dot", "pygraphviz" or "builtin").
     """
+
+    save_formats = {".svg": "to_svg", ".dot": "to_dot", ".gv": "to_dot"}
 
     def __init__(self, graph=None, placement=None, session=None, collapse_scopes=None,
                  max_nodes=400, renderer="auto", title=None):
@@ -581,19 +583,6 @@ class GraphView:
 
     def _repr_svg_(self):
         return self.to_svg()
-
-    def save(self, path):
-        """Writes the SVG (``.svg``) or the DOT text (``.dot``, ``.gv``); returns ``path``."""
-        ext = os.path.splitext(str(path))[1].lower()
-        if ext == ".svg":
-            text = self.to_svg()
-        elif ext in (".dot", ".gv"):
-            text = self.to_dot()
-        else:
-            raise ValueError("GraphView.save writes .svg, .dot or .gv files, not %r" % ext)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return path
 
     def __repr__(self):
         return "<GraphView: %d ops, %d boxes, devices from %s>" % (

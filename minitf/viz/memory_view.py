@@ -13,6 +13,8 @@ segment grows as the program works.  The data is what ``minitf.smi()`` prints::
 import os
 from xml.sax.saxutils import escape
 
+from minitf.viz.files import SavesToFile
+
 PROCESS_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2")
 FREE_COLOR = "#eeeeee"
 BAR_WIDTH, BAR_HEIGHT, LEFT, ROW = 560, 22, 170, 46
@@ -22,7 +24,7 @@ def _mib(n):
     return "%.0f MiB" % (n / float(1 << 20))
 
 
-class MemoryView:
+class MemoryView(SavesToFile):
     """Memory bars of the machine's GPU cards; ``_repr_svg_`` and ``save("x.svg")``.
 
     ``data``: cards as ``minitf.smi.smi_data()`` returns them (read now when omitted);
@@ -97,7 +99,3 @@ class MemoryView:
     def _repr_svg_(self):
         return self.to_svg()
 
-    def save(self, path):
-        with open(path, "w") as f:
-            f.write(self.to_svg())
-        return path

@@ -30,9 +30,9 @@ What the picture shows:
 
 import hashlib
 import math
-import os
 from xml.sax.saxutils import escape
 
+from minitf.viz.files import SavesToFile
 from minitf.viz.graph_view import natural_key
 
 __all__ = ["TimelineView", "OP_PALETTE", "TRANSFER_COLOR", "op_color"]
@@ -101,7 +101,7 @@ def _step_stats(source):
     return source
 
 
-class TimelineView:
+class TimelineView(SavesToFile):
     """An SVG timeline of one step (see the module docstring).
 
     ``step_stats_or_run_metadata``: a ``RunMetadata`` after a traced run, or a ``StepStats``
@@ -109,6 +109,8 @@ class TimelineView:
     ``title``: the heading; ``width``: the width of the plotted time range in pixels;
     ``px_per_us``: a fixed scale instead (pixels per microsecond).
     """
+
+    save_formats = {".svg": "to_svg", ".json": "chrome_trace"}
 
     def __init__(self, step_stats_or_run_metadata, title=None, width=900, px_per_us=None):
         self.step_stats = _step_stats(step_stats_or_run_metadata)
@@ -320,19 +322,6 @@ class TimelineView:
         """The step as Chrome trace JSON text with the real threads (open it in Perfetto)."""
         from minitf.runtime.trace import Timeline
         return Timeline(self.step_stats).generate_chrome_trace_format(show_threads=True)
-
-    def save(self, path):
-        """Writes the SVG (``.svg``) or the Chrome trace (``.json``); returns ``path``."""
-        ext = os.path.splitext(str(path))[1].lower()
-        if ext == ".svg":
-            text = self.to_svg()
-        elif ext == ".json":
-            text = self.chrome_trace()
-        else:
-            raise ValueError("TimelineView.save writes .svg or .json files, not %r" % ext)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return path
 
     def __repr__(self):
         return "<TimelineView: %d ops on %d threads of %d devices, %s>" % (
