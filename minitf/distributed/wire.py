@@ -1195,10 +1195,8 @@ def status_from_error(exc):
     ``"<Type>: <text>"``, whichever call (RunStep, RunSteps ...) reports it.  Use as
     ``context.abort(*wire.status_from_error(e))``."""
     import grpc
-    if isinstance(exc, errors.OpError):
-        code, message = exc.error_code, exc.message
-    else:
-        code, message = errors.INTERNAL, "%s: %s" % (type(exc).__name__, exc)
+    exc = errors.as_op_error(exc)
+    code, message = exc.error_code, exc.message
     by_number = {c.value[0]: c for c in grpc.StatusCode}
     status = by_number.get(code, grpc.StatusCode.UNKNOWN)
     if status is grpc.StatusCode.OK:

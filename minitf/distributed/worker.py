@@ -433,8 +433,7 @@ class Worker:
         except Exception as e:  # noqa: BLE001 - every failure becomes an OpError
             if step is not None:
                 step.finished()
-            if not isinstance(e, errors.OpError):
-                e = errors.InternalError(None, None, "%s: %s" % (type(e).__name__, e))
+            e = errors.as_op_error(e)
             derived = bool(getattr(e, "_minitf_derived", False)) or isinstance(
                 e.__cause__, errors.OpError) and getattr(e.__cause__, "_minitf_derived", False)
             if not derived and step is not None and step.aborted is not None:

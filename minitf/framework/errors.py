@@ -117,3 +117,11 @@ def exception_type_from_error_code(error_code):
 def error_code_from_exception_type(cls):
     """The canonical code of an OpError subclass (``UNKNOWN`` for anything else)."""
     return _CLASS_TO_CODE.get(cls, UNKNOWN)
+
+
+def as_op_error(exc):
+    """``exc`` itself when it is an OpError; any other exception (one no kernel or service
+    turned into a TF error: a bug of minitf's) as InternalError ``"<Type>: <text>"``."""
+    if isinstance(exc, OpError):
+        return exc
+    return InternalError(None, None, "%s: %s" % (type(exc).__name__, exc))

@@ -236,12 +236,11 @@ def node_error(exc, eplan, i):
     """Re-raises a kernel failure as TF does: same class, the node named in ``[[...]]``."""
     name = eplan.names[i]
     op = eplan.ops[i]
-    if isinstance(exc, errors.OpError):
-        cls, msg = type(exc), exc.message
-    elif isinstance(exc, (ValueError, TypeError, ArithmeticError, IndexError)):
+    if isinstance(exc, (ValueError, TypeError, ArithmeticError, IndexError)):
         cls, msg = errors.InvalidArgumentError, "%s: %s" % (type(exc).__name__, exc)
     else:
-        cls, msg = errors.InternalError, "%s: %s" % (type(exc).__name__, exc)
+        exc = errors.as_op_error(exc)
+        cls, msg = type(exc), exc.message
     if "[[" not in msg:
         msg = attach_node(msg, name)
     return cls(op.node_def if op is not None else None, op, msg)
