@@ -1,9 +1,11 @@
 """Small helpers shared by several test modules (pytest puts this folder on ``sys.path``)."""
 
 import gc
+import os
 import re
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import minitf as tf
 
@@ -43,10 +45,27 @@ def no_cycle_collector():
         gc.enable()
 
 
-def freed(ref, seconds=5.0):
-    """True once the object behind weakref ``ref`` is gone (polled: the thread that drops the
-    last reference may still be finishing)."""
+def wait_until(predicate, seconds=5.0):
+    """Polls ``predicate()`` until it is true or ``seconds`` have passed; returns its last
+    value (what another thread or process does is seen within a bounded time, never a hang)."""
     deadline = time.monotonic() + seconds
-    while ref() is not None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    return ref() is None
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return predicate()
+
+
+def freed(ref, seconds=5.0):
+    """True once the object behind weakref ``ref`` is gone (the thread that drops the last
+    reference may still be finishing)."""
+    return wait_until(lambda: ref() is None, seconds)
+
+
+def child_pids():
+    """The pids of this process's children (every thread's, from /proc)."""
+    out = set()
+    for task in Path("/proc/%d/task" % os.getpid()).iterdir():
+        try:
+            out.update(int(x) for x in (task / "children").read_text().split())
+        except OSError:
+            pass
+    return out

@@ -1,7 +1,6 @@
 """tf.train.Server, grpc:// sessions, placement over a cluster, Send/Recv, containers, reset,
 errors and robustness, with real in-process gRPC servers on 127.0.0.1."""
 
-import os
 import re
 import socket
 import time
@@ -16,30 +15,16 @@ import minitf as tf
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import services
 from minitf.distributed.local_cluster import free_port
-from helpers import freed, no_cycle_collector
+from helpers import child_pids, freed, no_cycle_collector, wait_until
 
 REF = Path("/work/shared/reference/tf_outputs")
 
 
-def _children():
-    pid = os.getpid()
-    out = set()
-    for task in Path("/proc/%d/task" % pid).iterdir():
-        try:
-            out.update(int(x) for x in (task / "children").read_text().split())
-        except OSError:
-            pass
-    return out
-
-
 @pytest.fixture(autouse=True)
 def no_child_processes_left():
-    before = _children()
+    before = child_pids()
     yield
-    deadline = time.monotonic() + 5
-    while _children() - before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not (_children() - before)
+    assert wait_until(lambda: not (child_pids() - before), 5)
 
 
 def _spec(ps=2, worker=3):

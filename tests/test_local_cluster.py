@@ -17,18 +17,9 @@ import pytest
 import minitf as tf
 from minitf.distributed import LocalCluster
 from minitf.distributed.local_cluster import free_port
+from helpers import child_pids, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _children():
-    out = set()
-    for task in Path("/proc/%d/task" % os.getpid()).iterdir():
-        try:
-            out.update(int(x) for x in (task / "children").read_text().split())
-        except OSError:
-            pass
-    return out
 
 
 def _alive(pid):
@@ -41,12 +32,9 @@ def _alive(pid):
 
 @pytest.fixture(autouse=True)
 def no_child_processes_left():
-    before = _children()
+    before = child_pids()
     yield
-    deadline = time.monotonic() + 10
-    while _children() - before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not (_children() - before)
+    assert wait_until(lambda: not (child_pids() - before), 10)
 
 
 def _env():
@@ -172,10 +160,7 @@ def test_children_exit_when_the_parent_is_killed(tmp_path):
         parent.send_signal(signal.SIGKILL)
         parent.wait(10)
         parent.stdout.close()
-    deadline = time.monotonic() + 10
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(_alive(p) for p in pids)
+    assert wait_until(lambda: not any(_alive(p) for p in pids), 10)
 
 
 def test_cli_serves_until_ctrl_c(tmp_path):

@@ -20,7 +20,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -31,6 +30,7 @@ import minitf as tf
 import minitf.smi as smi_mod
 from minitf.framework import errors
 from minitf.runtime import memory
+from helpers import wait_until
 
 MiB, GiB = 1 << 20, 1 << 30
 CARD = 4 * GiB                          # the default emulated card
@@ -110,15 +110,6 @@ def wait_reserved(p, timeout=20):
     assert line and line[0] == "reserved", (line, p.stderr.read() if p.poll() is not None
                                             else "")
     return int(line[1])
-
-
-def wait_until(predicate, timeout=10):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 # -- human-readable sizes -----------------------------------------------------------------------
@@ -478,7 +469,7 @@ def test_killed_process_memory_is_reclaimed(registry_dir):
             memory.reserve(0, CARD, 1)
         os.kill(p.pid, signal.SIGKILL)
         # not reaped yet: a zombie holds no memory either
-        assert wait_until(lambda: memory.usage(0) == [])
+        assert wait_until(lambda: memory.usage(0) == [], 10)
         assert p.wait(timeout=10) == -signal.SIGKILL
         r = memory.reserve(0, CARD, CARD)
         assert r.bytes == CARD

@@ -16,6 +16,7 @@ from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import streams, wire
 from minitf.distributed.local_cluster import free_port
 from minitf.framework import errors
+from helpers import wait_until
 
 METHOD = "/minitf.WorkerService/RunGraphs"
 
@@ -88,13 +89,6 @@ def _values(call, what, step_id=1, timeout=10):
     return receiver.finish()
 
 
-def _wait(predicate, seconds=5):
-    deadline = time.monotonic() + seconds
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return predicate()
-
-
 def test_answer_puts_the_end_in_the_last_message_and_split_end_takes_it_off():
     msgs = [pb.RunGraphResponse(recv=[pb.NamedTensor(name="a:0")]),
             pb.RunGraphResponse(step_stats=pb.StepStatsProto())]
@@ -149,7 +143,7 @@ def test_a_step_past_its_deadline_cancels_its_call(peer):
     assert ei.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert time.monotonic() - t0 < 3
     assert p.cancelled.wait(5)             # the peer's step heard of it
-    assert _wait(lambda: p.active == 0)
+    assert wait_until(lambda: p.active == 0)
     fresh = pool.acquire()
     assert fresh is not call and _values(fresh, "ok", 6) == {"x:0": 6.0}
 
@@ -160,7 +154,7 @@ def test_a_caller_that_gives_up_mid_step_cancels_the_call(peer):
     steps = call.step(_request("ok", 1), 10)
     next(steps)                            # the first of the step's two messages
     steps.close()
-    assert call.broken() or _wait(call.broken)
+    assert call.broken() or wait_until(call.broken)
     assert pool.acquire() is not call
     # and a hanging step is cancelled from another thread (what a failing step does to the
     # other partitions)
@@ -178,21 +172,21 @@ def test_idle_calls_are_capped_and_closed_and_broken_ones_replaced(peer, monkeyp
     running = [c.step(_request("ok", i), 10) for i, c in enumerate(calls)]
     for s in running:                  # four steps at once, each on its own call
         assert next(s)
-    assert _wait(lambda: p.active == len(calls))
+    assert wait_until(lambda: p.active == len(calls))
     for s in running:
         s.close()                      # given up mid-step: cancelled
     calls = [pool.acquire() for _ in range(streams.MAX_IDLE + 2)]
     for i, c in enumerate(calls):      # given back one after another: MAX_IDLE stay open
         assert _values(c, "ok", i) == {"x:0": float(i)}
-    assert _wait(lambda: p.active == streams.MAX_IDLE)
+    assert wait_until(lambda: p.active == streams.MAX_IDLE)
     monkeypatch.setattr(streams, "IDLE_SECONDS", 0.2)
-    assert _wait(lambda: p.active == 0)    # the watchdog closed them
+    assert wait_until(lambda: p.active == 0)    # the watchdog closed them
     c = pool.acquire()
     assert c not in calls and _values(c, "ok", 9) == {"x:0": 9.0}
     # the peer goes away while the call is idle, and comes back on the same port
     port = p.port
     p.stop()
-    assert _wait(c.broken)
+    assert wait_until(c.broken)
     q = _Peer(port)
     try:
         fresh = pool.acquire()
@@ -299,7 +293,7 @@ def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(long_remote
         call.cancel()   # what an interrupted sess.run does (its finally)
         t.join(10)
         assert failed == [grpc.StatusCode.CANCELLED]
-        assert _wait(lambda: ended, 10)
+        assert wait_until(lambda: ended, 10)
         when, err = ended[0]
         assert isinstance(err, tf.errors.CancelledError)
         assert when - cancelled_at < 5
