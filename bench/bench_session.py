@@ -1,4 +1,4 @@
-"""Session.run floor and per-op cost of the inline (serial) path.
+"""Session.run floor, per-op cost of the inline (serial) path, floor of the threaded path.
 
 Book section: "Parallel Execution" (what one step of the executor costs before any kernel work).
 Run: ``python bench/bench_session.py``.  Prints medians over repeated runs in this one process,
@@ -44,6 +44,17 @@ def floor():
     }
 
 
+def threaded_floor():
+    """One small matmul: an expensive op, so the step runs over the pools (threaded path)."""
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.ones([4, 4])
+        m = tf.matmul(a, a)
+    sess = tf.Session(graph=g)
+    sess.run(m)
+    return _median_us(lambda: sess.run(m), 30, 100)
+
+
 def chain(n):
     g = tf.Graph()
     with g.as_default():
@@ -61,6 +72,9 @@ def main():
     for name, (med, best) in floor().items():
         print("Session.run floor: %-14s %8.2f us/run [best %.2f]   TF 2.21: 44-58 us, goal <= 40"
               % (name, med, best))
+    med, best = threaded_floor()
+    print("Session.run of one 4x4 matmul (over the pools): %8.2f us/run [best %.2f]"
+          % (med, best))
     t1000, b1000 = chain(1000)
     t1, _ = chain(1)
     print("chain of 1000 scalar adds: %8.3f us/op [best %.3f]  (2002 nodes executed)"
