@@ -8,7 +8,12 @@ baseline in ``shared/reference/tf_outputs/bench.txt`` ("servers separate-process
   through ps0's master, in MB/s (median and best of ``--reps`` runs);
 * an op on w0 reading the whole 64 MiB variable from ps0 (``reduce_sum``), in MB/s.
 
-Servers are ``LocalCluster`` subprocesses on 127.0.0.1; the client is this process.
+Servers are ``LocalCluster`` subprocesses on 127.0.0.1; the client is this process.  Then the
+same with w0's server started in this process (the layout of between-graph replication: each
+worker process is a client with its own server, the ps tasks elsewhere): sessions on its
+``target`` call its master directly (TF's LocalMaster), so a step crosses one gRPC hop less.
+TF 2.21 has no row for that layout; its nearest (every server in the client's process,
+LocalMaster) is printed next to it.
 
     PYTHONPATH=. python3 bench/bench_cluster.py [--runs 2000] [--mib 64]
 """
@@ -24,6 +29,10 @@ TF_2_21 = {
     ("w0", "w0"): (446, 726), ("ps0", "w0"): (892, 1233), ("ps0", "ps0"): (485, 804),
     "fetch w0": 315, "fetch ps0": 471, "reduce": 1472,
 }
+#: TF 2.21, every server in the client's process, client -> master LocalMaster.
+TF_2_21_IN_PROCESS = {
+    ("w0", "w0"): (106, 300), ("ps0", "w0"): (491, 870), "fetch w0": 1542, "reduce": 1511,
+}
 _TASK = {"w0": ("worker", 0), "ps0": ("ps", 0)}
 
 
@@ -32,15 +41,15 @@ def _pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
 
 
-def _latency(cluster, on, via, runs):
+def _latency(target, on, via, runs, tf_figures=TF_2_21):
     g = tf.Graph()
     with g.as_default():
         with tf.device("/job:%s/task:%d" % _TASK[on]):
             c = tf.constant(3.0) * 3
-        with tf.Session(cluster.target(*_TASK[via])) as sess:
+        with tf.Session(target) as sess:
             times = _run_times(sess, c, runs, warmup=100)
     p50, p99 = _pct(times, 50) * 1e6, _pct(times, 99) * 1e6
-    tf50, tf99 = TF_2_21[(on, via)]
+    tf50, tf99 = tf_figures[(on, via)]
     print("tiny op on %-3s via master %-3s  p50 %6.0f us  p99 %6.0f us   (TF 2.21: %d / %d)"
           % (on, via, p50, p99, tf50, tf99))
     return p50
@@ -71,7 +80,8 @@ def _rate(what, nbytes, times, tf_rate):
              tf_rate))
 
 
-def _throughput(cluster, mib, reps):
+def _throughput(targets, mib, reps, tf_figures=TF_2_21):
+    """``targets``: {"w0": target, "ps0": target or None (skipped)}."""
     g = tf.Graph()
     n = mib << 18   # float32 elements
     with g.as_default():
@@ -80,13 +90,15 @@ def _throughput(cluster, mib, reps):
         with tf.device("/job:worker/task:0"):
             s = tf.reduce_sum(v)
         for via in ("w0", "ps0"):
-            with tf.Session(cluster.target(*_TASK[via])) as sess:
+            if targets.get(via) is None:
+                continue
+            with tf.Session(targets[via]) as sess:
                 sess.run(v.initializer)
                 _rate("fetch %d MiB from ps0 via master %s" % (mib, via), mib << 20,
-                      _times(sess, v, reps), TF_2_21["fetch " + via])
-        with tf.Session(cluster.target("worker", 0)) as sess:
+                      _times(sess, v, reps), tf_figures["fetch " + via])
+        with tf.Session(targets["w0"]) as sess:
             _rate("op on w0 reads %d MiB from ps0" % mib, mib << 20, _times(sess, s, reps),
-                  TF_2_21["reduce"])
+                  tf_figures["reduce"])
 
 
 def main():
@@ -96,9 +108,17 @@ def main():
     parser.add_argument("--reps", type=int, default=10)
     args = parser.parse_args()
     with LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        print("-- every server in its own process")
         for on, via in (("w0", "w0"), ("ps0", "w0"), ("ps0", "ps0")):
-            _latency(cluster, on, via, args.runs)
-        _throughput(cluster, args.mib, args.reps)
+            _latency(cluster.target(*_TASK[via]), on, via, args.runs)
+        _throughput({via: cluster.target(*_TASK[via]) for via in _TASK}, args.mib, args.reps)
+        print("-- w0's server in this process (sessions call its master directly), ps0 in "
+              "its own;\n   TF 2.21 figures: every server in the client's process")
+        cluster.kill("worker", 0)
+        with tf.train.Server(cluster.cluster_spec, "worker", 0) as w0:   # same port
+            for on in ("w0", "ps0"):
+                _latency(w0.target, on, "w0", args.runs, TF_2_21_IN_PROCESS)
+            _throughput({"w0": w0.target}, args.mib, args.reps, TF_2_21_IN_PROCESS)
 
 
 if __name__ == "__main__":

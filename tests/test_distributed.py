@@ -3,6 +3,7 @@ errors and robustness, with real in-process gRPC servers on 127.0.0.1."""
 
 import re
 import socket
+import threading
 import time
 import weakref
 from pathlib import Path
@@ -12,8 +13,10 @@ import numpy as np
 import pytest
 
 import minitf as tf
+from minitf.distributed import master_interface
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import services
+from minitf.distributed.master_interface import LocalMaster, RemoteMaster
 from minitf.distributed.local_cluster import free_port
 from helpers import child_pids, freed, no_cycle_collector, wait_until
 
@@ -27,9 +30,16 @@ def no_child_processes_left():
     assert wait_until(lambda: not (child_pids() - before), 5)
 
 
-def _spec(ps=2, worker=3):
-    return {"ps": ["127.0.0.1:%d" % free_port() for _ in range(ps)],
-            "worker": ["127.0.0.1:%d" % free_port() for _ in range(worker)]}
+def _spec(ps=2, worker=3, host="127.0.0.1"):
+    return {"ps": ["%s:%d" % (host, free_port()) for _ in range(ps)],
+            "worker": ["%s:%d" % (host, free_port()) for _ in range(worker)]}
+
+
+def _rpc(**kw):
+    """A session config that reaches even a master of this process over gRPC."""
+    config = tf.ConfigProto(**kw)
+    config.rpc_options.use_rpc_for_inprocess_master = True
+    return config
 
 
 def _start(spec, **kw):
@@ -41,10 +51,17 @@ def _start(spec, **kw):
         tf.config.emulate_gpus(2)
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    spec = _spec()
+@pytest.fixture(scope="module", params=["rpc", "local"])
+def cluster(request):
+    """Five in-process servers, ``(spec, servers)``; every test using it runs twice: with
+    tasks named "127.0.0.1:port", whose targets this process reaches over gRPC, and with
+    tasks named "localhost:port", whose targets are their servers' ``target``: sessions call
+    those masters directly (master_interface.LocalMaster, TF's LocalMaster)."""
+    spec = _spec(host="127.0.0.1" if request.param == "rpc" else "localhost")
     servers = _start(spec)
+    kind = RemoteMaster if request.param == "rpc" else LocalMaster
+    assert all(isinstance(master_interface.for_target(_target(spec, j, i)), kind)
+               for j in spec for i in range(len(spec[j])))
     try:
         yield spec, servers
     finally:
@@ -542,6 +559,90 @@ def test_cluster_token(monkeypatch):
         monkeypatch.setenv("MINITF_CLUSTER_TOKEN", "s3cret")
         with tf.Session(_target(spec, "worker", 0)) as sess:
             assert sess.run(b) == 3.0
+    finally:
+        for s in servers:
+            s.stop()
+
+
+# -- (7) how a client reaches its master -------------------------------------------------------
+
+def test_a_server_of_this_process_is_called_directly(monkeypatch):
+    """A session on a server's own ``target`` calls that master without RPC (TF's
+    LocalMaster): so even a server that wants a token serves this process's sessions.  Asking
+    for RPC (``rpc_options.use_rpc_for_inprocess_master``), or naming the task otherwise,
+    goes through gRPC, where the token is checked."""
+    monkeypatch.delenv("MINITF_CLUSTER_TOKEN", raising=False)
+    server = tf.train.Server({"local": ["localhost:0"]}, token="s3cret")
+    try:
+        c = tf.constant(3.0) * 3
+        with tf.Session(server.target) as sess:
+            assert sess.run(c) == 9.0
+            assert [d.name for d in sess.list_devices()][0] == \
+                "/job:local/replica:0/task:0/device:CPU:0"
+        for target, config in ((server.target, _rpc()),
+                               ("grpc://" + server.bound_address.replace("localhost",
+                                                                         "127.0.0.1"), None)):
+            with pytest.raises(tf.errors.UnauthenticatedError, match="cluster token"):
+                with tf.Session(target, config=config) as sess:
+                    sess.run(c)
+    finally:
+        server.stop()
+
+
+def test_a_stopped_server_of_this_process_is_unavailable_to_its_sessions():
+    server = tf.train.Server.create_local_server()
+    c = tf.constant(3.0) * 3
+    sess = tf.Session(server.target)
+    assert sess.run(c) == 9.0
+    server.stop()
+    t0 = time.monotonic()
+    with pytest.raises(tf.errors.UnavailableError, match="has stopped"):
+        sess.run(c)     # the open session's direct calls
+    with pytest.raises(tf.errors.UnavailableError):
+        with tf.Session(server.target) as again:   # a new one: over gRPC, to nobody
+            again.run(c)
+    assert time.monotonic() - t0 < 10
+    sess.close()
+
+
+def test_a_master_reporting_a_dead_task_keeps_the_other_sessions_calls(monkeypatch):
+    """A master that answers "task X is unavailable" is itself up: the client keeps its
+    channel to it (before, it dropped the channel, and with it the calls of every other
+    session of the process: a long step failed with "Channel closed!")."""
+    spec = _spec(ps=1, worker=1)
+    servers = _start(spec)
+    try:
+        with tf.device("/job:worker/task:0"):
+            ones = tf.fill([256, 256], 1.0 / 256)
+            long = ones
+            for _ in range(3000):          # a second or more of matmuls (each keeps "ones")
+                long = tf.matmul(long, ones)
+        with tf.device("/job:ps/task:0"):
+            on_ps = tf.constant(1.0) + 1
+        target = _target(spec, "worker", 0)
+        a, b = (tf.Session(target, config=_rpc()) for _ in range(2))
+        assert a.run(ones)[0, 0] == 1.0 / 256 and b.run(on_ps) == 2.0
+        worker, running = servers[1].worker, threading.Event()
+        run_graph = worker.run_graph
+
+        def noted(*args):
+            running.set()
+            return run_graph(*args)
+        monkeypatch.setattr(worker, "run_graph", noted)
+        got = []
+        t = threading.Thread(target=lambda: got.append(a.run(long)))
+        t.start()       # a long step on the master's own task ...
+        assert running.wait(10)
+        servers[0].stop()
+        with pytest.raises(tf.errors.UnavailableError, match="/job:ps/replica:0/task:0"):
+            b.run(on_ps)     # ... while the master reports ps0 gone, in a StepEnd ...
+        with pytest.raises(tf.errors.UnavailableError, match="/job:ps/replica:0/task:0"):
+            tf.Session(target, config=_rpc()).run(on_ps)   # ... and failing CreateSession
+        assert t.is_alive()
+        t.join(60)
+        assert len(got) == 1 and np.allclose(got[0], 1.0 / 256)
+        a.close()
+        b.close()
     finally:
         for s in servers:
             s.stop()

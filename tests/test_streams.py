@@ -2,6 +2,8 @@
 failures, deadlines, callers that give up, idle and broken calls, and a real session's calls
 being reused."""
 
+import os
+import signal
 import threading
 import time
 from concurrent import futures
@@ -11,11 +13,12 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.distributed import grpc_session
+from minitf.distributed import master_interface
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import streams, wire
 from minitf.distributed.local_cluster import free_port
 from minitf.framework import errors
+from minitf.runtime import executor
 from helpers import wait_until
 
 METHOD = "/minitf.WorkerService/RunGraphs"
@@ -127,7 +130,7 @@ def test_steps_reuse_one_call_and_failures_come_in_band(peer):
         _values(call, "fail", 4)
     e = ei.value
     assert e.code() == grpc.StatusCode.NOT_FOUND and e.details() == "No such thing: 4"
-    assert e.trailing_metadata() == ((streams.DERIVED_HEADER, "1"),)
+    assert streams.is_derived(e) and streams.is_reported(e)   # as the peer marked it
     assert isinstance(e, grpc.RpcError)
     again = pool.acquire()
     assert again is call and _values(again, "ok", 5) == {"x:0": 5.0}
@@ -196,6 +199,53 @@ def test_idle_calls_are_capped_and_closed_and_broken_ones_replaced(peer, monkeyp
         q.stop()
 
 
+def _rpc():
+    config = tf.ConfigProto()
+    config.rpc_options.use_rpc_for_inprocess_master = True   # not the direct calls
+    return config
+
+
+def test_a_step_cancelled_after_it_ended_leaves_its_call_alone(peer):
+    """Late cancels (a failing partition's, the deadline watchdog's, gRPC telling a master
+    that a RunStep ended) come after the call went back to its pool, maybe to another step."""
+    p, pool = peer
+    call = pool.acquire()
+    step = call.step(_request("ok", 1), 10)
+    assert len(list(step)) == 2
+    step.cancel()
+    assert not call.broken()
+    assert pool.acquire() is call and _values(call, "ok", 2) == {"x:0": 2.0}
+
+
+def test_a_master_leaves_its_open_calls_alone_when_a_large_step_ends():
+    """A step with large feeds runs on a RunStep call of its own; when it ends, gRPC calls the
+    master's "client went away" callback.  The open RunGraphs call the step used to reach
+    another task is back in its pool by then: it must stay open (before, the callback
+    cancelled it, or the step of another session that had taken it meanwhile)."""
+    spec = {"worker": ["127.0.0.1:%d" % free_port() for _ in range(2)]}
+    servers = [tf.train.Server(spec, "worker", i) for i in range(2)]
+    try:
+        with tf.device("/job:worker/task:0"):
+            x = tf.placeholder(tf.float32, [None])
+            total = tf.reduce_sum(x)
+        with tf.device("/job:worker/task:1"):
+            remote = tf.constant(2.0) * 3
+        pool = servers[0].master.channels.steps(spec["worker"][1], "RunGraphs")
+        with tf.Session("grpc://" + spec["worker"][0]) as sess:
+            big = np.ones(wire.INLINE_TENSOR_BYTES // 4 + 1, np.float32)
+            assert sess.run([total, remote], {x: big}) == [big.size, 6.0]
+            call = pool.acquire()
+            pool.release(call)
+            time.sleep(0.2)   # gRPC runs the callback as the RunStep call ends
+            assert not call.broken()
+            assert sess.run(remote) == 6.0
+            assert pool.acquire() is call
+            pool.release(call)
+    finally:
+        for s in servers:
+            s.stop()
+
+
 def test_sessions_run_their_steps_on_open_calls():
     server = tf.train.Server({"local": ["127.0.0.1:0"]})
     try:
@@ -203,27 +253,27 @@ def test_sessions_run_their_steps_on_open_calls():
             x = tf.Variable(1.0, name="x")
             y = x * 2
         target = server.target
-        pool = grpc_session._channels.steps(grpc_session.address_of(target), "RunSteps")
-        with tf.Session(target) as sess:
+        pool = master_interface._channels.steps(target[len("grpc://"):], "RunSteps")
+        with tf.Session(target, config=_rpc()) as sess:
             with pytest.raises(tf.errors.FailedPreconditionError,
                                match="Attempting to use uninitialized value x"):
                 sess.run(y)
-            call = pool.acquire()
-            pool.release(call)
+            [call] = pool._idle             # the step ran on an open call, now back in the pool
             sess.run(x.initializer)
             assert sess.run(y) == 2.0
-            assert pool.acquire() is call   # the same call carried every step
-            pool.release(call)
-        with tf.Session(target) as other:   # another session shares the client's calls
+            assert pool._idle == [call]     # the same call carried every step
+        with tf.Session(target, config=_rpc()) as other:   # another session shares them
             assert other.run(y) == 2.0
     finally:
         server.stop()
 
 
-def test_a_master_bug_is_the_same_internal_error_on_either_kind_of_call(monkeypatch):
+@pytest.mark.parametrize("rpc", [True, False], ids=["rpc", "direct"])
+def test_a_master_bug_is_the_same_internal_error_on_either_kind_of_call(monkeypatch, rpc):
     """An unexpected exception in the master (a bug, not a failed step) reaches the client as
     InternalError "<Type>: <text>", whether the step ran on an open RunSteps call (small feeds)
-    or on a RunStep call of its own (feeds too large for one message)."""
+    or on a RunStep call of its own (feeds too large for one message), or the client called
+    the master of its own process directly."""
     from minitf.distributed import master
     server = tf.train.Server({"local": ["127.0.0.1:0"]})
 
@@ -233,7 +283,7 @@ def test_a_master_bug_is_the_same_internal_error_on_either_kind_of_call(monkeypa
         with tf.device("/job:local/task:0"):
             x = tf.placeholder(tf.float32, [None], name="x")
             y = x * 2
-        with tf.Session(server.target) as sess:
+        with tf.Session(server.target, config=_rpc() if rpc else None) as sess:
             monkeypatch.setattr(master.MasterSession, "signature", broken)
             for n in (4, wire.INLINE_TENSOR_BYTES):   # on RunSteps, on RunStep
                 with pytest.raises(tf.errors.InternalError, match="^ValueError: planted bug$"):
@@ -276,7 +326,7 @@ def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(long_remote
     monkeypatch.setattr(remote, "run_graph", timed)
     with tf.Session("grpc://" + spec["worker"][0]) as sess:
         sess.run(q)   # the session exists on the master
-        pool = grpc_session._channels.steps(spec["worker"][0], "RunSteps")
+        pool = master_interface._channels.steps(spec["worker"][0], "RunSteps")
         call = pool.acquire()
         steps = call.step(pb.RunStepRequest(session_handle=sess._handle, fetch=[m.name]), 60)
         failed = []
@@ -298,6 +348,97 @@ def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(long_remote
         assert isinstance(err, tf.errors.CancelledError)
         assert when - cancelled_at < 5
         assert sess.run(q)[0, 0] == 0.0   # the session carries on
+
+
+def _interrupt_when(predicate):
+    """What a notebook's "interrupt the kernel" does, once ``predicate()`` holds: SIGINT to
+    this process, which raises KeyboardInterrupt in its main thread (the test's)."""
+    assert threading.current_thread() is threading.main_thread()
+
+    def fire():
+        if wait_until(predicate, 10):
+            time.sleep(0.1)
+            os.kill(os.getpid(), signal.SIGINT)
+    thread = threading.Thread(target=fire)
+    thread.start()
+    return thread
+
+
+def _executor_runs(monkeypatch):
+    """``(started, cancelled)``: the executor runs started from now on with the thread each
+    started on, and the runs cancelled with the error each was cancelled with."""
+    started, cancelled = [], []
+    run, cancel = executor._ThreadedRun.run, executor._ThreadedRun.cancel
+
+    def noted_run(r, timeout_ms):
+        started.append((r, threading.current_thread()))
+        return run(r, timeout_ms)
+
+    def noted_cancel(r, error):
+        cancelled.append((r, error))
+        cancel(r, error)
+    monkeypatch.setattr(executor._ThreadedRun, "run", noted_run)
+    monkeypatch.setattr(executor._ThreadedRun, "cancel", noted_cancel)
+    return started, cancelled
+
+
+def test_an_interrupted_local_step_stops(monkeypatch):
+    q = tf.zeros([512, 512])
+    m = q
+    for _ in range(3000):
+        m = tf.matmul(m, q)
+    started, cancelled = _executor_runs(monkeypatch)
+    with tf.Session() as sess:
+        interrupter = _interrupt_when(lambda: started)
+        with pytest.raises(KeyboardInterrupt):
+            sess.run(m)
+        interrupter.join()
+        [(run, error)] = cancelled
+        assert started == [(run, threading.main_thread())]
+        assert isinstance(error, tf.errors.CancelledError)
+        assert wait_until(lambda: run.outstanding == 0)   # nothing left running ...
+        assert not run.step.done                            # ... long before the end
+        assert sess.run(q)[0, 0] == 0.0
+
+
+def test_an_interrupted_direct_step_stops_every_partition(long_remote_step, monkeypatch):
+    """Interrupting a step that calls the master of this process directly: the client's
+    thread was running the master's own partition, which stops, and the master cancels the
+    partitions of the other tasks, as when a gRPC client goes away."""
+    spec, servers, q, m = long_remote_step          # m: on worker 1
+    with tf.device("/job:worker/task:0"):
+        m0 = q
+        for _ in range(3000):
+            m0 = tf.matmul(m0, q)
+    remote = servers[1].worker
+    ended = []
+    run_graph = remote.run_graph
+
+    def timed(*args):
+        try:
+            return run_graph(*args)
+        except tf.errors.OpError as e:
+            ended.append((time.monotonic(), e))
+            raise
+    monkeypatch.setattr(remote, "run_graph", timed)
+    started, cancelled = _executor_runs(monkeypatch)
+    with tf.Session(servers[0].target) as sess:    # the master of worker 0, called directly
+        sess.run(q)
+        before = len(started)
+        interrupter = _interrupt_when(lambda: len(started) == before + 2)   # both partitions
+        with pytest.raises(KeyboardInterrupt):
+            sess.run([m0, m])
+        interrupted_at = time.monotonic()
+        interrupter.join()
+        [run0] = [r for r, thread in started[before:] if thread is threading.main_thread()]
+        [error] = [e for r, e in cancelled if r is run0]   # worker 0's partition stopped ...
+        assert isinstance(error, tf.errors.CancelledError)
+        assert wait_until(lambda: run0.outstanding == 0) and not run0.step.done
+        assert wait_until(lambda: ended, 10)        # ... and worker 1's was cancelled
+        when, err = ended[0]
+        assert isinstance(err, tf.errors.CancelledError)
+        assert when - interrupted_at < 5
+        assert sess.run(q)[0, 0] == 0.0
 
 
 @pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")

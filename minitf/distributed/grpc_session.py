@@ -1,12 +1,10 @@
 """``tf.Session("grpc://host:port")``: a session whose master is the task listening there.
 
 The client sends its graph (and extensions when it grew) to the master, which places, splits
-and runs it over the cluster; feeds and fetches travel as raw bytes in chunks.  A step whose
-feeds fit in one message runs on one of the open RunSteps calls this process keeps to each
-master (streams.py), a step with larger feeds on a RunStep call of its own.
+and runs it over the cluster; feeds and fetches travel as raw bytes in chunks.  The master is
+reached over gRPC, or directly when it is a server of this process (master_interface.py).
 """
 
-import itertools
 import os
 import re
 import threading
@@ -15,22 +13,16 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # no INFO lines (GOAWAY ...) i
 import grpc  # noqa: E402
 import numpy as np
 
+from minitf.distributed import master_interface
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import wire
 from minitf.distributed.worker import (CONTROL_RPC_SECONDS, DEFAULT_STEP_SECONDS,
-                                       STEP_SLACK_SECONDS, STREAM_CHUNK_BYTES, Channels)
+                                       STEP_SLACK_SECONDS, STREAM_CHUNK_BYTES)
 from minitf.framework import errors
 from minitf.framework.graph import Operation
 
-_channels = Channels(single_threaded_streams=True)
 _cache_lock = threading.Lock()
 _classes = {}
-
-
-def address_of(target):
-    if isinstance(target, bytes):
-        target = target.decode()
-    return target[len("grpc://"):]
 
 
 def is_grpc_target(target):
@@ -83,7 +75,6 @@ class GrpcSessionMixin:
         self._graph = graph
         self._config = config
         self._target = target
-        self._address = address_of(target)
         self._closed = False
         self._reset = False
         self._handle = None
@@ -91,18 +82,13 @@ class GrpcSessionMixin:
         self._lock = threading.Lock()
         self._default_contexts = []
         self._mappers = {}
-        self._stub = _channels.master(self._address)
+        self._master = master_interface.for_target(target, config)
         from minitf.runtime.session import InteractiveSession
         if isinstance(self, InteractiveSession):
             self._graph_ctx = self._graph.as_default()
             self._sess_ctx = self.as_default()
             self._graph_ctx.__enter__()
             self._sess_ctx.__enter__()
-
-    def _failed(self, e):
-        if e.code() == grpc.StatusCode.UNAVAILABLE:   # next call: a fresh connection
-            _channels.forget(self._address)
-            self._stub = _channels.master(self._address)
 
     def _op_timeout(self):
         ms = self._config.operation_timeout_in_ms
@@ -128,8 +114,7 @@ class GrpcSessionMixin:
                                 target=self._target, graph_def_chunk=piece)
                         else:
                             yield pb.CreateSessionRequest(graph_def_chunk=piece)
-                r = self._stub.CreateSession(reqs(), timeout=timeout,
-                                             metadata=_channels.metadata)
+                r = self._master.call("CreateSession", reqs(), timeout)
                 self._handle = r.session_handle
             else:
                 first = [True]
@@ -143,20 +128,20 @@ class GrpcSessionMixin:
                                                           graph_def_chunk=piece)
                         else:
                             yield pb.ExtendSessionRequest(graph_def_chunk=piece)
-                self._stub.ExtendSession(reqs(), timeout=timeout, metadata=_channels.metadata)
+                self._master.call("ExtendSession", reqs(), timeout)
         except grpc.RpcError as e:
-            self._failed(e)
+            self._master.failed(e)
             _raise(e)
         self._sent_ops = n
 
     def list_devices(self):
         self._check_open()
         try:
-            r = self._stub.ListDevices(pb.ListDevicesRequest(session_handle=self._handle or ""),
-                                       timeout=self._op_timeout() or CONTROL_RPC_SECONDS,
-                                       metadata=_channels.metadata)
+            r = self._master.call("ListDevices",
+                                  pb.ListDevicesRequest(session_handle=self._handle or ""),
+                                  self._op_timeout() or CONTROL_RPC_SECONDS)
         except grpc.RpcError as e:
-            self._failed(e)
+            self._master.failed(e)
             _raise(e)
         from minitf.runtime.session import _DeviceAttributes
         return [_DeviceAttributes(d.name, d.device_type, d.memory_limit, d.incarnation)
@@ -173,8 +158,8 @@ class GrpcSessionMixin:
             self._sess_ctx = None
         if self._handle is not None:
             try:
-                self._stub.CloseSession(pb.CloseSessionRequest(session_handle=self._handle),
-                                        timeout=5.0, metadata=_channels.metadata)
+                self._master.call("CloseSession",
+                                  pb.CloseSessionRequest(session_handle=self._handle), 5.0)
             except grpc.RpcError:
                 pass
 
@@ -205,13 +190,9 @@ class GrpcSessionMixin:
         receiver = wire.NamedTensorReceiver()
         stats = None
         try:
-            if len(inline) == len(fed):   # every feed fits in one message: on an open call
-                responses = _channels.steps(self._address, "RunSteps").acquire().step(
-                    first, timeout)
-            else:
-                responses = self._stub.RunStep(itertools.chain((first,), parts),
-                                               timeout=timeout, metadata=_channels.metadata)
-            for raw in responses:
+            if len(inline) == len(fed):
+                parts = None
+            for raw in self._master.run_step(first, parts, timeout):
                 msg = receiver.add_message(raw, pb.RunStepResponse, "tensor", "tensor_part")
                 if msg.HasField("step_stats"):   # one per task
                     if stats is None:
@@ -219,7 +200,7 @@ class GrpcSessionMixin:
                     stats.dev_stats.extend(msg.step_stats.dev_stats)
                     stats.transfers.extend(msg.step_stats.transfers)
         except grpc.RpcError as e:
-            self._failed(e)
+            self._master.failed(e)
             _raise(e, self._graph)
         values = receiver.finish()
         if stats is not None and run_metadata is not None:
@@ -245,12 +226,12 @@ class GrpcSessionMixin:
 
 def reset(target, containers=None, config=None):
     """``tf.Session.reset(target, containers)`` for a ``grpc://`` target."""
-    stub = _channels.master(address_of(target))
+    master = master_interface.for_target(target, config)
     timeout = CONTROL_RPC_SECONDS
     if config is not None and config.operation_timeout_in_ms > 0:
         timeout = config.operation_timeout_in_ms / 1000.0
     try:
-        stub.Reset(pb.ResetRequest(container=list(containers or [])), timeout=timeout,
-                   metadata=_channels.metadata)
+        master.call("Reset", pb.ResetRequest(container=list(containers or [])), timeout)
     except grpc.RpcError as e:
+        master.failed(e)
         _raise(e)

@@ -24,8 +24,7 @@ from minitf.distributed import rendezvous as rdv
 from minitf.distributed import streams
 from minitf.distributed import wire
 from minitf.distributed.worker import (CONTROL_RPC_SECONDS, DEFAULT_STEP_SECONDS,
-                                       STEP_SLACK_SECONDS, STREAM_CHUNK_BYTES, is_derived,
-                                       rpc_error)
+                                       STEP_SLACK_SECONDS, STREAM_CHUNK_BYTES, rpc_error)
 from minitf.framework import dtypes, errors
 from minitf.framework.graph import Graph
 from minitf.ops.op_def import get_op_def
@@ -371,7 +370,7 @@ class Master:
         return s
 
     def _abort(self, context, exc):
-        context.abort(*wire.status_from_error(exc))
+        streams.abort(context, exc)
 
     # -- service methods ---------------------------------------------------------------------
     def CreateSession(self, request_iterator, context):
@@ -494,15 +493,17 @@ class Master:
                                        options=options, send=inline)
             address = self.server.worker.task_address(task)
             try:
+                # cancelling either kind of call does nothing once its step has ended (gRPC
+                # tells the master of a RunStep's end after the client heard it)
                 if len(inline) == len(sends):   # every send fits in the first message
-                    call = self.channels.steps(address, "RunGraphs").acquire()
-                    responses = call.step(first, timeout + STEP_SLACK_SECONDS)
+                    call = self.channels.steps(address, "RunGraphs").acquire().step(
+                        first, timeout + STEP_SLACK_SECONDS)
                 else:
-                    call = responses = self.channels.worker(address).RunGraph(
+                    call = self.channels.worker(address).RunGraph(
                         itertools.chain((first,), parts), timeout=timeout,
                         metadata=self.channels.metadata)
                 track(task, call)
-                yield from responses
+                yield from call
             except grpc.RpcError as e:
                 self.channels.failed(address, e)
                 err = rpc_error(e, task)
@@ -511,7 +512,8 @@ class Master:
                     err = errors.UnavailableError(None, None, err.message)
                 if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                     err = errors.DeadlineExceededError(None, None, err.message)
-                err._minitf_derived = is_derived(e) or e.code() == grpc.StatusCode.CANCELLED
+                err._minitf_derived = (streams.is_derived(e)
+                                       or e.code() == grpc.StatusCode.CANCELLED)
                 raise err from None
 
         def messages(task):

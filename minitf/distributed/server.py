@@ -14,7 +14,7 @@ import threading
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # no INFO lines (GOAWAY ...) in notebooks
 import grpc  # noqa: E402
 
-from minitf.distributed import services, wire
+from minitf.distributed import master_interface, services, wire
 from minitf.distributed.cluster_spec import ClusterSpec
 from minitf.framework import errors
 from minitf.runtime import devices as devices_mod
@@ -187,6 +187,7 @@ class Server:
             if not self._started:
                 self._grpc.start()
                 self._started = True
+                master_interface.register(self)   # sessions in this process: direct calls
 
     def join(self, timeout=None):
         """Blocks until the server stops (or ``timeout`` seconds); returns at once if it was
@@ -203,6 +204,7 @@ class Server:
             if self._stopped:
                 return
             self._stopped = True
+        master_interface.unregister(self)
         self._shutdown(grace)
 
     def _shutdown(self, grace=None):

@@ -30,7 +30,10 @@ import grpc
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import wire
 
-#: Trailing metadata key marking a failure caused by another task's (TF's "derived" status).
+#: Trailing metadata key marking a failure that the peer reported itself (its handler failed:
+#: the peer is up, however grave the code) ...
+REPORTED_HEADER = "minitf-reported"
+#: ... and one marking a failure caused by another task's (TF's "derived" status).
 DERIVED_HEADER = "minitf-derived"
 END_FIELD = pb.RunStepResponse.DESCRIPTOR.fields_by_name["end"].number
 assert END_FIELD == pb.RunGraphResponse.DESCRIPTOR.fields_by_name["end"].number
@@ -42,14 +45,19 @@ _CODES = {c.value[0]: c for c in grpc.StatusCode}
 _OK_END = pb.RunStepResponse(end=pb.StepEnd()).SerializeToString()
 
 
-class StepError(grpc.RpcError):
-    """A step's failure reported in its ``StepEnd`` (or the deadline of a step on an open call
-    passing): ``code()``, ``details()`` and ``trailing_metadata()`` as on the RpcError of a
-    failed one-step call."""
+def _headers(reported, derived):
+    return ((REPORTED_HEADER, "1"),) * bool(reported) + ((DERIVED_HEADER, "1"),) * bool(derived)
 
-    def __init__(self, code, details, derived=False):
+
+class StepError(grpc.RpcError):
+    """A step's failure reported in its ``StepEnd`` (``reported``), or one of a step on an open
+    call that the caller saw (its deadline passing, the call closing): ``code()``,
+    ``details()`` and ``trailing_metadata()`` as on the RpcError of a failed one-step call."""
+
+    def __init__(self, code, details, derived=False, reported=False):
         super().__init__(details)
-        self._code, self._details, self._derived = code, details, derived
+        self._code, self._details = code, details
+        self._metadata = _headers(reported, derived)
 
     def code(self):
         return self._code
@@ -58,7 +66,32 @@ class StepError(grpc.RpcError):
         return self._details
 
     def trailing_metadata(self):
-        return ((DERIVED_HEADER, "1"),) if self._derived else ()
+        return self._metadata
+
+
+def abort(context, exc, derived=False):
+    """Ends the RPC of a handler that failed with ``exc`` (its status from
+    wire.status_from_error), marked as reported by this peer (and as ``derived``)."""
+    context.set_trailing_metadata(_headers(True, derived))
+    context.abort(*wire.status_from_error(exc))
+
+
+def _has_header(e, key):
+    try:
+        return any(k == key for k, _ in (e.trailing_metadata() or ()))
+    except Exception:  # noqa: BLE001 - an RpcError without a call behind it
+        return False
+
+
+def is_reported(e):
+    """Whether the peer itself reported the failure of RPC error ``e`` (its handler failed),
+    rather than the call failing on its way (no peer, connection lost, deadline)."""
+    return _has_header(e, REPORTED_HEADER)
+
+
+def is_derived(e):
+    """Whether RPC error ``e`` reports a failure caused by another task's."""
+    return _has_header(e, DERIVED_HEADER)
 
 
 # -- the server's side --------------------------------------------------------------------------
@@ -144,7 +177,6 @@ class _Call:
 
     def __init__(self, pool):
         self.pool = pool
-        self.expired = False
         self.idle_since = None
         self._requests = queue.SimpleQueue()
         self._call = pool.open(iter(self._requests.get, None))
@@ -157,17 +189,52 @@ class _Call:
         self._call.cancel()
 
     def step(self, request, timeout):
-        """Yields the serialized answer of one step (the StepEnd taken off).  A failure the
-        step reports raises :class:`StepError`; a broken call its ``grpc.RpcError``; the
-        deadline passing a DEADLINE_EXCEEDED StepError.  The call goes back to its pool when
-        the step ended; stopping early or failing cancels it."""
-        ended = False
+        """Starts one step (the request is sent at once): a :class:`Step` to iterate over for
+        its answer and to cancel it."""
+        return Step(self, request, timeout)
+
+
+class Step:
+    """One step on an open call.  Iterating yields the serialized answer (the StepEnd taken
+    off); a failure the step reports raises :class:`StepError`, a broken call its
+    ``grpc.RpcError``, the deadline passing a DEADLINE_EXCEEDED StepError.  The call goes back
+    to its pool when the step ended; stopping early or failing cancels it.
+
+    ``cancel()`` (from any thread: a failing partition, the deadline watchdog, a client gone
+    away) aborts the step, and does nothing once the step has ended: by then its call may
+    already carry another step."""
+
+    def __init__(self, call, request, timeout):
+        self.call = call
+        self.expired = False
+        self._lock = threading.Lock()
+        self._over = False
         watchdog.watch(self, time.monotonic() + timeout)
+        call._requests.put(request)
+        self._answer = self._read()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._answer)
+
+    def close(self):
+        self._answer.close()
+
+    def cancel(self):
+        with self._lock:
+            if self._over:
+                return
+            self._over = True
+        self.call.cancel()
+
+    def _read(self):
+        ended = False
         try:
-            self._requests.put(request)
             while True:
                 try:
-                    raw = next(self._call)
+                    raw = next(self.call._call)
                 except StopIteration:
                     raise StepError(grpc.StatusCode.UNAVAILABLE, "The peer closed the call "
                                     "before the step ended.") from None
@@ -183,14 +250,16 @@ class _Call:
                     ended = True
                     if end.code:
                         raise StepError(_CODES.get(end.code, grpc.StatusCode.UNKNOWN),
-                                        end.message, end.derived)
+                                        end.message, end.derived, reported=True)
                     return
         finally:
             watchdog.unwatch(self)
-            if ended:
-                self.pool.release(self)
+            with self._lock:
+                cancelled, self._over = self._over, True
+            if ended and not cancelled:
+                self.call.pool.release(self.call)
             else:
-                self.cancel()
+                self.call.cancel()
 
 
 class StreamPool:
@@ -198,8 +267,7 @@ class StreamPool:
 
     ``open(request_iterator)`` starts a call (a ``grpc.StreamStreamMultiCallable`` with its
     metadata bound).  ``acquire()`` gives a call for the caller's sole use: ``call.step(request,
-    timeout)`` runs one step on it and gives it back; ``call.cancel()`` (from any thread)
-    aborts the step.
+    timeout)`` runs one step on it (a :class:`Step`) and gives it back when the step ended.
     """
 
     def __init__(self, open):
@@ -252,8 +320,8 @@ class StreamPool:
 
 
 class _Watchdog:
-    """One daemon thread per process: cancels the calls of steps past their deadlines (every
-    ``tick`` seconds while steps run) and closes idle calls (see StreamPool.reap)."""
+    """One daemon thread per process: cancels the steps past their deadlines (every ``tick``
+    seconds while steps run) and closes idle calls (see StreamPool.reap)."""
 
     tick = 0.05
     rest_after = 2.0    # seconds without steps before it sleeps until the next one
@@ -266,15 +334,15 @@ class _Watchdog:
         self._resting = False
         self._last = 0.0
 
-    def watch(self, call, deadline):
+    def watch(self, step, deadline):
         with self._cond:
-            self._deadlines[call] = deadline
+            self._deadlines[step] = deadline
             self._last = time.monotonic()
             self._wake()
 
-    def unwatch(self, call):
+    def unwatch(self, step):
         with self._cond:
-            self._deadlines.pop(call, None)
+            self._deadlines.pop(step, None)
 
     def keep(self, pool):
         with self._cond:

@@ -25,7 +25,6 @@ from minitf.runtime.placer import Placement, attach_node
 from minitf.runtime.step_stats import TransferStats
 
 TOKEN_HEADER = "minitf-cluster-token"
-DERIVED_HEADER = streams.DERIVED_HEADER
 CONTROL_RPC_SECONDS = 30.0      # deadline of every RPC that does not run a step
 DEFAULT_STEP_SECONDS = 3600.0   # deadline of a step when no timeout is configured
 STEP_SLACK_SECONDS = 1.0        # a caller waits this much past a step's deadline (the peer's
@@ -109,9 +108,10 @@ class Channels:
 
     def failed(self, address, e):
         """Drops the channel to a peer that did not answer, so that a restarted task is
-        reached at once rather than after the channel's reconnect backoff (a failure the peer
-        reported in a StepEnd says nothing about the channel)."""
-        if e.code() == grpc.StatusCode.UNAVAILABLE and not isinstance(e, streams.StepError):
+        reached at once rather than after the channel's reconnect backoff.  A failure the peer
+        reported itself (even UNAVAILABLE: some task behind it is down) says nothing about the
+        channel, which other calls may be using."""
+        if e.code() == grpc.StatusCode.UNAVAILABLE and not streams.is_reported(e):
             self.forget(address)
 
     def forget(self, address):
@@ -142,13 +142,6 @@ def rpc_error(e, task=None):
     if task and not err.message.startswith("From /job:"):
         err = type(err)(None, None, "From %s:\n%s" % (task, err.message))
     return err
-
-
-def is_derived(e):
-    try:
-        return any(k == DERIVED_HEADER for k, _ in (e.trailing_metadata() or ()))
-    except Exception:  # noqa: BLE001
-        return False
 
 
 def device_attributes(devices, incarnation):
@@ -320,9 +313,7 @@ class Worker:
 
     # -- service methods ---------------------------------------------------------------------
     def _abort(self, context, exc, derived=False):
-        if derived:
-            context.set_trailing_metadata(((DERIVED_HEADER, "1"),))
-        context.abort(*wire.status_from_error(exc))
+        streams.abort(context, exc, derived)
 
     def GetStatus(self, request, context):
         return pb.GetStatusResponse(device_attributes=device_attributes(self.devices,
@@ -428,11 +419,8 @@ class Worker:
                 del stats.transfers[:]
                 stats.transfers.extend(kept)
                 stats_proto = wire.step_stats_to_proto(stats)
-            step.finished()
             return out, stats_proto
         except Exception as e:  # noqa: BLE001 - every failure becomes an OpError
-            if step is not None:
-                step.finished()
             e = errors.as_op_error(e)
             derived = bool(getattr(e, "_minitf_derived", False)) or isinstance(
                 e.__cause__, errors.OpError) and getattr(e.__cause__, "_minitf_derived", False)
@@ -445,7 +433,9 @@ class Worker:
             err._minitf_derived = derived
             self.rendezvous.abort(header.step_id, err)
             raise err from None
-        finally:
+        finally:   # (an interrupted direct call ends here too: KeyboardInterrupt)
+            if step is not None:
+                step.finished()
             self.rendezvous.finish(header.step_id)
 
     def _cancel(self, step):

@@ -539,6 +539,10 @@ def run_step(eplan, feeds, pool_set, tracer=None, timeout_ms=0, on_start=None):
             on_start(run.cancel)
         try:
             return run.run(timeout_ms)
+        except BaseException as e:
+            if not isinstance(e, Exception):   # KeyboardInterrupt: the step stops too
+                run.cancel(errors.CancelledError(None, None, "The step was interrupted."))
+            raise
         finally:
             if run.error is not None or not run.cancelled:
                 run.release_memory()  # (a timed-out step frees when its last kernel ends)
