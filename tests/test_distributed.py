@@ -285,6 +285,37 @@ def test_sessions_through_different_masters_share_variables(cluster):
             assert s2.run(v2) == 11.0   # no initialisation: the storage is shared
 
 
+def test_a_session_with_isolated_state_has_its_own_variables(cluster):
+    """``isolate_session_state=True``: the session's variables are its own on every task (TF's
+    worker sessions), whatever the master; they outlive re-placements of a growing graph and
+    go when the session closes."""
+    spec, servers = cluster
+    _reset_all(spec)
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(1.0, name="iso_v")
+    inc = v.assign_add(1.0)
+    with tf.Session(_target(spec, "worker", 0)) as shared:
+        shared.run(v.initializer)
+        assert shared.run(inc) == 2.0
+    isolated = tf.ConfigProto(isolate_session_state=True)
+    with tf.Session(_target(spec, "worker", 1), config=isolated) as a, \
+            tf.Session(_target(spec, "worker", 1), config=isolated) as b:
+        for sess in (a, b):
+            with pytest.raises(tf.errors.FailedPreconditionError,
+                               match="uninitialized value iso_v"):
+                sess.run(v)                     # not the shared one, not each other's
+        a.run(v.initializer)
+        assert [a.run(inc) for _ in range(3)] == [2.0, 3.0, 4.0]
+        with pytest.raises(tf.errors.FailedPreconditionError):
+            b.run(v)
+        doubled = v * 2                         # the graph grows: placed and split again
+        assert a.run(doubled) == 8.0
+        assert any(servers[i].worker._isolated for i in range(len(servers)))
+    with tf.Session(_target(spec, "ps", 0)) as shared:
+        assert shared.run(v) == 2.0             # the shared variable was never touched
+    assert wait_until(lambda: not any(s.worker._isolated for s in servers))
+
+
 def test_send_recv_trace(cluster):
     spec, _ = cluster
     with tf.device("/job:ps/task:0"):

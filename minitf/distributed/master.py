@@ -73,6 +73,7 @@ class MasterSession:
         self.version = 0
         self.stateful = {}
         self.signatures = {}
+        self.tasks = set()      # the tasks its partitions were ever registered on
 
     def extend(self, gdef):
         with self.lock:
@@ -109,6 +110,18 @@ class MasterSession:
                 except grpc.RpcError:
                     pass
         self.signatures.clear()
+
+    def close(self):
+        """The session ended: every task it used drops its partitions and, for a session with
+        isolated state, its variables."""
+        self.signatures.clear()
+        for task in self.tasks:
+            try:
+                self.master.worker_stub(task).DeregisterGraph(
+                    pb.DeregisterGraphRequest(session_handle=self.handle),
+                    timeout=CONTROL_RPC_SECONDS, metadata=self.master.channels.metadata)
+            except grpc.RpcError:
+                pass
 
     # -- partitioning ------------------------------------------------------------------------
     def signature(self, fetches, targets, feeds):
@@ -241,10 +254,12 @@ class MasterSession:
         handles = {}
         tasks = sorted(nodes)
         futures = {}
+        config = pb.SessionConfig(isolate_session_state=self.config.isolate_session_state)
+        self.tasks.update(tasks)
         for task in tasks:
             gdef = pb.GraphDef(node=_topo(nodes[task]))
             futures[task] = self.master.pool.submit(self.master.register, task, self.handle,
-                                                    gdef)
+                                                    config, gdef)
         errs = []
         for task, f in futures.items():
             try:
@@ -314,12 +329,12 @@ class Master:
     def worker_stub(self, task):
         return self.channels.worker(self.server.worker.task_address(task))
 
-    def register(self, task, session_handle, gdef):
+    def register(self, task, session_handle, config, gdef):
         def requests():
             first = True
             for piece in wire.iter_graph_def_chunks(gdef):
                 if first:
-                    yield pb.RegisterGraphRequest(session_handle=session_handle,
+                    yield pb.RegisterGraphRequest(session_handle=session_handle, config=config,
                                                   graph_def_chunk=piece)
                     first = False
                 else:
@@ -568,7 +583,7 @@ class Master:
             sess = self.sessions.pop(request.session_handle, None)
         if sess is not None:
             with sess.lock:
-                sess.deregister_all()
+                sess.close()
         return pb.CloseSessionResponse()
 
     def ListDevices(self, request, context):
@@ -590,7 +605,7 @@ class Master:
                 sessions, self.sessions = list(self.sessions.values()), {}
             for s in sessions:
                 with s.lock:
-                    s.deregister_all()
+                    s.close()
             containers = list(request.container)
             remaining = context.time_remaining()
             timeout = CONTROL_RPC_SECONDS if remaining is None else remaining

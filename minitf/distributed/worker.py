@@ -22,6 +22,7 @@ from minitf.framework import errors
 from minitf.framework.graph import Graph
 from minitf.runtime import executor, pools
 from minitf.runtime.placer import Placement, attach_node
+from minitf.runtime.resource_mgr import ResourceMgr
 from minitf.runtime.step_stats import TransferStats
 
 TOKEN_HEADER = "minitf-cluster-token"
@@ -231,6 +232,20 @@ class _StepState:
             stop(self.aborted)
 
 
+class _SessionDevice:
+    """A device as the partitions of one session with isolated state see it
+    (``config.isolate_session_state``, TF's RenamedDevice of a WorkerSession): its own
+    resource manager, so its variables are not those of other sessions; all else is the
+    device's own."""
+
+    def __init__(self, device):
+        self._device = device
+        self.resource_manager = ResourceMgr(device.resource_manager.default_container)
+
+    def __getattr__(self, name):
+        return getattr(self._device, name)
+
+
 class _Partition:
     def __init__(self, session_handle, graph, placement, devices):
         self.session_handle = session_handle
@@ -294,6 +309,7 @@ class Worker:
         self.channels = Channels(server.token, single_threaded_streams=True)
         self.pool_set = pools.PoolSet(32, max(1, min(os.cpu_count() or 1, 4)))
         self._partitions = {}
+        self._isolated = {}     # session handle -> its devices, for sessions with isolated state
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._by_name = {d.name: d for d in devices}
@@ -324,9 +340,17 @@ class Worker:
             header, gdef = wire.read_graph_stream(request_iterator, "RegisterGraph")
             graph = Graph()
             ops = wire.import_graph_def(gdef, graph)
+            devices = self.devices
+            if header.config.isolate_session_state:
+                with self._lock:
+                    devices = self._isolated.get(header.session_handle)
+                    if devices is None:
+                        devices = self._isolated[header.session_handle] = [
+                            _SessionDevice(d) for d in self.devices]
+            by_name = {d.name: d for d in devices}
             device_of = {}
             for op in ops:
-                d = self._by_name.get(op.device)
+                d = by_name.get(op.device)
                 if d is None:
                     raise errors.InvalidArgumentError(None, None, "Node %s is assigned to %s, "
                                                       "which is not a device of %s" % (
@@ -334,7 +358,7 @@ class Worker:
                                                           self.task_name))
                 device_of[op] = d
             part = _Partition(header.session_handle, graph, Placement(ops, device_of, []),
-                              self.devices)
+                              devices)
             handle = "%s/g%d" % (header.session_handle[:100], next(self._ids))
             with self._lock:
                 self._partitions[handle] = part
@@ -343,15 +367,17 @@ class Worker:
             self._abort(context, e)
 
     def DeregisterGraph(self, request, context):
+        """Drops one partition, or, without a graph handle, every partition of the session
+        and its isolated state (the session ended)."""
         with self._lock:
-            self._partitions.pop(request.graph_handle, None)
+            if request.graph_handle:
+                self._partitions.pop(request.graph_handle, None)
+            else:
+                for h in [h for h, p in self._partitions.items()
+                          if p.session_handle == request.session_handle]:
+                    del self._partitions[h]
+                self._isolated.pop(request.session_handle, None)
         return pb.DeregisterGraphResponse()
-
-    def deregister_session(self, session_handle):
-        with self._lock:
-            for h in [h for h, p in self._partitions.items()
-                      if p.session_handle == session_handle]:
-                del self._partitions[h]
 
     def RunGraph(self, request_iterator, context):
         try:
