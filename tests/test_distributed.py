@@ -346,14 +346,14 @@ def test_received_tensors_are_freed_when_the_step_ends(cluster, monkeypatch):
     from minitf.distributed import wire
     spec, _ = cluster
     received = []
-    finish = wire._ChunkAssembler.finish
+    finish = wire.chunks._ChunkAssembler.finish
 
     def recording_finish(self):
         value = finish(self)
         if value.nbytes >= 1 << 20:
             received.append(weakref.ref(value))
         return value
-    monkeypatch.setattr(wire._ChunkAssembler, "finish", recording_finish)
+    monkeypatch.setattr(wire.chunks._ChunkAssembler, "finish", recording_finish)
     with tf.device("/job:ps/task:0"):
         v = tf.Variable(tf.ones([1 << 20]), name="big_ps0")
     with tf.device("/job:worker/task:1"):

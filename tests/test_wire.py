@@ -809,15 +809,15 @@ def test_attr_values_round_trip():
         "lshape": [tf.TensorShape([1]), tf.TensorShape(None)],
     }
     for key, value in values.items():
-        msg = pb.AttrValue.FromString(wire._attr_to_proto(value, key).SerializeToString())
-        back = wire._attr_from_proto(msg, wire.MAX_TENSOR_BYTES)
+        msg = pb.AttrValue.FromString(wire.attr_to_proto(value, key).SerializeToString())
+        back = wire.attr_from_proto(msg, wire.MAX_TENSOR_BYTES)
         if value is None:
             assert back is None
         else:
             assert same_attr(value, back), (key, value, back)
     for bad in ({"a": 1}, [1, "a"], object(), 1 << 64, [None]):
         with pytest.raises(IAE):
-            wire._attr_to_proto(bad, "test")
+            wire.attr_to_proto(bad, "test")
 
 
 def test_graph_def_chunks():

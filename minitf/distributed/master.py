@@ -167,7 +167,7 @@ class MasterSession:
             nodes.setdefault(task, []).append(msg)
 
         def attr(msg, key, value):
-            msg.attr[key].CopyFrom(wire._attr_to_proto(value, key))
+            msg.attr[key].CopyFrom(wire.attr_to_proto(value, key))
 
         def feed_input(t, task, device):
             k = (t, task)
@@ -225,7 +225,7 @@ class MasterSession:
         for op in ops:
             task, device = task_of(op), dev[op].name
             m = pb.NodeDef()
-            wire._node_to_proto(op, m)
+            wire.node_to_proto(op, m)
             m.device = device
             del m.input[:]
             for t in op.inputs:

@@ -153,13 +153,13 @@ def split_end(raw):
     of one serialized response; malformed bytes raise InvalidArgumentError."""
     view = memoryview(raw)
     rest, end, field_start = [], None, 0
-    for key, start, stop in wire._fields(view, "RunStepResponse"):
+    for key, start, stop in wire.message_fields(view, "RunStepResponse"):
         if key == _END_KEY:
             end = pb.StepEnd()
             try:
                 end.MergeFromString(view[start:stop])
             except Exception:  # noqa: BLE001 - protobuf's DecodeError
-                raise wire._malformed("StepEnd") from None
+                raise wire.malformed("StepEnd") from None
         else:
             rest.append((field_start, stop))
         field_start = stop

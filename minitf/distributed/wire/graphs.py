@@ -1,0 +1,411 @@
+"""Graphs as GraphDef messages and back: attrs, nodes, import into a minitf Graph, chunked
+GraphDefs.
+
+Book section: "The Master and Worker Services" (the client's graph to the master, one
+partition per task to the workers).
+"""
+
+import heapq
+from typing import NamedTuple
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from minitf.distributed import protocol_pb2 as pb
+from minitf.distributed.wire.limits import (DEFAULT_CHUNK_BYTES, MAX_GRAPH_BYTES,
+                                           MAX_TENSOR_BYTES)
+from minitf.distributed.wire.tensors import (_dims_from_proto, _dtype_from_name, _invalid,
+                                            _shape_to_proto, _short, proto_to_tensor,
+                                            tensor_to_proto)
+from minitf.framework import dtypes, errors, tensor_shape
+from minitf.framework import graph as ops_graph
+
+#: Attrs that :func:`graph_to_proto` adds to every node and :func:`import_graph_def` consumes.
+OUTPUT_TYPES_ATTR = "_output_types"
+OUTPUT_SHAPES_ATTR = "_output_shapes"
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+# -- attrs -----------------------------------------------------------------------------------
+
+_LIST_KINDS = ("s", "i", "f", "b", "type", "shape", "tensor", "u")
+
+
+def _scalar_kind(v):
+    if isinstance(v, (bool, np.bool_)):
+        return "b"
+    if isinstance(v, dtypes.DType):
+        return "type"
+    if isinstance(v, tensor_shape.TensorShape):
+        return "shape"
+    if isinstance(v, (int, np.integer)):
+        return "i"
+    if isinstance(v, (float, np.floating)):
+        return "f"
+    if isinstance(v, bytes):
+        return "s"
+    if isinstance(v, str):
+        return "u"
+    if isinstance(v, np.ndarray):
+        return "tensor"
+    return None
+
+
+def _check_int64(v, where):
+    v = int(v)
+    if not _INT64_MIN <= v <= _INT64_MAX:
+        raise _invalid("%s: integer %d does not fit in 64 bits." % (where, v))
+    return v
+
+
+def attr_to_proto(value, where):
+    msg = pb.AttrValue()
+    if value is None:
+        return msg
+    kind = _scalar_kind(value)
+    if kind == "b":
+        msg.b = bool(value)
+    elif kind == "type":
+        msg.type = value.name
+    elif kind == "shape":
+        _shape_to_proto(value, msg.shape)
+    elif kind == "i":
+        msg.i = _check_int64(value, where)
+    elif kind == "f":
+        msg.f = float(value)
+    elif kind == "s":
+        msg.s = value
+    elif kind == "u":
+        msg.u = value
+    elif kind == "tensor":
+        msg.tensor.CopyFrom(tensor_to_proto(value))
+    elif isinstance(value, (list, tuple)):
+        msg.list.SetInParent()
+        kinds = {_scalar_kind(x) for x in value}
+        if len(kinds) > 1 or None in kinds:
+            raise _invalid("%s: a list attr must hold values of one supported kind, got %s."
+                           % (where, sorted(type(x).__name__ for x in value)))
+        if value:
+            kind = kinds.pop()
+            field = getattr(msg.list, kind)
+            for x in value:
+                if kind == "type":
+                    field.append(x.name)
+                elif kind == "shape":
+                    _shape_to_proto(x, field.add())
+                elif kind == "tensor":
+                    field.add().CopyFrom(tensor_to_proto(x))
+                elif kind == "i":
+                    field.append(_check_int64(x, where))
+                elif kind == "f":
+                    field.append(float(x))
+                elif kind == "b":
+                    field.append(bool(x))
+                else:
+                    field.append(x)
+    else:
+        raise _invalid("%s: a value of type %s cannot be sent." % (where, type(value).__name__))
+    return msg
+
+
+def _shape_from_proto(msg):
+    return tensor_shape.TensorShape(_dims_from_proto(msg))
+
+
+def attr_from_proto(msg, max_tensor_bytes):
+    which = msg.WhichOneof("value")
+    if which is None:
+        return None
+    if which in ("s", "u", "f", "b"):
+        v = getattr(msg, which)
+        return bytes(v) if which == "s" else v
+    if which == "i":
+        return int(msg.i)
+    if which == "type":
+        return _dtype_from_name(msg.type)
+    if which == "shape":
+        return _shape_from_proto(msg.shape)
+    if which == "tensor":
+        return proto_to_tensor(msg.tensor, max_tensor_bytes)
+    lst = msg.list
+    used = [k for k in _LIST_KINDS if len(getattr(lst, k))]
+    if len(used) > 1:
+        raise _invalid("A list attr mixes kinds %s." % used)
+    if not used:
+        return []
+    kind = used[0]
+    items = getattr(lst, kind)
+    if kind == "type":
+        return [_dtype_from_name(x) for x in items]
+    if kind == "shape":
+        return [_shape_from_proto(x) for x in items]
+    if kind == "tensor":
+        return [proto_to_tensor(x, max_tensor_bytes) for x in items]
+    if kind == "s":
+        return [bytes(x) for x in items]
+    return list(items)
+
+
+# -- graphs ----------------------------------------------------------------------------------
+
+def _topological(ops):
+    """``ops`` in creation order, except that an op follows every op of ``ops`` it depends on
+    (a control input added after creation can point forward)."""
+    chosen = set(ops)
+    deps = {op: {t.op for t in op.inputs if t.op in chosen} |
+            {c for c in op.control_inputs if c in chosen} for op in ops}
+    users = {op: [] for op in ops}
+    for op, ds in deps.items():
+        for d in ds:
+            users[d].append(op)
+    waiting = {op: len(ds) for op, ds in deps.items()}
+    position = {op: i for i, op in enumerate(ops)}
+    ready = [(op._id, i, op) for i, op in enumerate(ops) if not waiting[op]]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        _, _, op = heapq.heappop(ready)
+        out.append(op)
+        for u in users[op]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                heapq.heappush(ready, (u._id, position[u], u))
+    if len(out) != len(ops):
+        raise _invalid("The graph has a cycle through %s."
+                       % sorted(op.name for op in ops if waiting[op])[:5])
+    return out
+
+
+def node_to_proto(op, msg):
+    nd = op.node_def
+    msg.name, msg.op = nd.name, nd.op
+    msg.input.extend(nd.input)
+    msg.device = nd.device or ""
+    for key in sorted(nd.attr):
+        if key in (OUTPUT_TYPES_ATTR, OUTPUT_SHAPES_ATTR):
+            continue
+        msg.attr[key].CopyFrom(attr_to_proto(nd.attr[key], "attr %r of node %r"
+                                              % (key, nd.name)))
+    msg.attr[OUTPUT_TYPES_ATTR].CopyFrom(attr_to_proto([t.dtype for t in op.outputs], ""))
+    msg.attr[OUTPUT_SHAPES_ATTR].CopyFrom(attr_to_proto([t.shape for t in op.outputs], ""))
+
+
+def graph_to_proto(graph_or_ops, since_version=0):
+    """A :class:`GraphDef` of a minitf Graph (or of a list of its Operations).
+
+    Nodes come in topological order (creation order, adjusted only where a later control edge
+    requires it) with every attr encoded, plus ``_output_types`` / ``_output_shapes`` so that
+    :func:`import_graph_def` can rebuild the output tensors.  ``version`` is the number of ops the
+    graph has; ``since_version=n`` keeps only ops created after the first ``n`` (what a client
+    sends to extend a session it created at version ``n``).  Note: a control edge added later to
+    an op that was already sent is not part of an extension.
+    """
+    if isinstance(graph_or_ops, ops_graph.Graph):
+        graph, ops = graph_or_ops, graph_or_ops.get_operations()
+    else:
+        ops = list(graph_or_ops)
+        graph = ops[0].graph if ops else None
+        for op in ops:
+            if not isinstance(op, ops_graph.Operation):
+                raise TypeError("graph_to_proto needs a Graph or Operations, got %s"
+                                % type(op).__name__)
+            if op.graph is not graph:
+                raise ValueError("graph_to_proto: the ops come from different graphs")
+    version = len(graph.get_operations()) if graph is not None else since_version
+    ops = [op for op in ops if op._id >= since_version]
+    msg = pb.GraphDef(version=version)
+    for op in _topological(ops):
+        node_to_proto(op, msg.node.add())
+    return msg
+
+
+class NodeRecord(NamedTuple):
+    """One received node, decoded to minitf values (DType, TensorShape, ndarray, lists ...).
+
+    ``inputs`` are NodeDef input strings (``"x"``, ``"x:1"``, ``"^ctrl"``); ``attrs`` excludes
+    ``_output_types`` / ``_output_shapes``, which become ``output_types`` (list of DType, or None
+    when absent) and ``output_shapes`` (list of TensorShape, or None).
+    """
+    name: str
+    op: str
+    inputs: list
+    device: str
+    attrs: dict
+    output_types: list
+    output_shapes: list
+
+    def node_def(self):
+        """The record as minitf's :class:`minitf.NodeDef`."""
+        return ops_graph.NodeDef(self.name, self.op, list(self.inputs), self.device,
+                                 dict(self.attrs))
+
+
+def _node_record(node, max_tensor_bytes):
+    name = node.name
+    if not ops_graph._VALID_OP_NAME.match(name):
+        raise _invalid("Node name %s is not a valid op name." % _short(name))
+    if not node.op:
+        raise _invalid("Node %s has no op type." % name)
+    attrs = {}
+    for key, value in sorted(node.attr.items()):
+        try:
+            attrs[key] = attr_from_proto(value, max_tensor_bytes)
+        except errors.InvalidArgumentError as e:
+            raise _invalid("attr %s of node %s: %s" % (_short(key), name, e.message)) from None
+    out_types = attrs.pop(OUTPUT_TYPES_ATTR, None)
+    out_shapes = attrs.pop(OUTPUT_SHAPES_ATTR, None)
+    if out_types is not None and (not isinstance(out_types, list) or
+                                  not all(isinstance(t, dtypes.DType) for t in out_types)):
+        raise _invalid("Node %s: %s must be a list of dtypes." % (name, OUTPUT_TYPES_ATTR))
+    if out_shapes is not None:
+        if not isinstance(out_shapes, list) or not all(
+                isinstance(s, tensor_shape.TensorShape) for s in out_shapes):
+            raise _invalid("Node %s: %s must be a list of shapes." % (name, OUTPUT_SHAPES_ATTR))
+        if out_types is None or len(out_shapes) != len(out_types):
+            raise _invalid("Node %s: %s and %s differ in length."
+                           % (name, OUTPUT_TYPES_ATTR, OUTPUT_SHAPES_ATTR))
+    return NodeRecord(name, node.op, list(node.input), node.device, attrs, out_types,
+                      out_shapes)
+
+
+def proto_to_node_records(graph_def, max_tensor_bytes=MAX_TENSOR_BYTES):
+    """The nodes of a received :class:`GraphDef` as :class:`NodeRecord` s, in order.
+
+    Attr values are decoded through the whitelists (dtype names, shapes, tensors checked as in
+    :func:`proto_to_tensor`); InvalidArgumentError names the node and attr that failed.
+    """
+    return [_node_record(node, max_tensor_bytes) for node in graph_def.node]
+
+
+def _parse_input(text, node):
+    """('data' | 'control', op name, output index) of a NodeDef input string."""
+    if text.startswith("^"):
+        src, kind, index = text[1:], "control", None
+    else:
+        kind = "data"
+        src, sep, idx = text.rpartition(":")
+        if not sep:
+            src, index = text, 0
+        elif idx.isdigit() and len(idx) < 10:  # isdigit: no sign, no spaces
+            index = int(idx)
+        else:
+            raise _invalid("Node %s has a malformed input %s." % (node, _short(text)))
+    if not ops_graph._VALID_OP_NAME.match(src):
+        raise _invalid("Node %s has a malformed input %s." % (node, _short(text)))
+    return kind, src, index
+
+
+def import_graph_def(graph_def, graph=None, max_tensor_bytes=MAX_TENSOR_BYTES):
+    """Rebuilds the nodes of ``graph_def`` as Operations of ``graph`` (default: the default graph).
+
+    Every op keeps its name, type, device, attrs (``_class`` included), data inputs, control
+    inputs and output dtypes/shapes: the graph's device, colocation, container and
+    control-dependency blocks do not apply.  Inputs may name nodes earlier in ``graph_def`` or
+    ops ``graph`` already has (a session extension).  Everything is checked before the first op
+    is created, so a rejected GraphDef leaves ``graph`` unchanged.  Returns the new Operations.
+    The graph's build-time stacks are set aside during the import, so do not build ops in the
+    same graph from another thread meanwhile (servers import into a graph of their own).
+
+    Raises InvalidArgumentError: unregistered op type, input naming an unknown node (or a later
+    one: nodes must be in topological order) or a missing output, duplicate node name, missing
+    ``_output_types``, or any malformed attr.
+    """
+    from minitf.ops import op_def as op_def_mod   # the op registry lives above the graph layer
+    graph = ops_graph.get_default_graph() if graph is None else graph
+    if graph.finalized:
+        raise RuntimeError("Graph is finalized and cannot be modified.")
+    records = proto_to_node_records(graph_def, max_tensor_bytes)
+
+    n_outputs = {op.name: len(op.outputs) for op in graph.get_operations()}
+    plan = []
+    for r in records:
+        if r.name in n_outputs:
+            raise _invalid("Duplicate node name in graph: %s." % _short(r.name))
+        try:
+            op_def = op_def_mod.get_op_def(r.op)
+        except KeyError:
+            raise _invalid("Op type not registered %s (node %s)." % (_short(r.op), r.name)) \
+                from None
+        if r.output_types is None:
+            raise _invalid("Node %s has no %s attr: import only GraphDefs made by "
+                           "graph_to_proto." % (r.name, OUTPUT_TYPES_ATTR))
+        shapes = r.output_shapes or [tensor_shape.unknown_shape()] * len(r.output_types)
+        data, control = [], []
+        for text in r.inputs:
+            kind, src, index = _parse_input(text, r.name)
+            if src not in n_outputs:
+                raise _invalid("Node %s has input %s, which names no earlier node."
+                               % (r.name, _short(text)))
+            if kind == "control":
+                control.append(src)
+                continue
+            if control:
+                raise _invalid("Node %s has data input %s after a control input."
+                               % (r.name, _short(text)))
+            if index >= n_outputs[src]:
+                raise _invalid("Node %s has input %s, but %s has %d outputs."
+                               % (r.name, _short(text), src, n_outputs[src]))
+            data.append((src, index))
+        n_outputs[r.name] = len(r.output_types)
+        plan.append((r, op_def, list(zip(r.output_types, shapes)), data, control))
+
+    created = []
+    with graph._lock:
+        saved = (graph._device_function_stack, graph._colocation_stack,
+                 graph._control_dependencies_stack, graph._default_attrs, graph._container,
+                 graph._name_stack)
+        graph._device_function_stack, graph._colocation_stack = [], []
+        graph._control_dependencies_stack, graph._default_attrs = [], {}
+        graph._container, graph._name_stack = "", ""
+        try:
+            for r, op_def, specs, data, control in plan:
+                inputs = [graph.get_operation_by_name(src).outputs[i] for src, i in data]
+                op = graph.create_op(r.op, inputs, specs, r.name + "/", dict(r.attrs),
+                                     op_def=op_def)
+                op._device = r.device
+                op._attrs = dict(r.attrs)
+                op._control_inputs = []
+                for src in control:
+                    op._add_control_input(graph.get_operation_by_name(src))
+                _mark_name_used(graph, r.name)
+                created.append(op)
+        finally:
+            (graph._device_function_stack, graph._colocation_stack,
+             graph._control_dependencies_stack, graph._default_attrs, graph._container,
+             graph._name_stack) = saved
+    return created
+
+
+def _mark_name_used(graph, name):
+    """Later ops built in ``graph`` get fresh names (``add_1`` after an imported ``add``), and
+    scopes of imported names count as used too."""
+    parts = name.split("/")
+    for i in range(1, len(parts) + 1):
+        graph._names_in_use.setdefault("/".join(parts[:i]).lower(), 1)
+
+
+def iter_graph_def_chunks(graph_def, chunk_bytes=DEFAULT_CHUNK_BYTES):
+    """The serialized ``graph_def`` in pieces of at most ``chunk_bytes`` (at least one piece)."""
+    if chunk_bytes < 1:
+        raise ValueError("chunk_bytes must be positive, got %d" % chunk_bytes)
+    data = graph_def.SerializeToString()
+    yield data[:chunk_bytes]
+    for offset in range(chunk_bytes, len(data), chunk_bytes):
+        yield data[offset:offset + chunk_bytes]
+
+
+def assemble_graph_def(pieces, max_bytes=MAX_GRAPH_BYTES):
+    """The GraphDef whose serialization is the concatenation of ``pieces`` (bytes).
+
+    InvalidArgumentError if the pieces add up to more than ``max_bytes`` (checked as they come)
+    or do not parse.
+    """
+    buf = bytearray()
+    for piece in pieces:
+        if len(buf) + len(piece) > max_bytes:
+            raise _invalid("GraphDef exceeds the limit of %d bytes." % max_bytes)
+        buf += piece
+    try:
+        return pb.GraphDef.FromString(bytes(buf))
+    except DecodeError as e:
+        raise _invalid("Malformed GraphDef: %s" % e) from None
