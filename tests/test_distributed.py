@@ -620,6 +620,25 @@ def test_a_server_of_this_process_is_called_directly(monkeypatch):
         server.stop()
 
 
+def test_a_call_whose_channel_was_closed_meanwhile_is_made_on_a_fresh_one(monkeypatch):
+    """Another session of the process may drop the channel to a master (its peer failed)
+    between this call's lookup of its stub and the call: the call is made again."""
+    server = tf.train.Server.create_local_server()
+    try:
+        address = server.bound_address
+        closed = grpc.insecure_channel(address)
+        stubs = [services.Stub(closed, "MasterService")]
+        closed.close()
+        lookup = master_interface._channels.master
+        monkeypatch.setattr(master_interface._channels, "master",
+                            lambda a: stubs.pop() if stubs else lookup(a))
+        answer = RemoteMaster(address).call("ListDevices", pb.ListDevicesRequest(), 10)
+        assert not stubs and answer.local_device[0].name == \
+            "/job:local/replica:0/task:0/device:CPU:0"
+    finally:
+        server.stop()
+
+
 def test_a_stopped_server_of_this_process_is_unavailable_to_its_sessions():
     server = tf.train.Server.create_local_server()
     c = tf.constant(3.0) * 3

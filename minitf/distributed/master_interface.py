@@ -21,7 +21,7 @@ import weakref
 
 import grpc
 
-from minitf.distributed import services, streams, wire
+from minitf.distributed import streams, wire
 from minitf.distributed.worker import Channels
 
 _channels = Channels(single_threaded_streams=True)   # the client's, shared by its sessions
@@ -86,20 +86,14 @@ class _Context:
 
 class LocalMaster:
     """The master of a server of this process, called directly: requests and responses are
-    the messages themselves, except where the master service takes or gives serialized
-    messages (``services.RAW_REQUESTS`` / ``RAW_RESPONSES``: the step methods)."""
+    the messages themselves, except for a step's, which the master service takes and gives
+    serialized (``services.RAW_REQUESTS`` / ``RAW_RESPONSES``)."""
 
     def __init__(self, server):
         self._server = server
 
     def call(self, method, request, timeout):
-        master = self._master()
-        if method in services.RAW_REQUESTS:
-            request = map(wire.serialize, request)
-        answer = getattr(master, method)(request, _Context(timeout))
-        if method in services.RAW_RESPONSES:
-            return map(wire.serialize, answer)
-        return answer
+        return getattr(self._master(), method)(request, _Context(timeout))
 
     def run_step(self, first, parts, timeout):
         master = self._master()

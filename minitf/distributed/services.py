@@ -29,6 +29,9 @@ RAW_REQUESTS = frozenset({"RunStep", "RunSteps", "RunGraph", "RunGraphs"})
 RAW_RESPONSES = RAW_REQUESTS | {"RecvTensor"}
 _KINDS = {(False, False): "unary_unary", (False, True): "unary_stream",
           (True, False): "stream_unary", (True, True): "stream_stream"}
+#: The service of each method ("RunSteps": "MasterService" ...).
+SERVICE_OF = {m.name: s.name for s in pb.DESCRIPTOR.services_by_name.values() for m in s.methods}
+assert len(SERVICE_OF) == sum(len(s.methods) for s in pb.DESCRIPTOR.services_by_name.values())
 
 
 def methods(service):

@@ -97,8 +97,7 @@ class Channels:
         "RunGraphs" of the worker service) to the task at ``address``."""
         pool = self._pools.get((address, method))
         if pool is None:
-            stub = self._stub(address, "MasterService" if method == "RunSteps"
-                              else "WorkerService")
+            stub = self._stub(address, services.SERVICE_OF[method])
             start, metadata = getattr(stub, method), self.metadata
             with self._lock:
                 pool = self._pools.get((address, method))
