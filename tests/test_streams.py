@@ -310,20 +310,25 @@ def long_remote_step():
             s.stop()
 
 
-def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(long_remote_step,
-                                                                     monkeypatch):
-    spec, servers, q, m = long_remote_step
-    remote = servers[1].worker
-    ended = []
-    run_graph = remote.run_graph
+def _partition_failures(monkeypatch, worker):
+    """``(when, error)`` of each partition step of ``worker`` that fails from now on."""
+    failures = []
+    run_graph = worker.run_graph
 
-    def timed(*args):
+    def noted(*args):
         try:
             return run_graph(*args)
         except tf.errors.OpError as e:
-            ended.append((time.monotonic(), e))
+            failures.append((time.monotonic(), e))
             raise
-    monkeypatch.setattr(remote, "run_graph", timed)
+    monkeypatch.setattr(worker, "run_graph", noted)
+    return failures
+
+
+def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(long_remote_step,
+                                                                     monkeypatch):
+    spec, servers, q, m = long_remote_step
+    ended = _partition_failures(monkeypatch, servers[1].worker)
     with tf.Session("grpc://" + spec["worker"][0]) as sess:
         sess.run(q)   # the session exists on the master
         pool = master_interface._channels.steps(spec["worker"][0], "RunSteps")
@@ -410,17 +415,7 @@ def test_an_interrupted_direct_step_stops_every_partition(long_remote_step, monk
         m0 = q
         for _ in range(3000):
             m0 = tf.matmul(m0, q)
-    remote = servers[1].worker
-    ended = []
-    run_graph = remote.run_graph
-
-    def timed(*args):
-        try:
-            return run_graph(*args)
-        except tf.errors.OpError as e:
-            ended.append((time.monotonic(), e))
-            raise
-    monkeypatch.setattr(remote, "run_graph", timed)
+    ended = _partition_failures(monkeypatch, servers[1].worker)
     started, cancelled = _executor_runs(monkeypatch)
     with tf.Session(servers[0].target) as sess:    # the master of worker 0, called directly
         sess.run(q)
