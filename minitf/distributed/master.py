@@ -24,7 +24,8 @@ from minitf.distributed import rendezvous as rdv
 from minitf.distributed import streams
 from minitf.distributed import wire
 from minitf.distributed.worker import (CONTROL_RPC_SECONDS, DEFAULT_STEP_SECONDS,
-                                       STEP_SLACK_SECONDS, STREAM_CHUNK_BYTES, rpc_error)
+                                       STEP_SLACK_SECONDS, STREAM_CHUNK_BYTES,
+                                       partition_answer, rpc_error)
 from minitf.framework import dtypes, errors
 from minitf.framework.graph import Graph
 from minitf.ops.op_def import get_op_def
@@ -271,15 +272,6 @@ class MasterSession:
         return _Signature(handles, fetch_at, feed_at, tasks)
 
 
-class _LocalCall:
-    def __init__(self, worker, step):
-        self.worker, self.step = worker, step
-
-    def cancel(self):
-        if not self.step.done:
-            self.worker._cancel(self.step)
-
-
 def _topo(node_list):
     """NodeDefs ordered so that every input comes first (import_graph_def needs it)."""
     by_name = {n.name: n for n in node_list}
@@ -491,13 +483,8 @@ class Master:
             worker = self.server.worker
             out, stats = worker.run_graph(header, {ph: feeds[name] for name, ph in
                                                    sig.feed_at.get(task, ())}, timeout,
-                                          lambda step: track(task, _LocalCall(worker, step)))
-            inline, parts = wire.split_named_tensors(out, chunk_bytes=STREAM_CHUNK_BYTES)
-            if inline:
-                yield pb.RunStepResponse(tensor=inline)
-            yield from parts
-            if stats is not None:
-                yield pb.RunStepResponse(step_stats=stats)
+                                          lambda step: track(task, step))
+            yield from partition_answer(out, stats)
 
         def remote(task):
             sends = [(ph, feeds[name]) for name, ph in sig.feed_at.get(task, ())]

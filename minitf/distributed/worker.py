@@ -156,6 +156,17 @@ class _Feeds(list):
     step = None
 
 
+def partition_answer(out, stats):
+    """The response messages of a partition step: its fetched ``(name, value)`` pairs (small
+    ones inline, the others in parts), then its StepStatsProto if any.  They are
+    RunGraphResponses, whose bytes read as RunStepResponses (the same field numbers): a master
+    passes them on to its client as they are, its own partition's like a remote one's."""
+    inline, parts = wire.split_named_tensors(out, chunk_bytes=STREAM_CHUNK_BYTES,
+                                             wrap=(pb.RunGraphResponse, "recv_part"))
+    return itertools.chain([pb.RunGraphResponse(recv=inline)], parts,
+                           [pb.RunGraphResponse(step_stats=stats)] if stats is not None else [])
+
+
 class _StepState:
     def __init__(self, worker, step_id, deadline, trace):
         self.worker = worker
@@ -219,6 +230,14 @@ class _StepState:
                                                 dst_device, int(getattr(value, "nbytes", 0)),
                                                 end - start, start))
         return value
+
+    def cancel(self):
+        """Stops the step from another thread (a failing partition elsewhere, a caller gone
+        away); does nothing once the step has ended."""
+        if not self.done:
+            err = errors.CancelledError(None, None, "RunGraph was cancelled.")
+            self.abort(err)
+            self.worker.rendezvous.abort(self.step_id, err)
 
     def abort(self, error):
         with self.lock:
@@ -311,7 +330,6 @@ class Worker:
         self._isolated = {}     # session handle -> its devices, for sessions with isolated state
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._by_name = {d.name: d for d in devices}
 
     def task_address(self, task_name):
         from minitf.runtime import device_name_utils as dnu
@@ -394,13 +412,9 @@ class Worker:
         ``on_cancel(fn)``: ``fn()`` is to be called if the caller goes away."""
         header, sends = wire.read_tensor_stream(request_iterator, "RunGraph",
                                                 pb.RunGraphRequest, "send", "send_part")
-        out, stats = self.run_graph(header, sends, remaining, lambda step: on_cancel(
-            lambda: None if step.done else self._cancel(step)))
-        inline, parts = wire.split_named_tensors(out, chunk_bytes=STREAM_CHUNK_BYTES,
-                                                 wrap=(pb.RunGraphResponse, "recv_part"))
-        yield from wire.coalesce(itertools.chain(
-            [pb.RunGraphResponse(recv=inline)], parts,
-            [pb.RunGraphResponse(step_stats=stats)] if stats is not None else []))
+        out, stats = self.run_graph(header, sends, remaining,
+                                    lambda step: on_cancel(step.cancel))
+        yield from wire.coalesce(partition_answer(out, stats))
 
     def run_graph(self, header, sends, remaining=None, on_step=None):
         """Runs a registered partition for one step: ``([(name, value)], StepStatsProto or
@@ -462,11 +476,6 @@ class Worker:
             if step is not None:
                 step.finished()
             self.rendezvous.finish(header.step_id)
-
-    def _cancel(self, step):
-        err = errors.CancelledError(None, None, "RunGraph was cancelled.")
-        step.abort(err)
-        self.rendezvous.abort(step.step_id, err)
 
     def RecvTensor(self, request, context):
         try:
