@@ -16,7 +16,7 @@ from minitf.framework import graph as ops_graph
 from minitf.framework.graph import Graph, Operation, Tensor
 from minitf.ops.op_def import get_op_def
 from minitf.runtime import devices as devices_mod
-from minitf.runtime import executor, memory, placer, pools
+from minitf.runtime import executor, placer, pools
 from minitf.runtime.config_proto import ConfigProto, RunOptions
 
 _live_sessions = weakref.WeakSet()
@@ -122,8 +122,8 @@ class BaseSession:
         self._closed = False
         self._reset = False
         self._devices = devices_mod.local_devices(config)
-        devices_mod.memory_policies(self._devices, config.gpu_options)  # bad gpu_options fail
-        # here, before any run
+        # bad gpu_options fail here, before any run
+        devices_mod.memory_policies(self._devices, config.gpu_options)
         self._has_gpu_support = bool(devices_mod.machine_gpus())
         self._placement = None
         self._placed_version = -1
