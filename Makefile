@@ -41,6 +41,7 @@ test: setup chromium
 bench: setup
 	$(BIN)/python bench/bench_session.py
 	$(BIN)/python bench/bench_executor.py
+	$(BIN)/python bench/bench_cluster.py
 
 lab: setup-lab
 	$(BIN)/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root,)

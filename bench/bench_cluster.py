@@ -15,14 +15,27 @@ worker process is a client with its own server, the ps tasks elsewhere): session
 TF 2.21 has no row for that layout; its nearest (every server in the client's process,
 LocalMaster) is printed next to it.
 
+Last, the floor under those latencies: bare grpcio echo servers in their own processes (no
+minitf code), reached through one open stream-stream call, as minitf's steps are (see
+``minitf/distributed/streams.py``): one hop (client -> server) and two hops (client ->
+server -> server, the path of the tiny op on ps0 via w0).  The VM's speed drifts by tens of
+percent between runs, so the rows minitf adds above these two are the figures to compare.
+
     PYTHONPATH=. python3 bench/bench_cluster.py [--runs 2000] [--mib 64]
 """
 
 import argparse
+import os
+import queue
+import subprocess
+import sys
 import time
+
+import grpc
 
 import minitf as tf
 from minitf.distributed import LocalCluster
+from minitf.distributed.local_cluster import die_with_parent, free_port
 
 #: TF 2.21, servers in separate processes, 2-core VM (bench.txt, PEER_MODE=eageroff).
 TF_2_21 = {
@@ -101,12 +114,105 @@ def _throughput(targets, mib, reps, tf_figures=TF_2_21):
                   tf_figures["reduce"])
 
 
+# -- the grpcio floor -----------------------------------------------------------------------------
+
+_ECHO = "/bench.Echo/Steps"
+
+
+def _same(b):
+    return b
+
+
+class _OpenCall:
+    """One open stream-stream call; ``call(request)`` sends one message and waits for one."""
+
+    def __init__(self, channel):
+        self._requests = queue.SimpleQueue()
+        start = channel.stream_stream(_ECHO, request_serializer=_same,
+                                      response_deserializer=_same)
+        self._responses = start(iter(self._requests.get, None))
+
+    def __call__(self, request):
+        self._requests.put(request)
+        return next(self._responses)
+
+    def close(self):
+        self._requests.put(None)
+        self._responses.cancel()
+
+
+def _echo_server(port, forward):
+    """Child process: answers each message of a call with the same bytes, or with the answer
+    of the echo server at ``forward`` (over an open call of its own); exits when stdin closes."""
+    from concurrent import futures
+    die_with_parent()
+    ahead = None if forward is None else grpc.insecure_channel("127.0.0.1:%d" % forward)
+
+    def steps(requests, context):
+        call = None if ahead is None else _OpenCall(ahead)
+        try:
+            for r in requests:
+                yield r if call is None else call(r)
+        finally:
+            if call is not None:
+                call.close()
+
+    server = grpc.server(futures.ThreadPoolExecutor(4))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("bench.Echo", {
+        "Steps": grpc.stream_stream_rpc_method_handler(steps, _same, _same)}),))
+    server.add_insecure_port("127.0.0.1:%d" % port)
+    server.start()
+    print("ready", flush=True)
+    sys.stdin.buffer.read()
+    server.stop(None)
+
+
+def _floor(runs):
+    """p50 / p99 (us) of a 100-byte message there and back through one and two echo servers."""
+    ports = [free_port(), free_port()]
+    procs = []
+    try:
+        for port, forward in ((ports[0], None), (ports[1], ports[0])):
+            p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--echo", str(port)]
+                                 + ([] if forward is None else ["--forward", str(forward)]),
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            procs.append(p)
+            if p.stdout.readline().strip() != b"ready":
+                raise RuntimeError("an echo server did not start")
+        for hops, port in ((1, ports[0]), (2, ports[1])):
+            with grpc.insecure_channel("127.0.0.1:%d" % port) as channel:
+                call = _OpenCall(channel)
+                times = []
+                for i in range(runs + 100):
+                    t0 = time.perf_counter()
+                    call(b"x" * 100)
+                    if i >= 100:
+                        times.append(time.perf_counter() - t0)
+                call.close()
+            print("grpcio alone, %d hop%s            p50 %6.0f us  p99 %6.0f us"
+                  % (hops, "s" if hops > 1 else " ", _pct(times, 50) * 1e6,
+                     _pct(times, 99) * 1e6))
+    finally:
+        for p in procs:
+            p.stdin.close()
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--echo", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--forward", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--mib", type=int, default=64)
     parser.add_argument("--reps", type=int, default=10)
     args = parser.parse_args()
+    if args.echo is not None:
+        return _echo_server(args.echo, args.forward)
     with LocalCluster({"ps": 1, "worker": 1}) as cluster:
         print("-- every server in its own process")
         for on, via in (("w0", "w0"), ("ps0", "w0"), ("ps0", "ps0")):
@@ -119,6 +225,8 @@ def main():
             for on in ("w0", "ps0"):
                 _latency(w0.target, on, "w0", args.runs, TF_2_21_IN_PROCESS)
             _throughput({"w0": w0.target}, args.mib, args.reps, TF_2_21_IN_PROCESS)
+    print("-- the floor: bare grpcio echo servers in their own processes, one open call")
+    _floor(args.runs)
 
 
 if __name__ == "__main__":
