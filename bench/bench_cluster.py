@@ -60,7 +60,7 @@ def _latency(target, on, via, runs, tf_figures=TF_2_21):
         with tf.device("/job:%s/task:%d" % _TASK[on]):
             c = tf.constant(3.0) * 3
         with tf.Session(target) as sess:
-            times = _run_times(sess, c, runs, warmup=100)
+            times = _run_times(lambda: sess.run(c), runs, warmup=100)
     p50, p99 = _pct(times, 50) * 1e6, _pct(times, 99) * 1e6
     tf50, tf99 = tf_figures[(on, via)]
     print("tiny op on %-3s via master %-3s  p50 %6.0f us  p99 %6.0f us   (TF 2.21: %d / %d)"
@@ -68,21 +68,21 @@ def _latency(target, on, via, runs, tf_figures=TF_2_21):
     return p50
 
 
-def _run_times(sess, fetch, runs, warmup):
-    """Seconds of each of ``runs`` runs of ``fetch``, after ``warmup`` untimed ones."""
+def _run_times(run, runs, warmup):
+    """Seconds of each of ``runs`` calls of ``run()``, after ``warmup`` untimed ones."""
     for _ in range(warmup):
-        sess.run(fetch)
+        run()
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        sess.run(fetch)
+        run()
         times.append(time.perf_counter() - t0)
     return times
 
 
 def _times(sess, fetch, reps):
     """(median, best) seconds of ``reps`` runs after one warm-up."""
-    times = _run_times(sess, fetch, reps, warmup=1)
+    times = _run_times(lambda: sess.run(fetch), reps, warmup=1)
     return _pct(times, 50), min(times)
 
 
@@ -182,12 +182,7 @@ def _floor(runs):
         for hops, port in ((1, ports[0]), (2, ports[1])):
             with grpc.insecure_channel("127.0.0.1:%d" % port) as channel:
                 call = _OpenCall(channel)
-                times = []
-                for i in range(runs + 100):
-                    t0 = time.perf_counter()
-                    call(b"x" * 100)
-                    if i >= 100:
-                        times.append(time.perf_counter() - t0)
+                times = _run_times(lambda: call(b"x" * 100), runs, warmup=100)
                 call.close()
             print("grpcio alone, %d hop%s            p50 %6.0f us  p99 %6.0f us"
                   % (hops, "s" if hops > 1 else " ", _pct(times, 50) * 1e6,
