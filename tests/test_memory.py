@@ -282,10 +282,23 @@ def test_policy_never_exceeds_the_card(capacity, fraction, free):
 def test_next_growth_doubles_up_to_the_limit():
     assert memory.next_growth(0, 1, 100 * MiB) == 2 * MiB
     assert memory.next_growth(2 * MiB, 3 * MiB, 100 * MiB) == 4 * MiB
-    assert memory.next_growth(4 * MiB, 30 * MiB, 100 * MiB) == 30 * MiB
-    assert memory.next_growth(60 * MiB, 61 * MiB, 100 * MiB) == 100 * MiB
+    assert memory.next_growth(4 * MiB, 30 * MiB, 100 * MiB) == 32 * MiB   # 2 MiB x 2**k
+    assert memory.next_growth(64 * MiB, 65 * MiB, 100 * MiB) == 100 * MiB  # capped
     assert memory.next_growth(60 * MiB, 101 * MiB, 100 * MiB) is None
     assert memory.next_growth(60 * MiB, 10 * MiB, 100 * MiB) == 60 * MiB   # never shrinks
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2, 3), (1, 0, 2, 3), (1, 2, 0, 3), (3, 1, 0, 2)])
+def test_growth_ends_where_the_step_s_needs_say_whatever_the_order(order):
+    """A step's small constants and big tensors allocate in whatever order its threads run
+    them; the reservation must end the same (it did not: 8 or 16 MiB in notebook 02)."""
+    sizes = [8, 4 * MiB, 4, 4 * MiB]
+    held = [0]
+    a = memory.Allocator("GPU_0_bfc", GPU0, 0, grow=lambda needed: held.__setitem__(
+        0, memory.next_growth(held[0], needed, 100 * MiB)) or held[0])
+    for i in order:
+        a.allocate(sizes[i])
+    assert a.capacity == 16 * MiB
 
 
 # -- the registry, in one process ---------------------------------------------------------------

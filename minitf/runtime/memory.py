@@ -341,21 +341,28 @@ def reservation_size(capacity, gpu_options_like=None, free_bytes=None, memory_li
 
 def next_growth(current_total, needed_total, limit):
     """allow_growth: the new reservation when ``needed_total`` bytes do not fit in
-    ``current_total``: at least double what is held (and at least 2 MiB), never more than
-    ``limit``; ``None`` when even ``limit`` is too small.  Never shrinks.
+    ``current_total``: the smallest of 2 MiB, 4 MiB, 8 MiB ... (2 MiB times a power of two) that
+    holds ``needed_total``, never more than ``limit``; ``None`` when even ``limit`` is too
+    small.  Never shrinks.
 
-    (TF's BFC allocator adds regions of doubling sizes; doubling the total is the same idea.)
+    (TF's BFC allocator sizes each new region the same way: it doubles the region size until
+    the request fits, never sizing a region to the exact request.)  So where a reservation
+    ends depends only on the most a step has needed, not on the order in which the step's
+    concurrent ops happened to allocate.
     """
     if needed_total <= current_total:
         return current_total
     if needed_total > limit:
         return None
-    return min(limit, max(needed_total, 2 * current_total, GROWTH_FIRST_REGION))
+    target = GROWTH_FIRST_REGION
+    while target < needed_total:
+        target *= 2
+    return min(limit, target)
 
 
 def growth_callback(reservation, limit):
     """The ``grow`` callable of an allow_growth :class:`Allocator`: grows ``reservation`` in the
-    registry (doubling, up to ``limit``) and returns the new capacity.
+    registry (:func:`next_growth`, up to ``limit``) and returns the new capacity.
 
     Like TF's allocator it backs off to exactly what is needed when the doubled amount does not
     fit on the card; if even that fails, the registry's CUDA_ERROR_OUT_OF_MEMORY error is raised.
