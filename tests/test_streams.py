@@ -331,6 +331,7 @@ def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(long_remote
     ended = _partition_failures(monkeypatch, servers[1].worker)
     with tf.Session("grpc://" + spec["worker"][0]) as sess:
         sess.run(q)   # the session exists on the master
+        started, _ = _executor_runs(monkeypatch)
         pool = master_interface._channels.steps(spec["worker"][0], "RunSteps")
         call = pool.acquire()
         steps = call.step(pb.RunStepRequest(session_handle=sess._handle, fetch=[m.name]), 60)
@@ -343,7 +344,8 @@ def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(long_remote
                 failed.append(e.code())
         t = threading.Thread(target=read)
         t.start()
-        time.sleep(0.5)
+        # (placing and registering the 3000 matmuls takes a while on a busy machine)
+        assert wait_until(lambda: started, 30)   # the remote partition runs
         cancelled_at = time.monotonic()
         call.cancel()   # what an interrupted sess.run does (its finally)
         t.join(10)
