@@ -293,9 +293,13 @@ def test_growth_ends_where_the_step_s_needs_say_whatever_the_order(order):
     """A step's small constants and big tensors allocate in whatever order its threads run
     them; the reservation must end the same (it did not: 8 or 16 MiB in notebook 02)."""
     sizes = [8, 4 * MiB, 4, 4 * MiB]
-    held = [0]
-    a = memory.Allocator("GPU_0_bfc", GPU0, 0, grow=lambda needed: held.__setitem__(
-        0, memory.next_growth(held[0], needed, 100 * MiB)) or held[0])
+    held = 0
+
+    def grow(needed):   # (called under the allocator's lock: its capacity can't be read here)
+        nonlocal held
+        held = memory.next_growth(held, needed, 100 * MiB)
+        return held
+    a = memory.Allocator("GPU_0_bfc", GPU0, 0, grow=grow)
     for i in order:
         a.allocate(sizes[i])
     assert a.capacity == 16 * MiB
