@@ -41,6 +41,8 @@ from minitf.runtime.config_proto import (ConfigProto, GPUOptions, GraphOptions,
                                          ThreadPoolOptionProto)
 from minitf.runtime import trace as timeline  # tf.timeline.Timeline, as TF's client.timeline
 from minitf.runtime.session import InteractiveSession, Session
+from minitf.runtime import direct_session as _direct_session  # noqa: F401  (DIRECT_SESSION)
+from minitf import distributed as _distributed  # noqa: F401  (registers GRPC_SESSION)
 
 __version__ = "0.1.0"
 

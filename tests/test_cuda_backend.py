@@ -32,7 +32,7 @@ def test_gpu_ops_run_cuda_kernels_and_match_numpy():
         n = tf.add_n([m, m, m])
         c = tf.cast(m, tf.float64)
     sess = tf.Session()
-    assert sess._devices[1].backend == "cuda"
+    assert sess._impl.devices[1].backend == "cuda"
     mv, zv, sv, meanv, nv, cv = sess.run([m, z, s, mean, n, c])
     ref = a_np @ b_np
     np.testing.assert_allclose(mv, ref, rtol=1e-5)
@@ -73,9 +73,9 @@ def test_variables_live_on_the_card():
     sess.run(inc)
     np.testing.assert_allclose(sess.run(v), [2, 3, 4])
     np.testing.assert_allclose(sess.run(doubled), [4, 6, 8])
-    ref = sess._kernels[(v.op, "/job:localhost/replica:0/task:0/device:GPU:0")](None, [])[0]
+    ref = sess._impl._kernels.get(v.op, "/job:localhost/replica:0/task:0/device:GPU:0")(None, [])[0]
     assert hasattr(ref.value, "copy_to_host")
-    assert sess._devices[1].allocator.bytes_in_use >= 12
+    assert sess._impl.devices[1].allocator.bytes_in_use >= 12
 
 
 def test_ops_without_cuda_kernels_fall_back_to_host_copies():

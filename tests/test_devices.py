@@ -152,7 +152,7 @@ def test_gpu_tensors_and_variables_count_against_the_card(fresh_cards):
         big = tf.matmul(v, v, name="big")
     sess = tf.Session()
     sess.run(v.initializer)
-    alloc = sess._devices[1].allocator
+    alloc = sess._impl.devices[1].allocator
     assert alloc.bytes_in_use == 256 * 256 * 4
     sess.run(big)
     assert alloc.bytes_in_use == 256 * 256 * 4
@@ -227,7 +227,7 @@ def test_virtual_devices_split_a_card_into_logical_gpus(fresh_cards, capsys):
     assert limits[GPU0] == 256 << 20 and limits[GPU1] == 128 << 20 and limits[GPU2] == 1 << 30
     assert sess.run(fits).shape == (1024, 1024)
     assert sum(e["bytes"] for e in memory.usage(0)) == 384 << 20
-    assert sess._devices[2].allocator is not sess._devices[1].allocator
+    assert sess._impl.devices[2].allocator is not sess._impl.devices[1].allocator
     with pytest.raises(tf.errors.ResourceExhaustedError, match="by allocator GPU_1_bfc"):
         sess.run(too_big)
 

@@ -110,8 +110,8 @@ def test_default_pools_are_shared_between_sessions():
     """Without use_per_session_threads the first session's pools serve every later session."""
     s1 = tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=1))
     s2 = tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=3))
-    assert s1._pool_sets[0] is s2._pool_sets[0]
-    assert s1._owned_pools == [] and s2._owned_pools == []
+    assert s1._impl._pool_sets[0] is s2._impl._pool_sets[0]
+    assert s1._impl._owned_pools == [] and s2._impl._owned_pools == []
 
 
 def test_per_session_pools_are_owned_and_stopped_on_close():
@@ -119,9 +119,9 @@ def test_per_session_pools_are_owned_and_stopped_on_close():
     x, ends = _branches(depth=1)
     sess = tf.Session(config=_config(2))
     other = tf.Session(config=_config(2))
-    assert sess._pool_sets[0] is not other._pool_sets[0]
+    assert sess._impl._pool_sets[0] is not other._impl._pool_sets[0]
     sess.run(ends)
-    pool = sess._pool_sets[0].for_device("/job:localhost/replica:0/task:0/device:CPU:0").inter
+    pool = sess._impl._pool_sets[0].for_device("/job:localhost/replica:0/task:0/device:CPU:0").inter
     assert pool._threads and all(t.is_alive() for t in pool._threads)
     sess.close()
     other.close()
@@ -136,8 +136,8 @@ def test_named_global_pools_and_pool_index():
     cfg.session_inter_op_thread_pool.add(num_threads=2)
     s1 = tf.Session(config=cfg)
     s2 = tf.Session(config=cfg)
-    assert s1._pool_sets[0] is s2._pool_sets[0]
-    assert s1._pool_sets[1] is not s2._pool_sets[1]
+    assert s1._impl._pool_sets[0] is s2._impl._pool_sets[0]
+    assert s1._impl._pool_sets[1] is not s2._impl._pool_sets[1]
     bad = tf.ConfigProto()
     bad.session_inter_op_thread_pool.add(num_threads=3, global_name="mt_pool_a")
     with pytest.raises(tf.errors.InvalidArgumentError,
@@ -174,9 +174,9 @@ def test_threaded_and_serial_drivers_agree_on_values():
     s = tf.add_n(ends)
     with tf.Session(config=_config(2, intra=2)) as sess:
         threaded = sess.run(s)
-        mapper, eplan, feeds = sess._prepare(s, None)
+        eplan = sess.plan(s)
         assert eplan.any_expensive
-        serial = executor.run_serial(eplan, feeds)[eplan.fetch_slots[0][0]][0]
+        serial = executor.run_serial(eplan, [])[eplan.fetch_slots[0][0]][0]
     np.testing.assert_allclose(threaded, serial, rtol=1e-5)
 
 
@@ -223,18 +223,18 @@ def test_blas_threads_are_limited_during_steps_and_restored_after():
     a = tf.constant(np.ones((128, 128), np.float32))
     m = tf.matmul(a, a)
     with tf.Session(config=_config(1)) as sess:
-        orig = sess._prepare
+        orig = sess._impl.plan
 
         def spy(*args):
-            mapper, eplan, feeds = orig(*args)
+            eplan = orig(*args)
             k = eplan.kernels[eplan.fetch_slots[0][0]]
 
             def recording(ctx, ins):
                 seen.extend(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
                 return k(ctx, ins)
             eplan.kernels[eplan.fetch_slots[0][0]] = recording
-            return mapper, eplan, feeds
-        sess._prepare = spy
+            return eplan
+        sess._impl.plan = spy
         sess.run(m)
     after = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
     assert seen and set(seen) == {1}

@@ -350,7 +350,7 @@ def test_record_devices_match_the_placement():
     ops = {op.name: op for op in tf.get_default_graph().get_operations()}
     nodes = nodes_of(stats)
     for name, (_, device) in nodes.items():
-        assert device == sess._placement.device_of[ops[name]].name
+        assert device == sess.placement.device_of[ops[name]].name
     assert nodes["total"][1] == CPU0
     # devices in session order, only those used; B and E were pruned
     assert [d.device for d in stats.dev_stats] == [CPU0, GPU0, GPU1]
@@ -414,7 +414,7 @@ def test_simulated_and_real_runs_agree_on_devices():
     vals = sess.run(fetches)
     np.testing.assert_allclose(vals[0], np.full((512, 512), 512.0))   # A
     np.testing.assert_allclose(vals[4], -np.ones((1024, 1024)))         # E
-    _, eplan, _ = sess._prepare(fetches, None)
+    eplan = sess.plan(fetches)
     real = {(eplan.names[i], eplan.plan.device[i]) for i in range(eplan.plan.n)}
     stats = simulate(sess, fetches, inter_op_threads=2, intra_op_threads=3)
     simulated = {(n.node_name, d.device) for d in stats.dev_stats for n in d.node_stats}

@@ -334,7 +334,7 @@ def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(long_remote
         started, _ = _executor_runs(monkeypatch)
         pool = master_interface._channels.steps(spec["worker"][0], "RunSteps")
         call = pool.acquire()
-        steps = call.step(pb.RunStepRequest(session_handle=sess._handle, fetch=[m.name]), 60)
+        steps = call.step(pb.RunStepRequest(session_handle=sess._impl._handle, fetch=[m.name]), 60)
         failed = []
 
         def read():

@@ -19,27 +19,7 @@ from minitf.distributed import wire
 from minitf.distributed.worker import (CONTROL_RPC_SECONDS, DEFAULT_STEP_SECONDS,
                                        STEP_SLACK_SECONDS, STREAM_CHUNK_BYTES)
 from minitf.framework import errors
-from minitf.framework.graph import Operation
-
-_cache_lock = threading.Lock()
-_classes = {}
-
-
-def is_grpc_target(target):
-    return isinstance(target, (str, bytes)) and (target.startswith("grpc://") if
-                                                 isinstance(target, str) else
-                                                 target.startswith(b"grpc://"))
-
-
-def remote_class(cls):
-    """The subclass of ``cls`` (Session, InteractiveSession ...) that talks to a master."""
-    with _cache_lock:
-        sub = _classes.get(cls)
-        if sub is None:
-            sub = _classes[cls] = type(cls.__name__, (GrpcSessionMixin, cls), {
-                "__module__": cls.__module__, "__doc__": cls.__doc__})
-        return sub
-
+from minitf.runtime.devices import DeviceAttributes
 
 _OP_IN_MESSAGE = re.compile(r"\[\[(?:\{\{node )?([A-Za-z0-9_.\-/]+)")
 
@@ -60,35 +40,18 @@ def _raise(e, graph=None, timeout_hit=False):
     raise type(err)(op.node_def if op is not None else None, op, err.message) from None
 
 
-class GrpcSessionMixin:
-    """Overrides the local session's machinery with calls to a master."""
+class GrpcSession:
+    """The ``GRPC_SESSION`` implementation behind ``tf.Session("grpc://...")``."""
 
-    def __init__(self, target="", graph=None, config=None):
-        from minitf.framework import graph as ops_graph
-        from minitf.runtime.config_proto import ConfigProto
-        if graph is None:
-            graph = ops_graph.get_default_graph()
-        if config is None:
-            config = ConfigProto()
-        if isinstance(target, bytes):
-            target = target.decode()
+    def __init__(self, target, graph, config):
         self._graph = graph
         self._config = config
         self._target = target
         self._closed = False
-        self._reset = False
         self._handle = None
         self._sent_ops = 0
         self._lock = threading.Lock()
-        self._default_contexts = []
-        self._mappers = {}
         self._master = master_interface.for_target(target, config)
-        from minitf.runtime.session import InteractiveSession
-        if isinstance(self, InteractiveSession):
-            self._graph_ctx = self._graph.as_default()
-            self._sess_ctx = self.as_default()
-            self._graph_ctx.__enter__()
-            self._sess_ctx.__enter__()
 
     def _op_timeout(self):
         ms = self._config.operation_timeout_in_ms
@@ -135,7 +98,6 @@ class GrpcSessionMixin:
         self._sent_ops = n
 
     def list_devices(self):
-        self._check_open()
         try:
             r = self._master.call("ListDevices",
                                   pb.ListDevicesRequest(session_handle=self._handle or ""),
@@ -143,19 +105,13 @@ class GrpcSessionMixin:
         except grpc.RpcError as e:
             self._master.failed(e)
             _raise(e)
-        from minitf.runtime.session import _DeviceAttributes
-        return [_DeviceAttributes(d.name, d.device_type, d.memory_limit, d.incarnation)
+        return [DeviceAttributes(d.name, d.device_type, d.memory_limit, d.incarnation)
                 for d in list(r.local_device) + list(r.remote_device)]
 
     def close(self):
         if self._closed:
             return
         self._closed = True
-        ctx = getattr(self, "_sess_ctx", None)
-        if ctx is not None:
-            ctx.__exit__(None, None, None)
-            self._graph_ctx.__exit__(None, None, None)
-            self._sess_ctx = None
         if self._handle is not None:
             try:
                 self._master.call("CloseSession",
@@ -163,16 +119,17 @@ class GrpcSessionMixin:
             except grpc.RpcError:
                 pass
 
-    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        mapper, feed_tensors, feed_values = self._resolve(fetches, feed_dict)
+    def run(self, fetch_tensors, target_ops, feed_tensors, feed_values, options, run_metadata):
+        """Sends the graph if it grew, then runs one step on the master: the fetched values,
+        one per tensor of ``fetch_tensors``."""
         with self._lock:
             self._sync_graph()
         fed = {t.name: v for t, v in zip(feed_tensors, feed_values)}
         fetch_names = []
-        for t in mapper.tensors:
+        for t in fetch_tensors:
             if t.name not in fetch_names:
                 fetch_names.append(t.name)
-        target_names = [op.name for op in mapper.targets]
+        target_names = [op.name for op in target_ops]
         opts = pb.RunStepOptions()
         timeout = DEFAULT_STEP_SECONDS
         if options is not None:
@@ -208,20 +165,13 @@ class GrpcSessionMixin:
             run_metadata.step_stats.dev_stats[:] = s.dev_stats
             run_metadata.step_stats.transfers[:] = s.transfers
         out = []
-        for el in mapper.elements:
-            if isinstance(el, Operation):
-                out.append(None)
-                continue
-            v = values[el.name]
-            if el.name not in fed and isinstance(v, np.ndarray) and v.ndim == 0 \
+        for t in fetch_tensors:
+            v = values[t.name]
+            if t.name not in fed and isinstance(v, np.ndarray) and v.ndim == 0 \
                     and v.dtype != object:
                 v = v[()]
             out.append(v)
-        return mapper.build(out)
-
-    def _check_open(self):
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+        return out
 
 
 def reset(target, containers=None, config=None):

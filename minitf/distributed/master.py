@@ -28,7 +28,6 @@ from minitf.distributed.worker import (CONTROL_RPC_SECONDS, DEFAULT_STEP_SECONDS
                                        partition_answer, rpc_error)
 from minitf.framework import dtypes, errors
 from minitf.framework.graph import Graph
-from minitf.ops.op_def import get_op_def
 from minitf.runtime import device_name_utils as dnu
 from minitf.runtime import executor, placer
 
@@ -69,10 +68,10 @@ class MasterSession:
         self.graph = Graph()
         self.lock = threading.Lock()
         self.devices = None
+        self.placer = None
         self.placement = None
         self.placed_version = -1
         self.version = 0
-        self.stateful = {}
         self.signatures = {}
         self.tasks = set()      # the tasks its partitions were ever registered on
 
@@ -84,15 +83,13 @@ class MasterSession:
     def ensure_placed(self):
         if self.devices is None:
             self.devices = self.master.cluster_devices(self.config)
+        if self.placer is None:
+            self.placer = placer.GraphPlacer(
+                self.devices, self.config.allow_soft_placement,
+                has_cuda=any(d.device_type == "GPU" for d in self.devices))
         if self.placed_version == self.version:
             return self.placement
-        ops = self.graph.get_operations()
-        placement = placer.place(ops, self.devices, self.config.allow_soft_placement,
-                                 preassigned=self.stateful,
-                                 has_cuda=any(d.device_type == "GPU" for d in self.devices))
-        for op in ops:
-            if get_op_def(op.type).is_stateful:
-                self.stateful.setdefault(op.name, placement.device_of[op].name)
+        placement = self.placer.place(self.graph.get_operations())
         if self.config.log_device_placement:
             sys.stdout.write("\n".join(placement.log_lines) + "\n")
             sys.stdout.flush()

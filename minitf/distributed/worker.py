@@ -271,7 +271,7 @@ class _Partition:
         self.placement = placement
         self.devices = devices
         self.plans = {}
-        self.kernels = {}
+        self.kernels = executor.KernelCache()
         self.lock = threading.Lock()
 
     def plan(self, recv_keys, send_names):
@@ -296,9 +296,8 @@ class _Partition:
                 consumed.update(t.op for t in op.inputs)
                 consumed.update(op.control_inputs)
             targets = [op for op in ops if op not in consumed]
-            from minitf.runtime.session import _KernelCache
             ep = executor.build(ops, self.placement, self.devices[0].name, fetches, targets,
-                                feeds, _KernelCache(self.kernels, self.placement))
+                                feeds, self.kernels)
             if not any(op.type == rdv.SEND_OP for op in ops):
                 # A partition that sends nothing cannot be waited on by a peer: its blocking
                 # _Recv may run inline (serial executor, no thread hand-offs).  A partition

@@ -714,16 +714,21 @@ def default_session(session):
 
 # -- tensor conversion --------------------------------------------------------------------------
 
-_conversion_functions = []  # (type, fn(value, dtype, name, as_ref) -> Tensor)
+_conversion_functions = []  # (priority, order, type, fn(value, dtype, name, as_ref) -> Tensor)
 
 
-def register_tensor_conversion_function(base_type, fn):
-    _conversion_functions.append((base_type, fn))
+def register_tensor_conversion_function(base_type, fn, priority=100):
+    """Makes ``convert_to_tensor`` turn instances of ``base_type`` into tensors with
+    ``fn(value, dtype, name, as_ref)``; lower priorities are tried first (TF's rule: the ops
+    layer registers constants for ``object`` at priority 200, the last resort)."""
+    _conversion_functions.append((priority, len(_conversion_functions), base_type, fn))
+    _conversion_functions.sort(key=lambda entry: entry[:2])
 
 
 def convert_to_tensor(value, dtype=None, name=None, as_ref=False, preferred_dtype=None):
     """A Tensor for ``value``: tensors pass through, variables give their value, Python and
-    numpy values become ``Const`` ops (named ``name`` or ``Const``)."""
+    numpy values become ``Const`` ops (named ``name`` or ``Const``) through the conversion
+    functions registered by the ops layer."""
     if dtype is not None:
         dtype = dtypes_mod.as_dtype(dtype)
     if isinstance(value, Tensor):
@@ -731,7 +736,10 @@ def convert_to_tensor(value, dtype=None, name=None, as_ref=False, preferred_dtyp
             raise ValueError("Tensor conversion requested dtype %s for Tensor with dtype %s: %r"
                              % (dtype.name, value.dtype.name, value))
         return value
-    for base, fn in _conversion_functions:
+    if isinstance(value, Operation):
+        raise TypeError("Can't convert Operation '%s' to Tensor (target dtype=%s, name=%r, "
+                        "as_ref=%s)" % (value.name, dtype, name, as_ref))
+    for _, _, base, fn in _conversion_functions:
         if isinstance(value, base):
             if dtype is None and preferred_dtype is not None:
                 try:
@@ -739,16 +747,8 @@ def convert_to_tensor(value, dtype=None, name=None, as_ref=False, preferred_dtyp
                 except (TypeError, ValueError):
                     pass
             return fn(value, dtype, name, as_ref)
-    if isinstance(value, Operation):
-        raise TypeError("Can't convert Operation '%s' to Tensor (target dtype=%s, name=%r, "
-                        "as_ref=%s)" % (value.name, dtype, name, as_ref))
-    from minitf.ops import array_ops  # constants live in ops; imported late to avoid a cycle
-    if dtype is None and preferred_dtype is not None:
-        try:
-            return array_ops.constant(value, dtype=preferred_dtype, name=name or "Const")
-        except (TypeError, ValueError):
-            pass
-    return array_ops.constant(value, dtype=dtype, name=name or "Const")
+    raise TypeError("Cannot convert %r of type %s to a Tensor: no conversion function is "
+                    "registered for it" % (value, type(value).__name__))
 
 
 @contextlib.contextmanager

@@ -7,7 +7,8 @@ nodes that the simple placer puts next to their consumer) and every example that
 import numpy as np
 
 from minitf.framework import dtypes, tensor_shape
-from minitf.framework.graph import Tensor, convert_to_tensor, name_scope
+from minitf.framework.graph import (Tensor, convert_to_tensor, name_scope,
+                                    register_tensor_conversion_function)
 from minitf.ops.op_def import apply_op, register_op, shape_error
 
 register_op("Const", type_attr="dtype")
@@ -71,6 +72,16 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     op = apply_op("Const", [], [(dtype, tensor_shape.TensorShape(arr.shape))], name,
                   {"value": arr, "dtype": dtype})
     return op.outputs[0]
+
+
+def _constant_conversion(value, dtype=None, name=None, as_ref=False):
+    return constant(value, dtype=dtype, name=name or "Const")
+
+
+# Python and numpy values become constants wherever a tensor is expected (TF's priorities: lists
+# and tuples at 100, anything else last, at 200).
+register_tensor_conversion_function((list, tuple), _constant_conversion, 100)
+register_tensor_conversion_function(object, _constant_conversion, 200)
 
 
 def placeholder(dtype, shape=None, name=None):

@@ -141,6 +141,20 @@ def _visible_device_list(spec, count):
         "visible_device_list contained a duplicate entry: %s (GPU %%d)" % spec)
 
 
+class DeviceAttributes:
+    """What ``sess.list_devices()`` returns per device (TF's ``_DeviceAttributes``)."""
+
+    def __init__(self, name, device_type, memory_limit_bytes, incarnation):
+        self.name = name
+        self.device_type = device_type
+        self.memory_limit_bytes = memory_limit_bytes
+        self.incarnation = incarnation
+
+    def __repr__(self):
+        return "_DeviceAttributes(%s, %s, %d, %d)" % (self.name, self.device_type,
+                                                      self.memory_limit_bytes, self.incarnation)
+
+
 class Device:
     """A runtime device: a full name, a type, its resource manager and (GPU) its card."""
 

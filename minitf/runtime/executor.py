@@ -163,8 +163,8 @@ def build(graph_ops, placement, client_device, fetch_tensors, target_ops, feed_t
           kernel_cache):
     """Builds the :class:`ExecutionPlan` of one (fetches, targets, feeds) signature.
 
-    ``kernel_cache`` maps an op to its kernel, so each op's kernel (and the state it holds,
-    e.g. a variable's storage) is made once per session.
+    ``kernel_cache`` (a :class:`KernelCache`) keeps each op's kernel (and the state it holds,
+    e.g. a random generator's) for every later plan of the same session or partition.
     """
     feed_index = {t: j for j, t in enumerate(feed_tensors)}
     fetch_ops = [t.op for t in fetch_tensors if t not in feed_index] + list(target_ops)
@@ -180,7 +180,7 @@ def build(graph_ops, placement, client_device, fetch_tensors, target_ops, feed_t
     for op in ops:
         device = placement.device_of[op]
         kdef = registry.find_kernel(op, device.device_type)
-        kernel = kernel_cache.get(op)
+        kernel = kernel_cache.get(op, device.name)
         if kernel is None:
             if device.backend == "cuda":
                 launcher = launcher_for(device)  # first: it may switch the simulator on
@@ -188,7 +188,7 @@ def build(graph_ops, placement, client_device, fetch_tensors, target_ops, feed_t
                 kernel = cuda_ops.make_kernel(op, device, launcher)
             else:
                 kernel = kdef.factory(op, device)
-            kernel_cache[op] = kernel
+            kernel_cache.put(op, device.name, kernel)
         refs = get_op_def(op.type).ref_inputs
         edges, deref, moves = [], [], []
         for pos, t in enumerate(op._inputs):
@@ -230,6 +230,23 @@ def build(graph_ops, placement, client_device, fetch_tensors, target_ops, feed_t
                           ops + [None] * len(feed_index), fetch_slots, expensive, splittable)
     eplan.node_devices = [placement.device_of[op] for op in ops] + [None] * len(feed_index)
     return eplan
+
+
+class KernelCache:
+    """The kernels of a session (or of a worker's registered partition), keyed by (op, device
+    name): made once, reused by every plan (TF keeps a session's kernels in its OpSegment)."""
+
+    def __init__(self):
+        self._store = {}
+
+    def get(self, op, device_name):
+        return self._store.get((op, device_name))
+
+    def put(self, op, device_name, kernel):
+        self._store[(op, device_name)] = kernel
+
+    def clear(self):
+        self._store.clear()
 
 
 def node_error(exc, eplan, i):

@@ -195,6 +195,26 @@ def place(ops, devices, allow_soft_placement=False, preassigned=None, has_cuda=F
     return Placement(ops, device_of, log)
 
 
+class GraphPlacer:
+    """Places a session's graph at its first run and again whenever it grew, as TF sessions do:
+    an op that holds state (a variable, a queue) stays on the device it was first placed on,
+    whatever the new placement would choose.  Local sessions and the master both use it."""
+
+    def __init__(self, devices, allow_soft_placement=False, has_cuda=False):
+        self.devices = devices
+        self.allow_soft_placement = allow_soft_placement
+        self.has_cuda = has_cuda
+        self._stateful = {}   # op name -> device name, kept across placements
+
+    def place(self, ops):
+        placement = place(ops, self.devices, self.allow_soft_placement,
+                          preassigned=self._stateful, has_cuda=self.has_cuda)
+        for op in ops:
+            if get_op_def(op.type).is_stateful:
+                self._stateful.setdefault(op.name, placement.device_of[op].name)
+        return placement
+
+
 def _has_details(p):
     return any(x is not None for x in (p.job, p.replica, p.task, p.type, p.id))
 

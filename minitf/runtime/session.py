@@ -1,40 +1,85 @@
-"""``tf.Session``: places a graph on the devices of this process and runs parts of it.
+"""``tf.Session``: the client's side of running a graph, whatever runs it.
 
-Book sections: "Placing Operations on Devices" (placement happens at the first ``run()`` and
-again whenever the graph grew; ``log_device_placement`` prints where every op went, here in the
-notebook cell rather than on a terminal) and every example that calls ``sess.run``.
+Book sections: "Placing Operations on Devices" (placement happens at the first ``run()``) and
+"Opening a Session" (a target names who runs the graph: ``""`` this process, ``"grpc://..."`` the
+master of a cluster task).  As in TF, the client class checks and converts what ``run`` is
+given (fetch structures, feed values) and hands the flat request to a session implementation
+chosen by the target from a small factory registry (TF's ``SessionFactory``): ``DIRECT_SESSION``
+(``direct_session.py``, registered here) and ``GRPC_SESSION`` (registered by
+``minitf.distributed`` when it is imported; the runtime never imports the distributed layer).
+
+An implementation offers ``run(fetch_tensors, target_ops, feed_tensors, feed_values, options,
+run_metadata) -> [value per fetched tensor]``, ``list_devices()``, ``close()`` and, where it
+places graphs in this process, ``placement`` and ``plan(...)`` (what the simulator and the
+graph view read).
 """
 
-import sys
+from __future__ import annotations
+
 import threading
 import weakref
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from minitf.framework import errors
 from minitf.framework import graph as ops_graph
 from minitf.framework.graph import Graph, Operation, Tensor
-from minitf.ops.op_def import get_op_def
-from minitf.runtime import devices as devices_mod
-from minitf.runtime import executor, placer, pools
-from minitf.runtime.config_proto import ConfigProto, RunOptions
+from minitf.runtime.config_proto import ConfigProto
 
-_live_sessions = weakref.WeakSet()
+_live_sessions: weakref.WeakSet = weakref.WeakSet()
 
 
-class _DeviceAttributes:
-    """What ``sess.list_devices()`` returns per device (TF's ``_DeviceAttributes``)."""
+# -- the factory registry (TF's SessionFactory) -------------------------------------------------
 
-    def __init__(self, name, device_type, memory_limit_bytes, incarnation):
+class SessionFactory:
+    """``accepts(target)``; ``new_session(target, graph, config)`` makes the implementation;
+    ``reset(target, containers, config)`` is ``tf.Session.reset`` for its targets."""
+
+    def __init__(self, name: str, accepts: Callable[[str], bool], new_session: Callable,
+                 reset: Callable):
         self.name = name
-        self.device_type = device_type
-        self.memory_limit_bytes = memory_limit_bytes
-        self.incarnation = incarnation
+        self.accepts = accepts
+        self.new_session = new_session
+        self.reset = reset
 
-    def __repr__(self):
-        return "_DeviceAttributes(%s, %s, %d, %d)" % (self.name, self.device_type,
-                                                      self.memory_limit_bytes, self.incarnation)
 
+_factories: dict[str, SessionFactory] = {}
+_factories_lock = threading.Lock()
+
+
+def register_session_factory(factory: SessionFactory) -> None:
+    """Adds ``factory`` (TF registers its factories when their library loads)."""
+    with _factories_lock:
+        _factories[factory.name] = factory
+
+
+def _factory_for(target: str, config: ConfigProto | None) -> SessionFactory:
+    with _factories_lock:
+        found = [f for f in _factories.values() if f.accepts(target)]
+        names = ", ".join(sorted(_factories))
+    if not found:
+        options = "target: \"%s\"" % target
+        if config is not None:
+            options += " config: %s" % str(config).strip().replace("\n", " ")
+        raise errors.NotFoundError(
+            None, None, "No session factory registered for the given session options: {%s} "
+            "Registered factories are {%s}." % (options, names))
+    return found[0]
+
+
+def _as_target(target: Any) -> str:
+    if target is None:
+        return ""
+    if isinstance(target, bytes):
+        return target.decode()
+    if not isinstance(target, str):
+        raise TypeError("target must be a string, but got %s" % type(target).__name__)
+    return target
+
+
+# -- fetches ------------------------------------------------------------------------------------
 
 class _FetchMapper:
     """Flattens a fetch structure to unique graph elements and rebuilds it from their values."""
@@ -77,30 +122,51 @@ class _FetchMapper:
         i = self._element(graph, fetches)
         return lambda v: v[i]
 
-    def build(self, values):
-        return self._build(values)
+    def build(self, tensor_values):
+        """The fetch structure, from one value per fetched tensor (in ``self.tensors`` order)."""
+        values = iter(tensor_values)
+        flat = [None if isinstance(el, Operation) else next(values) for el in self.elements]
+        return self._build(flat)
 
 
-def _fetched(value, device):
-    """A value handed back to Python: variables are read, values on a card copied to the host,
-    host arrays copied (callers may write to what they get)."""
-    on_host = device is None or device.backend != "cuda"
-    value = executor.host_value(value, device)
-    if on_host and isinstance(value, np.ndarray):
-        return value.copy()
-    return value
+def _shape_tuple(shape):
+    if shape.ndims is None:
+        return "<unknown>"
+    return repr(tuple(shape.as_list()))
 
+
+def convert_feeds(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[np.ndarray]]:
+    """The fed tensors of ``feed_dict`` and their values as numpy arrays of the tensors' dtypes
+    (TF's checks: keys must name tensors, values must not be tensors, shapes must fit)."""
+    tensors, values = [], []
+    for key, value in feed_dict.items():
+        try:
+            t = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
+        except (TypeError, ValueError, KeyError) as e:
+            raise TypeError("Cannot interpret feed_dict key as Tensor: %s"
+                            % (e.args[0] if e.args else e)) from None
+        if isinstance(value, (Tensor, Operation)) or hasattr(value, "_as_graph_element"):
+            raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable "
+                            "feed values include Python scalars, strings, lists, numpy "
+                            "ndarrays, or TensorHandles.")
+        dtype = t.dtype.base_dtype
+        np_dtype = object if dtype.name == "string" else dtype.as_numpy_dtype
+        arr = np.asarray(value, dtype=np_dtype)
+        if not t.shape.is_compatible_with(arr.shape):
+            raise ValueError("Cannot feed value of shape %r for Tensor %s, which has shape %s"
+                             % (arr.shape, t.name, _shape_tuple(t.shape)))
+        tensors.append(t)
+        values.append(arr)
+    return tensors, values
+
+
+# -- the client class ---------------------------------------------------------------------------
 
 class BaseSession:
-    """A session running graphs in this process (TF's ``DirectSession``)."""
+    """What ``tf.Session`` and ``tf.InteractiveSession`` share (TF's Python ``BaseSession``)."""
 
-    def __new__(cls, target="", *args, **kwargs):
-        if isinstance(target, (str, bytes)) and target[:7] in ("grpc://", b"grpc://"):
-            from minitf.distributed import grpc_session
-            return object.__new__(grpc_session.remote_class(cls))
-        return object.__new__(cls)
-
-    def __init__(self, target="", graph=None, config=None):
+    def __init__(self, target: str | bytes = "", graph: Graph | None = None,
+                 config: ConfigProto | None = None):
         if graph is None:
             graph = ops_graph.get_default_graph()
         elif not isinstance(graph, Graph):
@@ -109,34 +175,14 @@ class BaseSession:
             config = ConfigProto()
         elif not isinstance(config, ConfigProto):
             raise TypeError("config must be a tf.ConfigProto, but got %s" % type(config))
-        if isinstance(target, bytes):
-            target = target.decode()
-        if target not in ("", None):
-            raise errors.NotFoundError(
-                None, None, 'No session factory registered for the given session options: '
-                '{target: "%s" config: %s} Registered factories are {DIRECT_SESSION, GRPC_SESSION}.'
-                % (target, str(config).strip().replace("\n", " ")))
+        target = _as_target(target)
         self._graph = graph
         self._config = config
-        self._target = target or ""
+        self._target = target
         self._closed = False
-        self._reset = False
-        self._devices = devices_mod.local_devices(config)
-        # bad gpu_options fail here, before any run
-        devices_mod.memory_policies(self._devices, config.gpu_options)
-        self._has_gpu_support = bool(devices_mod.machine_gpus())
-        self._placement = None
-        self._placed_version = -1
-        self._stateful = {}
-        self._kernels = {}
-        self._plans = {}
-        self._mappers = {}
-        self._lock = threading.Lock()
         self._default_contexts = []
-        self._pool_sets, self._owned_pools = pools.session_pools(config)
-        if config.log_device_placement:
-            self._log(devices_mod.creation_lines(self._devices, config.gpu_options) +
-                      devices_mod.device_mapping_lines(self._devices))
+        self._mappers = {}
+        self._impl = _factory_for(target, config).new_session(target, graph, config)
         _live_sessions.add(self)
 
     # -- properties ----------------------------------------------------------------------------
@@ -147,24 +193,36 @@ class BaseSession:
     def graph_def(self):
         return self._graph.as_graph_def()
 
+    @property
+    def placement(self):
+        """minitf: the placement of this session's last run (None before the first run, and
+        for a remote session, whose master places the graph)."""
+        return getattr(self._impl, "placement", None)
+
+    def plan(self, fetches, feed_dict=None):
+        """minitf: the step :meth:`run` would execute for these fetches and feeds, without
+        running it (``minitf.runtime.simulate`` replays it on a virtual clock).  Places the
+        graph first if it grew."""
+        mapper, feed_tensors, _ = self._resolve(fetches, feed_dict)
+        if not hasattr(self._impl, "plan"):
+            raise errors.UnimplementedError(None, None, "A %s session runs its steps elsewhere: "
+                                            "it has no local plan." % type(self._impl).__name__)
+        return self._impl.plan(mapper.tensors, mapper.targets, feed_tensors)
+
     def list_devices(self):
         """The devices of this session: ``_DeviceAttributes`` with name, type and memory."""
         self._check_open()
-        return [_DeviceAttributes(d.name, d.device_type, d.memory_limit, i + 1)
-                for i, d in enumerate(self._devices)]
+        return self._impl.list_devices()
 
     # -- lifetime ------------------------------------------------------------------------------
     def close(self):
-        """Frees the session's devices (and the variables they hold)."""
-        self._closed = True
-        self._kernels.clear()
-        self._plans.clear()
-        for p in self._owned_pools:
-            p.close()
-        self._owned_pools = []
+        """Ends the session: its implementation frees what it holds."""
+        if not self._closed:
+            self._closed = True
+            self._impl.close()
 
     def _check_open(self):
-        if self._reset:
+        if getattr(self._impl, "was_reset", False):
             raise errors.CancelledError(None, None, "Session has been closed.")
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
@@ -190,76 +248,12 @@ class BaseSession:
 
     @staticmethod
     def reset(target, containers=None, config=None):
-        """Closes every session of ``target`` and clears its resource containers.
-
-        For the in-process target ``""``: each live local session is closed (using it again
-        raises ``CancelledError``) and the listed containers (default: each device's default
-        container) are cleared on its devices.
-        """
-        if isinstance(target, (str, bytes)) and target[:7] in ("grpc://", b"grpc://"):
-            from minitf.distributed import grpc_session
-            return grpc_session.reset(target, containers, config)
-        if target not in ("", None):
-            raise errors.NotFoundError(None, None, "No session factory registered for the given "
-                                       'session options: {target: "%s"} Registered factories '
-                                       "are {DIRECT_SESSION, GRPC_SESSION}." % target)
-        for sess in list(_live_sessions):
-            for d in sess._devices:
-                for c in (containers if containers is not None else [d.job]):
-                    d.resource_manager.cleanup(c)
-            sess.close()
-            sess._reset = True
+        """Closes every session of ``target`` and clears its resource containers (default:
+        each device's default container), as the target's session factory does it."""
+        target = _as_target(target)
+        return _factory_for(target, config).reset(target, containers, config)
 
     # -- running -------------------------------------------------------------------------------
-    def _log(self, lines):
-        sys.stdout.write("\n".join(lines) + "\n")
-
-    def _ensure_placed(self):
-        g = self._graph
-        if self._placed_version == g.version:
-            return self._placement
-        with self._lock:
-            if self._placed_version == g.version:
-                return self._placement
-            version = g.version
-            ops = list(g._ops)
-            # "TensorFlow grabs all the RAM of all visible GPUs the first time you run a graph"
-            devices_mod.ensure_gpu_memory(self._devices, self._config.gpu_options)
-            placement = placer.place(ops, self._devices, self._config.allow_soft_placement,
-                                     preassigned=self._stateful,
-                                     has_cuda=self._has_gpu_support)
-            for op in ops:
-                if get_op_def(op.type).is_stateful:
-                    self._stateful.setdefault(op.name, placement.device_of[op].name)
-            if self._config.log_device_placement:
-                self._log(placement.log_lines)
-            self._plans.clear()
-            self._placement = placement
-            self._placed_version = version
-            return placement
-
-    def _feeds(self, feed_dict):
-        tensors, values = [], []
-        for key, value in feed_dict.items():
-            try:
-                t = self._graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
-            except (TypeError, ValueError, KeyError) as e:
-                raise TypeError("Cannot interpret feed_dict key as Tensor: %s"
-                                % (e.args[0] if e.args else e)) from None
-            if isinstance(value, (Tensor, Operation)) or hasattr(value, "_as_graph_element"):
-                raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable "
-                                "feed values include Python scalars, strings, lists, numpy "
-                                "ndarrays, or TensorHandles.")
-            dtype = t.dtype.base_dtype
-            np_dtype = object if dtype.name == "string" else dtype.as_numpy_dtype
-            arr = np.asarray(value, dtype=np_dtype)
-            if not t.shape.is_compatible_with(arr.shape):
-                raise ValueError("Cannot feed value of shape %r for Tensor %s, which has shape %s"
-                                 % (arr.shape, t.name, _shape_tuple(t.shape)))
-            tensors.append(t)
-            values.append(arr)
-        return tensors, values
-
     def _resolve(self, fetches, feed_dict):
         """``(mapper, fed tensors, fed values)`` of one run: the checks and conversions every
         session does before running anything, local or remote."""
@@ -273,21 +267,9 @@ class BaseSession:
         if not self._graph._ops:
             raise RuntimeError("The Session graph is empty.  Add operations to the graph before "
                                "calling run().")
-        feed_tensors, feed_values = self._feeds(feed_dict) if feed_dict else ((), ())
+        feed_tensors, feed_values = convert_feeds(self._graph, feed_dict) if feed_dict \
+            else ((), ())
         return mapper, feed_tensors, feed_values
-
-    def _prepare(self, fetches, feed_dict):
-        """Resolves fetches and feeds, places the graph if needed, and returns
-        ``(mapper, execution plan, fed values)`` for one run (the simulator uses it too)."""
-        mapper, feed_tensors, feed_values = self._resolve(fetches, feed_dict)
-        placement = self._ensure_placed()
-        key = (mapper.key, tuple(feed_tensors))
-        eplan = self._plans.get(key)
-        if eplan is None:
-            eplan = self._plans[key] = executor.build(
-                placement.ops, placement, self._devices[0].name, mapper.tensors,
-                mapper.targets, feed_tensors, _KernelCache(self._kernels, placement))
-        return mapper, eplan, feed_values
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Runs what ``fetches`` need and returns their values in the same structure.
@@ -295,58 +277,10 @@ class BaseSession:
         ``fetches``: a Tensor, an Operation (its value is None), a Variable, a name, or any
         nesting of lists, tuples, namedtuples and dicts of those.
         """
-        mapper, eplan, feed_values = self._prepare(fetches, feed_dict)
-        options = options if options is not None else _NO_OPTIONS
-        index = options.inter_op_thread_pool
-        if not 0 <= index < len(self._pool_sets):
-            raise errors.InvalidArgumentError(None, None, "Invalid inter_op_thread_pool: %d"
-                                              % index)
-        trace = options.trace_level > 0 and run_metadata is not None
-        tracer = executor.Tracer(eplan) if trace else None
-        timeout = options.timeout_in_ms or self._config.operation_timeout_in_ms
-        vals = executor.run_step(eplan, feed_values, self._pool_sets[index], tracer, timeout)
-        if trace:
-            stats = tracer.step_stats([d.name for d in self._devices])
-            run_metadata.step_stats.dev_stats[:] = stats.dev_stats
-            run_metadata.step_stats.transfers[:] = stats.transfers
-        out = []
-        slots = eplan.fetch_slots
-        ti = 0
-        for el in mapper.elements:
-            if isinstance(el, Operation):
-                out.append(None)
-                continue
-            s, k = slots[ti]
-            ti += 1
-            try:
-                out.append(_fetched(vals[s][k], eplan.device_of_node(s)))
-            except errors.OpError as e:
-                name = "_retval_%s_%d_%d" % (el.op.name, el.value_index, ti - 1)
-                raise type(e)(None, el.op, placer.attach_node(e.message, name)) from None
-        return mapper.build(out)
-
-
-_NO_OPTIONS = RunOptions()
-
-
-class _KernelCache:
-    """Kernels of a session keyed by (op, device): made once, reused by every plan."""
-
-    def __init__(self, store, placement):
-        self._store = store
-        self._placement = placement
-
-    def get(self, op):
-        return self._store.get((op, self._placement.device_of[op].name))
-
-    def __setitem__(self, op, kernel):
-        self._store[(op, self._placement.device_of[op].name)] = kernel
-
-
-def _shape_tuple(shape):
-    if shape.ndims is None:
-        return "<unknown>"
-    return repr(tuple(shape.as_list()))
+        mapper, feed_tensors, feed_values = self._resolve(fetches, feed_dict)
+        values = self._impl.run(mapper.tensors, mapper.targets, feed_tensors, feed_values,
+                                options, run_metadata)
+        return mapper.build(values)
 
 
 class Session(BaseSession):
@@ -369,3 +303,8 @@ class InteractiveSession(BaseSession):
             self._graph_ctx.__exit__(None, None, None)
             self._sess_ctx = None
         super().close()
+
+
+def live_sessions() -> list[BaseSession]:
+    """The client sessions of this process not yet garbage-collected (``Session.reset``)."""
+    return list(_live_sessions)

@@ -257,7 +257,7 @@ def _thread_count(value, what):
 class Simulation:
     """One ``session.run(fetches, feed_dict)`` step replayed on a virtual clock.
 
-    The plan is exactly the one a real run executes (``session._prepare``: same pruning,
+    The plan is exactly the one a real run executes (``session.plan``: same pruning,
     placement, feed nodes, and expensive/splittable flags); no kernel is ever called, so
     fetching a 10 000 x 10 000 matmul costs nothing.  ``inter_op_threads`` and
     ``intra_op_threads`` default to the session's ``ConfigProto`` (0: ``os.cpu_count()``).
@@ -273,7 +273,8 @@ class Simulation:
             cost_model = CostModel()
         elif not isinstance(cost_model, CostModel):
             raise TypeError("cost_model must be a CostModel, got %s" % type(cost_model).__name__)
-        config = session._config
+        self.eplan = session.plan(fetches, feed_dict)
+        config = self.eplan.config
         if inter_op_threads is None:
             inter_op_threads = config.inter_op_parallelism_threads
         if intra_op_threads is None:
@@ -282,17 +283,16 @@ class Simulation:
         self.intra_op_threads = _thread_count(intra_op_threads, "intra_op_threads")
         self.cost_model = cost_model
         self.session = session
-        _, self.eplan, _ = session._prepare(fetches, feed_dict)
         eplan = self.eplan
         plan = self.plan = eplan.plan
         names = eplan.names
-        # the fed tensors, in the order _prepare gave their feed nodes
-        feed_tensors = session._feeds(feed_dict)[0] if feed_dict else ()
+        # the fed tensors, in the order of their feed nodes
+        feed_tensors = eplan.feed_tensors
         n_ops = plan.n - len(feed_tensors)
 
         # devices: the session's order, restricted to those this plan uses
         used = set(plan.device)
-        self.devices = [d.name for d in session._devices if d.name in used]
+        self.devices = [d for d in eplan.session_devices if d in used]
         self.devices += sorted(used.difference(self.devices))
 
         # static facts per node: op type, duration, outputs, label
@@ -329,7 +329,7 @@ class Simulation:
         self._caller = _Thread(0, "caller", None, "caller")
         self._inter, self._intra = {}, {}
         tid = 1
-        for d in [d.name for d in session._devices] + self.devices:
+        for d in eplan.session_devices + self.devices:
             if d in self._inter:
                 continue
             short = short_device(d)

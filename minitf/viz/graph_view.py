@@ -197,7 +197,7 @@ class GraphView(SavesToFile):
                 name = key if isinstance(key, str) else key.name
                 by_name[name] = dev if isinstance(dev, str) else dev.name
             return "explicit", {op.name: by_name.get(op.name, "") for op in ops}
-        placed = getattr(session, "_placement", None) if session is not None else None
+        placed = getattr(session, "placement", None) if session is not None else None
         if placed is not None:
             of = {op.name: dev.name for op, dev in placed.device_of.items()}
             return "session", {op.name: of.get(op.name, "") for op in ops}

@@ -1,0 +1,155 @@
+"""The session that runs graphs in this process (TF's ``DirectSession``).
+
+Book sections: "Placing Operations on Devices" (placement happens at the first ``run()`` and
+again whenever the graph grew; ``log_device_placement`` prints where every op went, here in the
+notebook cell rather than on a terminal), "Parallel Execution" (each step runs over the
+thread pools of ``pools.py``) and "Sharing State Across Sessions Using Resource Containers"
+(``Session.reset("")`` clears the containers of this process's devices).
+
+It is registered as the ``DIRECT_SESSION`` factory of ``session.py`` for the target ``""``.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+
+import numpy as np
+
+from minitf.framework import errors
+from minitf.runtime import devices as devices_mod
+from minitf.runtime import executor, placer, pools
+from minitf.runtime.config_proto import RunOptions
+from minitf.runtime.session import SessionFactory, register_session_factory
+
+_live: weakref.WeakSet = weakref.WeakSet()
+_NO_OPTIONS = RunOptions()
+
+
+def _fetched(value, device):
+    """A value handed back to Python: variables are read, values on a card copied to the host,
+    host arrays copied (callers may write to what they get)."""
+    on_host = device is None or device.backend != "cuda"
+    value = executor.host_value(value, device)
+    if on_host and isinstance(value, np.ndarray):
+        return value.copy()
+    return value
+
+
+class DirectSession:
+    """Places a graph on the devices of this process and runs steps of it."""
+
+    def __init__(self, target, graph, config):
+        self.graph = graph
+        self.config = config
+        self.devices = devices_mod.local_devices(config)
+        # bad gpu_options fail here, before any run
+        devices_mod.memory_policies(self.devices, config.gpu_options)
+        self.placement = None
+        self.was_reset = False
+        self._placer = placer.GraphPlacer(self.devices, config.allow_soft_placement,
+                                          has_cuda=bool(devices_mod.machine_gpus()))
+        self._placed_version = -1
+        self._kernels = executor.KernelCache()
+        self._plans = {}
+        self._lock = threading.Lock()
+        self._pool_sets, self._owned_pools = pools.session_pools(config)
+        if config.log_device_placement:
+            _log(devices_mod.creation_lines(self.devices, config.gpu_options) +
+                 devices_mod.device_mapping_lines(self.devices))
+        _live.add(self)
+
+    def list_devices(self):
+        return [devices_mod.DeviceAttributes(d.name, d.device_type, d.memory_limit, i + 1)
+                for i, d in enumerate(self.devices)]
+
+    def close(self):
+        """Frees the session's kernels (and the variables only they held) and its own pools."""
+        self._kernels.clear()
+        self._plans.clear()
+        for p in self._owned_pools:
+            p.close()
+        self._owned_pools = []
+
+    # -- placing and planning ------------------------------------------------------------------
+    def _ensure_placed(self):
+        g = self.graph
+        if self._placed_version == g.version:
+            return self.placement
+        with self._lock:
+            if self._placed_version == g.version:
+                return self.placement
+            version = g.version
+            # "TensorFlow grabs all the RAM of all visible GPUs the first time you run a graph"
+            devices_mod.ensure_gpu_memory(self.devices, self.config.gpu_options)
+            placement = self._placer.place(list(g._ops))
+            if self.config.log_device_placement:
+                _log(placement.log_lines)
+            self._plans.clear()
+            self.placement = placement
+            self._placed_version = version
+            return placement
+
+    def plan(self, fetch_tensors, target_ops, feed_tensors):
+        """The execution plan of one (fetches, targets, feeds) signature, made once."""
+        placement = self._ensure_placed()
+        key = (tuple(fetch_tensors), tuple(target_ops), tuple(feed_tensors))
+        eplan = self._plans.get(key)
+        if eplan is None:
+            eplan = self._plans[key] = executor.build(
+                placement.ops, placement, self.devices[0].name, fetch_tensors, target_ops,
+                feed_tensors, self._kernels)
+            eplan.session_devices = [d.name for d in self.devices]
+            eplan.config = self.config
+            eplan.feed_tensors = list(feed_tensors)
+        return eplan
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self, fetch_tensors, target_ops, feed_tensors, feed_values, options, run_metadata):
+        eplan = self.plan(fetch_tensors, target_ops, feed_tensors)
+        options = options if options is not None else _NO_OPTIONS
+        index = options.inter_op_thread_pool
+        if not 0 <= index < len(self._pool_sets):
+            raise errors.InvalidArgumentError(None, None, "Invalid inter_op_thread_pool: %d"
+                                              % index)
+        trace = options.trace_level > 0 and run_metadata is not None
+        tracer = executor.Tracer(eplan) if trace else None
+        timeout = options.timeout_in_ms or self.config.operation_timeout_in_ms
+        vals = executor.run_step(eplan, feed_values, self._pool_sets[index], tracer, timeout)
+        if trace:
+            stats = tracer.step_stats([d.name for d in self.devices])
+            run_metadata.step_stats.dev_stats[:] = stats.dev_stats
+            run_metadata.step_stats.transfers[:] = stats.transfers
+        return self._fetch(eplan, vals, fetch_tensors)
+
+    @staticmethod
+    def _fetch(eplan, vals, fetch_tensors):
+        out = []
+        for n, (t, (s, k)) in enumerate(zip(fetch_tensors, eplan.fetch_slots)):
+            try:
+                out.append(_fetched(vals[s][k], eplan.device_of_node(s)))
+            except errors.OpError as e:
+                name = "_retval_%s_%d_%d" % (t.op.name, t.value_index, n)
+                raise type(e)(None, t.op, placer.attach_node(e.message, name)) from None
+        return out
+
+
+def _log(lines):
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def reset(target, containers=None, config=None):
+    """``tf.Session.reset("")``: each live local session is closed (using it again raises
+    ``CancelledError``) and the listed containers (default: each device's default container)
+    are cleared on its devices."""
+    for sess in list(_live):
+        for d in sess.devices:
+            for c in (containers if containers is not None else [d.job]):
+                d.resource_manager.cleanup(c)
+        sess.close()
+        sess.was_reset = True
+
+
+register_session_factory(SessionFactory("DIRECT_SESSION", lambda target: target == "",
+                                        DirectSession, reset))
