@@ -16,7 +16,7 @@ from minitf.framework.graph import (Graph, GraphKeys, NodeDef, Operation, Tensor
                                     convert_to_tensor, get_default_graph, get_default_session,
                                     name_scope, reset_default_graph)
 from minitf.framework.tensor_shape import Dimension, TensorShape
-from minitf.kernels import cpu as _cpu_kernels  # noqa: F401  (registers the kernels)
+import minitf.kernels  # noqa: F401  (registers the kernels)
 from minitf.ops.array_ops import (concat, constant, expand_dims, fill, identity, ones,
                                   placeholder, reshape, stack, zeros)
 from minitf.ops.control_flow_ops import group, no_op

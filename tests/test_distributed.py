@@ -310,10 +310,10 @@ def test_a_session_with_isolated_state_has_its_own_variables(cluster):
             b.run(v)
         doubled = v * 2                         # the graph grows: placed and split again
         assert a.run(doubled) == 8.0
-        assert any(servers[i].worker._isolated for i in range(len(servers)))
+        assert any(servers[i].worker.graph_mgr.isolated_sessions() for i in range(len(servers)))
     with tf.Session(_target(spec, "ps", 0)) as shared:
         assert shared.run(v) == 2.0             # the shared variable was never touched
-    assert wait_until(lambda: not any(s.worker._isolated for s in servers))
+    assert wait_until(lambda: not any(s.worker.graph_mgr.isolated_sessions() for s in servers))
 
 
 def test_send_recv_trace(cluster):

@@ -1,4 +1,5 @@
-"""The parallel executor: per-device inter-op pools, intra-op chunks, control edges, tracing.
+"""The parallel executor: the shared inter-op pool (and GPUs' own in gpu_private mode), intra-op
+chunks, control edges, asynchronous _Recv kernels, tracing.
 
 Book section: "Parallel Execution" (Figure 12-5) and "Control Dependencies".  Parallelism is
 proved from the recorded step stats (who ran what, on which thread, when), never from wall time.
@@ -63,7 +64,7 @@ def test_two_inter_op_threads_run_independent_branches_at_once():
             _, nodes, _ = _traced(sess, ends)
             (s0, e0, n0), (s1, e1, n1) = _branch_spans(nodes, 2, 3)
             threads = {n.thread_name for n in n0 + n1}
-            assert threads <= {"CPU:0 inter-op #0", "CPU:0 inter-op #1"}
+            assert threads <= {"inter-op #0", "inter-op #1"}
             if any(_overlap(a, b) for a in n0 for b in n1):
                 overlapped = True
                 break
@@ -77,7 +78,7 @@ def test_one_inter_op_thread_runs_branches_one_after_the_other():
         _, nodes, _ = _traced(sess, ends)
         mm = sorted((n for n in nodes.values() if n.op_type == "MatMul"),
                     key=lambda n: n.all_start_micros)
-        assert {n.thread_name for n in mm} == {"CPU:0 inter-op #0"}
+        assert {n.thread_name for n in mm} == {"inter-op #0"}
         for a, b in zip(mm, mm[1:]):
             assert a.end_micros <= b.all_start_micros
 
@@ -121,7 +122,7 @@ def test_per_session_pools_are_owned_and_stopped_on_close():
     other = tf.Session(config=_config(2))
     assert sess._impl._pool_sets[0] is not other._impl._pool_sets[0]
     sess.run(ends)
-    pool = sess._impl._pool_sets[0].for_device("/job:localhost/replica:0/task:0/device:CPU:0").inter
+    pool = sess._impl._pool_sets[0].inter
     assert pool._threads and all(t.is_alive() for t in pool._threads)
     sess.close()
     other.close()
@@ -149,7 +150,7 @@ def test_named_global_pools_and_pool_index():
     s1.run(ends, options=tf.RunOptions(inter_op_thread_pool=1, trace_level=3), run_metadata=md)
     names = {n.thread_name for d in md.step_stats.dev_stats for n in d.node_stats
              if n.op_type == "MatMul"}
-    assert names <= {"CPU:0 inter-op #0", "CPU:0 inter-op #1"}
+    assert names <= {"inter-op #0", "inter-op #1"}
     with pytest.raises(tf.errors.InvalidArgumentError, match="Invalid inter_op_thread_pool: 2"):
         s1.run(ends, options=tf.RunOptions(inter_op_thread_pool=2))
     s1.close()
@@ -176,7 +177,7 @@ def test_threaded_and_serial_drivers_agree_on_values():
         threaded = sess.run(s)
         eplan = sess.plan(s)
         assert eplan.any_expensive
-        serial = executor.run_serial(eplan, [])[eplan.fetch_slots[0][0]][0]
+        serial = executor.run_serial(eplan, executor.StepContext())[eplan.fetch_slots[0][0]][0]
     np.testing.assert_allclose(threaded, serial, rtol=1e-5)
 
 
@@ -241,22 +242,34 @@ def test_blas_threads_are_limited_during_steps_and_restored_after():
     assert after == before
 
 
-def test_cross_device_copies_are_recorded(monkeypatch):
-    """Every tensor crossing devices is a TransferStats with its bytes and both devices."""
+def test_tensors_cross_devices_through_send_recv_pairs():
+    """A local session splits its step by device, as TF's DirectSession does: each edge between
+    devices is a _Send next to the producer and a _Recv next to the consumer, both in the step
+    stats; the _Recv's TransferStats has the tensor's bytes and both devices.  The fetched value
+    crosses to the client's CPU the same way.  Every device's ops run on the shared pool."""
     tf.config.emulate_gpus(2)
     with tf.device("/gpu:0"):
         a = tf.constant(np.ones((200, 200), np.float32), name="a")
     with tf.device("/gpu:1"):
         b = tf.matmul(a, a, name="b")
     with tf.Session(config=_config(2)) as sess:
-        _, nodes, md = _traced(sess, b)
-    (t,) = [t for t in md.step_stats.transfers if t.dst_node == "b"][:1]
+        value, nodes, md = _traced(sess, b)
+    np.testing.assert_allclose(value, np.full((200, 200), 200.0))
+    (t,) = [t for t in md.step_stats.transfers if t.tensor_name == "a:0"]
     assert t.src_node == "a" and t.bytes == 200 * 200 * 4
     assert t.src_device.endswith("GPU:0") and t.dst_device.endswith("GPU:1")
+    recv = nodes[t.dst_node]
+    assert recv.op_type == "_Recv"
+    assert nodes["b"].timeline_label == "b = MatMul(%s, %s)" % (t.dst_node, t.dst_node)
+    on = {n.node_name: d.device.rsplit(":", 2)[-2:] for d in md.step_stats.dev_stats
+          for n in d.node_stats}
+    assert [on[n] for n in nodes if nodes[n].op_type == "_Send"] == [["GPU", "0"], ["GPU", "1"]]
+    (back,) = [t for t in md.step_stats.transfers if t.tensor_name == "b:0"]
+    assert back.src_device.endswith("GPU:1") and back.dst_device.endswith("CPU:0")
     devices = [d.device for d in md.step_stats.dev_stats]
-    assert devices == ["/job:localhost/replica:0/task:0/device:GPU:0",
-                       "/job:localhost/replica:0/task:0/device:GPU:1"]
-    assert nodes["b"].thread_name.startswith("GPU:1 inter-op #")
+    assert devices == ["/job:localhost/replica:0/task:0/device:%s" % d
+                       for d in ("CPU:0", "GPU:0", "GPU:1")]
+    assert nodes["b"].thread_name.startswith("inter-op #")
 
 
 def test_step_stats_fields():

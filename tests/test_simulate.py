@@ -9,8 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import minitf as tf
+from minitf.runtime import cost_model as C
 from minitf.runtime import simulate as S
-from minitf.runtime.simulate import CostModel, Simulation, figure_12_5, simulate
+from minitf.runtime.cost_model import CostModel
+from minitf.runtime.simulate import Simulation, figure_12_5, simulate
 
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
@@ -67,10 +69,13 @@ def check_dependencies(sim, stats):
 
 
 def check_threads_exclusive(stats):
-    """No thread (inter-op, intra-op or the caller) ever runs two things at once."""
+    """No thread (inter-op, intra-op or the caller) ever runs two things at once (a _Recv holds
+    no thread while it waits)."""
     busy = {}
     for d in stats.dev_stats:
         for n in d.node_stats:
+            if n.op_type == "_Recv":
+                continue
             busy.setdefault(n.thread_name, []).append((n.all_start_micros, n.end_micros))
             for c in n.chunks[1:]:  # chunk 0 runs on the node's own thread
                 busy.setdefault(c.thread_name, []).append((c.start_micros, c.end_micros))
@@ -81,18 +86,27 @@ def check_threads_exclusive(stats):
 
 
 def fig_sim(sess=None, **kw):
+    """Figure 12-5 as the book draws it: each GPU with pools of its own (gpu_private, two
+    inter-op threads each), its ops run as targets (no fetched value crosses to the CPU)."""
     fig = figure_12_5()
     sess = sess or tf.Session()
     kw.setdefault("inter_op_threads", 2)
     kw.setdefault("intra_op_threads", 3)
-    return fig, sess, Simulation(sess, list(fig.values()), **kw)
+    kw.setdefault("gpu_thread_mode", "gpu_private")
+    kw.setdefault("gpu_thread_count", 2)
+    return fig, sess, Simulation(sess, fig_ops(fig), **kw)
+
+
+def fig_ops(fig):
+    return [t.op for t in fig.values()]
 
 
 # -- reproducibility and the dependency rule --------------------------------------------------
 
 def test_two_simulations_give_identical_records():
     fig, sess, sim1 = fig_sim()
-    sim2 = Simulation(tf.Session(), list(fig.values()), inter_op_threads=2, intra_op_threads=3)
+    sim2 = Simulation(tf.Session(), fig_ops(fig), inter_op_threads=2, intra_op_threads=3,
+                      gpu_thread_mode="gpu_private", gpu_thread_count=2)
     r1, r2 = sim1.run(), sim2.run()
     assert dump(r1) == dump(r2)
     assert sim1.events == sim2.events
@@ -141,9 +155,12 @@ def test_control_dependencies_delay_ops():
     pending = sim.pending_counts()
     assert pending[x.op.name] == 2 and pending[y.op.name] == 2   # ^a, ^b
     assert pending[z.op.name] == 2 and pending[b.op.name] == 2
-    # the two sources are cheap: the caller will run them inline, last made ready first
-    assert sim.inline_pending() == {"caller": [b.op.inputs[1].op.name, a.op.name]}
-    assert sim.ready_queues() == {GPU0: []}
+    # the sources are cheap: the caller will run them inline, last made ready first; they
+    # include the _Recv on the CPU that z's value crosses to the caller by
+    (recv,) = [n for n in sim.eplan.nodes if n.type == "_Recv"]
+    assert recv.device == CPU0 and recv.get_attr("tensor_name") == z.name
+    assert sim.inline_pending() == {"caller": [recv.name, b.op.inputs[1].op.name, a.op.name]}
+    assert sim.ready_queues() == {"inter-op": []}
     stats = sim.run()
     check_dependencies(sim, stats)
     b_end = interval(stats, b.op.name)[1]
@@ -186,8 +203,8 @@ def test_two_inter_op_threads_run_independent_branches_in_parallel():
     assert overlap(interval(par, "p"), interval(par, "q"))
     assert not overlap(interval(ser, "p"), interval(ser, "q"))
     threads_par = {nodes_of(par)[n][0].thread_name for n in "pq"}
-    assert threads_par == {"GPU:0 inter-op #0", "GPU:0 inter-op #1"}
-    assert {nodes_of(ser)[n][0].thread_name for n in "pq"} == {"GPU:0 inter-op #0"}
+    assert threads_par == {"inter-op #0", "inter-op #1"}     # the shared pool's
+    assert {nodes_of(ser)[n][0].thread_name for n in "pq"} == {"inter-op #0"}
     end = lambda s: max(n.end_micros for n, _ in nodes_of(s).values())  # noqa: E731
     assert end(par) < end(ser)
     check_threads_exclusive(par)
@@ -198,31 +215,45 @@ def test_expensive_nodes_queue_fifo_and_take_the_lowest_free_thread():
     with tf.device("/gpu:0"):
         outs = [tf.square(tf.ones([256, 256], name="in%d" % k), name="sq%d" % k)
                 for k in range(3)]
-    sim = Simulation(tf.Session(), outs, inter_op_threads=2, intra_op_threads=1)
-    assert sim.ready_queues() == {GPU0: ["in0", "in1", "in2"]}
+    sim = Simulation(tf.Session(), [o.op for o in outs], inter_op_threads=2, intra_op_threads=1)
+    assert sim.ready_queues() == {"inter-op": ["in0", "in1", "in2"]}
     ev = [sim.next_event() for _ in range(2)]
     assert [(e.kind, e.node, e.thread) for e in ev] == [
-        ("start", "in0", "GPU:0 inter-op #0"), ("start", "in1", "GPU:0 inter-op #1")]
-    assert sim.ready_queues() == {GPU0: ["in2"]}          # both threads busy: in2 waits
-    assert sim.running() == {"GPU:0 inter-op #0": "in0", "GPU:0 inter-op #1": "in1"}
+        ("start", "in0", "inter-op #0"), ("start", "in1", "inter-op #1")]
+    assert sim.ready_queues() == {"inter-op": ["in2"]}    # both threads busy: in2 waits
+    assert sim.running() == {"inter-op #0": "in0", "inter-op #1": "in1"}
     stats = sim.run()
     assert nodes_of(stats)["in2"][0].all_start_micros == 1  # when a thread came free
     assert nodes_of(stats)["in2"][0].scheduled_micros == 0  # though ready from the start
 
 
-def test_cheap_successors_run_inline_on_their_device_only():
+def test_a_send_runs_inline_and_a_recv_hands_its_successors_to_the_pool():
     with tf.device("/gpu:0"):
         x = tf.square(tf.ones([512, 512], name="x_in"), name="x")
-        here = tf.reduce_sum(x, name="here")      # cheap (a scalar), same device as x
+        here = tf.reduce_sum(x, name="here")      # expensive: its input is large
     with tf.device("/gpu:1"):
-        there = tf.reduce_sum(x, name="there")    # cheap, but on the other device
-    stats = simulate(tf.Session(), [here, there], inter_op_threads=2, intra_op_threads=1)
+        there = tf.reduce_sum(x, name="there")    # the same, once x crossed to GPU:1
+    sim = Simulation(tf.Session(), [here.op, there.op], inter_op_threads=2, intra_op_threads=1)
+    stats = sim.run()
     nodes = nodes_of(stats)
-    assert nodes["here"][0].thread_name == nodes["x"][0].thread_name
-    assert nodes["here"][0].all_start_micros == nodes["x"][0].end_micros
-    assert nodes["there"][0].thread_name == "GPU:1 inter-op #0"
+    (send,) = [n for n, _ in nodes.values() if n.op_type == "_Send"]
+    (recv,) = [n for n, _ in nodes.values() if n.op_type == "_Recv"]
+    x_end = nodes["x"][0].end_micros
+    # x's _Send (never expensive, however large its tensor) runs inline on x's thread as soon
+    # as x ends; here waits for a pool thread and gets the other one at once
+    assert send.thread_name == nodes["x"][0].thread_name and send.pool == "inter_op"
+    assert send.all_start_micros == nodes["here"][0].all_start_micros == x_end
+    assert nodes["here"][0].thread_name != send.thread_name
+    # the _Recv was issued by the caller at once; it ends when the tensor has crossed
+    assert (recv.thread_name, recv.all_start_micros) == ("caller", 0)
+    assert recv.end_micros == send.end_micros + C.transfer_micros(512 * 512 * 4)
+    assert nodes[recv.node_name][1] == GPU1
+    # what a _Recv makes ready goes to the pool's queue, cheap or not
+    assert nodes["there"][0].thread_name.startswith("inter-op #")
+    assert nodes["there"][0].scheduled_micros == recv.end_micros
     assert nodes["there"][1] == GPU1
     assert nodes["here"][0].pool == nodes["there"][0].pool == "inter_op"
+    check_threads_exclusive(stats)
 
 
 # -- intra-op splitting ------------------------------------------------------------------------
@@ -230,8 +261,10 @@ def test_cheap_successors_run_inline_on_their_device_only():
 def test_split_kernel_runs_chunks_on_distinct_intra_op_threads():
     fig = figure_12_5()
     sess = tf.Session()
-    split = simulate(sess, list(fig.values()), inter_op_threads=2, intra_op_threads=3)
-    whole = simulate(sess, list(fig.values()), inter_op_threads=2, intra_op_threads=1)
+    private = dict(gpu_thread_mode="gpu_private", gpu_thread_count=2)
+    split = simulate(sess, fig_ops(fig), inter_op_threads=2, intra_op_threads=3, **private)
+    whole = simulate(sess, fig_ops(fig), inter_op_threads=2, intra_op_threads=1, **private)
+    shared = simulate(sess, fig_ops(fig), inter_op_threads=2, intra_op_threads=3)
     a = nodes_of(split)["A"][0]
     assert len(a.chunks) == 3
     assert [c.index for c in a.chunks] == [0, 1, 2]
@@ -245,11 +278,15 @@ def test_split_kernel_runs_chunks_on_distinct_intra_op_threads():
     a1 = nodes_of(whole)["A"][0]
     assert len(a1.chunks) == 1                               # one thread: a single chunk
     cost = CostModel().micros(fig["A"].op, "GPU")
-    assert a1.all_end_rel_micros == cost + S.CHUNK_OVERHEAD_MICROS
-    assert a.all_end_rel_micros == -(-cost // 3) + S.CHUNK_OVERHEAD_MICROS
+    assert a1.all_end_rel_micros == cost + C.CHUNK_OVERHEAD_MICROS
+    assert a.all_end_rel_micros == -(-cost // 3) + C.CHUNK_OVERHEAD_MICROS
     assert a.all_end_rel_micros < a1.all_end_rel_micros / 2
     # B, C, D, E are not splittable kernels
     assert all(not nodes_of(split)[n][0].chunks for n in "BCDE")
+    # with TF's default thread mode a GPU kernel is the card's work: no host threads split it
+    a2 = nodes_of(shared)["A"][0]
+    assert a2.chunks == [] and a2.thread_name.startswith("inter-op #")
+    assert a2.all_end_rel_micros == cost
 
 
 def test_small_matmuls_and_inline_nodes_do_not_split():
@@ -260,11 +297,13 @@ def test_small_matmuls_and_inline_nodes_do_not_split():
 
 
 def test_intra_op_pool_is_shared_between_split_nodes():
-    with tf.device("/gpu:0"):
+    with tf.device("/cpu:0"):
         m1 = tf.matmul(tf.ones([512, 512], name="a1"), tf.ones([512, 512], name="b1"), name="m1")
         m2 = tf.matmul(tf.ones([512, 512], name="a2"), tf.ones([512, 512], name="b2"), name="m2")
     stats = simulate(tf.Session(), [m1, m2], inter_op_threads=2, intra_op_threads=3)
     n1, n2 = nodes_of(stats)["m1"][0], nodes_of(stats)["m2"][0]
+    assert {c.thread_name for c in n1.chunks[1:] + n2.chunks[1:]} <= {
+        "intra-op #0", "intra-op #1", "intra-op #2"}
     # both want 2 intra-op threads; the pool has 3, so one chunk of the later node waits
     assert len(n1.chunks) == len(n2.chunks) == 3
     assert any(c.start_micros > n2.all_start_micros for c in n2.chunks[1:])
@@ -280,12 +319,14 @@ def test_figure_12_5_step_by_step():
     assert sim.time == 0 and not sim.done
     # the sources are the constants; A needs two of them, the others one input each
     assert sim.pending_counts() == {"A": 2, "B": 1, "C": 1, "D": 1, "E": 1}
-    assert sim.ready_queues() == {GPU0: ["A_x", "A_w", "B_x"], GPU1: ["C_x"]}
+    # each GPU has a ready queue of its own (gpu_private); the shared pool's is empty
+    assert sim.ready_queues() == {"inter-op": [], "GPU:0": ["A_x", "A_w", "B_x"],
+                                  "GPU:1": ["C_x"]}
     assert sim.running() == {}
 
     ev = sim.next_event()
     assert ev == S.Event("start", 0, "A_x", GPU0, "GPU:0 inter-op #0")
-    assert sim.ready_queues()[GPU0] == ["A_w", "B_x"]
+    assert sim.ready_queues()["GPU:0"] == ["A_w", "B_x"]
 
     # run until A starts: it is split, so intra-op threads of GPU:0 work for it
     while not (ev.kind == "start" and ev.node == "A"):
@@ -304,12 +345,12 @@ def test_figure_12_5_step_by_step():
         ev = sim.next_event()
     assert ev.device == GPU1
     assert "D" not in sim.pending_counts() and "E" not in sim.pending_counts()
-    assert sim.ready_queues()[GPU1] == ["D", "E"]
+    assert sim.ready_queues()["GPU:1"] == ["D", "E"]
     t_c = sim.time
     d, e = sim.next_event(), sim.next_event()
     assert (d.kind, d.node, d.time, d.thread) == ("start", "D", t_c, "GPU:1 inter-op #0")
     assert (e.kind, e.node, e.time, e.thread) == ("start", "E", t_c, "GPU:1 inter-op #1")
-    assert sim.ready_queues()[GPU1] == []
+    assert sim.ready_queues()["GPU:1"] == []
     assert sim.pending_counts() == {}
 
     rest = list(sim)
@@ -335,9 +376,15 @@ def test_figure_12_5_in_a_given_graph():
     fig = figure_12_5(g)
     assert all(t.graph is g for t in fig.values())
     assert tf.get_default_graph().get_operations() == []
-    stats = simulate(tf.Session(graph=g), list(fig.values()), inter_op_threads=1,
-                     intra_op_threads=1)
+    stats = simulate(tf.Session(graph=g), fig_ops(fig), inter_op_threads=1, intra_op_threads=1)
     assert len(nodes_of(stats)) == 9
+    # fetching the tensors rather than running the ops: each value crosses to the client's CPU
+    fetched = simulate(tf.Session(graph=g), list(fig.values()), inter_op_threads=1,
+                       intra_op_threads=1)
+    nodes = nodes_of(fetched)
+    assert len(nodes) == 9 + 2 * 5
+    assert sorted(n.op_type for n, d in nodes.values() if d == CPU0) == ["_Recv"] * 5
+    assert sorted(t.tensor_name for t in fetched.transfers) == ["%s:0" % x for x in "ABCDE"]
 
 
 # -- the record ------------------------------------------------------------------------------
@@ -349,17 +396,25 @@ def test_record_devices_match_the_placement():
     stats = simulate(sess, [fig["A"], total], inter_op_threads=2, intra_op_threads=2)
     ops = {op.name: op for op in tf.get_default_graph().get_operations()}
     nodes = nodes_of(stats)
-    for name, (_, device) in nodes.items():
+    for name, (n, device) in nodes.items():
+        if n.op_type in ("_Send", "_Recv"):    # added where a tensor crosses devices
+            continue
         assert device == sess.placement.device_of[ops[name]].name
     assert nodes["total"][1] == CPU0
     # devices in session order, only those used; B and E were pruned
     assert [d.device for d in stats.dev_stats] == [CPU0, GPU0, GPU1]
     assert "B" not in nodes and "E" not in nodes
-    # D (GPU:1) -> total (CPU:0) crosses devices: 4 MiB at TRANSFER_BYTES_PER_MICRO
-    [tr] = stats.transfers
-    assert (tr.tensor_name, tr.src_node, tr.dst_node) == ("D:0", "D", "total")
-    assert (tr.src_device, tr.dst_device, tr.bytes) == (GPU1, CPU0, 4 << 20)
-    assert tr.micros == S.TRANSFER_LATENCY_MICROS + -(-(4 << 20) // S.TRANSFER_BYTES_PER_MICRO)
+    # D (GPU:1) -> total (CPU:0) crosses devices: 4 MiB at TRANSFER_BYTES_PER_MICRO, through a
+    # _Recv on the CPU that total reads; A's value crosses to the client's CPU for the fetch
+    tr = {t.tensor_name: t for t in stats.transfers}
+    assert sorted(tr) == ["A:0", "D:0"]
+    d = tr["D:0"]
+    assert d.src_node == "D" and nodes[d.dst_node][0].op_type == "_Recv"
+    assert nodes["total"][0].timeline_label == "total = Sum(%s, Const)" \
+        % d.dst_node
+    assert (d.src_device, d.dst_device, d.bytes) == (GPU1, CPU0, 4 << 20)
+    assert d.micros == C.TRANSFER_LATENCY_MICROS + -(-(4 << 20) // C.TRANSFER_BYTES_PER_MICRO)
+    assert nodes[d.dst_node][0].end_micros == nodes["total"][0].scheduled_micros
 
 
 def test_record_fields():
@@ -400,10 +455,13 @@ def test_feeds_are_arg_nodes_on_the_client_device():
     # unknown static dimension: zero bytes in the record
     assert nodes["w"][0].output[0].shape == (None, 3)
     assert nodes["w"][0].output[0].requested_bytes == 0
-    trs = {t.dst_node: t for t in stats.transfers}
-    assert trs["y"].tensor_name == "_arg_x_0:0" and trs["y"].bytes == 24
-    assert trs["y"].micros == S.TRANSFER_LATENCY_MICROS + 1
-    assert (trs["y"].src_device, trs["y"].dst_device) == (CPU0, GPU0)
+    # the fed value crosses to y's GPU through a _Send/_Recv pair, as every cross-device edge
+    trs = {t.tensor_name: t for t in stats.transfers}
+    fed = trs["_arg_x_0:0"]
+    assert fed.src_node == "_arg_x_0" and fed.bytes == 24
+    assert fed.micros == C.TRANSFER_LATENCY_MICROS + 1
+    assert (fed.src_device, fed.dst_device) == (CPU0, GPU0)
+    assert nodes["y"][0].timeline_label == "y = Square(%s)" % fed.dst_node
     assert "x" not in nodes  # the placeholder itself is cut off by the feed
 
 
@@ -433,41 +491,44 @@ def test_cost_model_defaults():
     fig = figure_12_5()
     cm = CostModel()
     flops = 2 * 512 ** 3
-    gpu_flops = S.CPU_FLOPS_PER_MICRO * S.GPU_SPEEDUP
-    assert cm.micros(fig["A"].op, "GPU") == S.BASE_MICROS + -(-flops // gpu_flops)
-    assert cm.micros(fig["A"].op, "CPU") == S.BASE_MICROS + -(-flops // S.CPU_FLOPS_PER_MICRO)
+    gpu_flops = C.CPU_FLOPS_PER_MICRO * C.GPU_SPEEDUP
+    assert cm.micros(fig["A"].op, "GPU") == C.BASE_MICROS + -(-flops // gpu_flops)
+    assert cm.micros(fig["A"].op, "CPU") == C.BASE_MICROS + -(-flops // C.CPU_FLOPS_PER_MICRO)
     assert cm.micros(fig["A"].op, "CPU") > cm.micros(fig["A"].op, "GPU") * 9
     n = 1024 * 1024
-    assert cm.micros(fig["B"].op, "GPU") == S.BASE_MICROS + -(-n // (S.CPU_ELEMENTS_PER_MICRO
-                                                                       * S.GPU_SPEEDUP))
-    assert cm.micros(fig["A"].op.inputs[0].op, "GPU") == S.BASE_MICROS   # a constant
-    assert cm.micros(tf.no_op(name="nop"), "CPU") == S.BASE_MICROS
-    assert cm.micros(None, "CPU", name="_arg_x_0") == S.BASE_MICROS     # a feed
+    assert cm.micros(fig["B"].op, "GPU") == C.BASE_MICROS + -(-n // (C.CPU_ELEMENTS_PER_MICRO
+                                                                       * C.GPU_SPEEDUP))
+    assert cm.micros(fig["A"].op.inputs[0].op, "GPU") == C.BASE_MICROS   # a constant
+    assert cm.micros(tf.no_op(name="nop"), "CPU") == C.BASE_MICROS
+    feed = tf.placeholder(tf.float32, [3], name="f")
+    arg = tf.Session().plan(feed, {feed: [1, 2, 3]}).nodes[0]
+    assert arg.type == "_Arg" and cm.micros(arg, "CPU") == C.BASE_MICROS     # a feed
     # unknown dimensions count as 1
     p = tf.placeholder(tf.float32, [None, 5000])
-    assert cm.micros(tf.square(p).op, "CPU") == S.BASE_MICROS + 5
+    assert cm.micros(tf.square(p).op, "CPU") == C.BASE_MICROS + 5
     q = tf.placeholder(tf.float32, [None, 100])
     mm = tf.matmul(q, tf.ones([100, 100]))
-    assert cm.micros(mm.op, "CPU") == S.BASE_MICROS + -(-2 * 100 * 100 // S.CPU_FLOPS_PER_MICRO)
+    assert cm.micros(mm.op, "CPU") == C.BASE_MICROS + -(-2 * 100 * 100 // C.CPU_FLOPS_PER_MICRO)
     # reductions cost by their input
     s = tf.reduce_sum(tf.ones([1000, 1000]))
-    assert cm.micros(s.op, "CPU") == S.BASE_MICROS + 1000
+    assert cm.micros(s.op, "CPU") == C.BASE_MICROS + 1000
 
 
 def test_cost_model_overrides():
     fig = figure_12_5()
     sess = tf.Session()
     cm = CostModel(overrides={"Square": 7, "C": 1000, "A": 30.4})
-    stats = simulate(sess, list(fig.values()), cost_model=cm, inter_op_threads=2,
-                     intra_op_threads=3)
+    private = dict(gpu_thread_mode="gpu_private", gpu_thread_count=2)
+    stats = simulate(sess, fig_ops(fig), cost_model=cm, inter_op_threads=2,
+                     intra_op_threads=3, **private)
     nodes = nodes_of(stats)
     assert nodes["B"][0].all_end_rel_micros == 7            # by op type
     assert nodes["D"][0].all_end_rel_micros == 7
     assert nodes["C"][0].all_end_rel_micros == 1000         # a name beats its type
-    assert nodes["E"][0].all_end_rel_micros == S.BASE_MICROS + 105   # Neg: not overridden
+    assert nodes["E"][0].all_end_rel_micros == C.BASE_MICROS + 105   # Neg: not overridden
     assert nodes["D"][0].all_start_micros == nodes["C"][0].end_micros
-    assert nodes["A"][0].all_end_rel_micros == 10 + S.CHUNK_OVERHEAD_MICROS  # 30 in 3 chunks
-    base = simulate(sess, list(fig.values()), inter_op_threads=2, intra_op_threads=3)
+    assert nodes["A"][0].all_end_rel_micros == 10 + C.CHUNK_OVERHEAD_MICROS  # 30 in 3 chunks
+    base = simulate(sess, fig_ops(fig), inter_op_threads=2, intra_op_threads=3, **private)
     assert dump(base) != dump(stats)
 
 
@@ -477,12 +538,28 @@ def test_pool_sizes_default_from_the_session_config():
     sim = Simulation(tf.Session(config=config), list(fig.values()))
     assert sim.inter_op_threads == 3
     assert sim.intra_op_threads == (os.cpu_count() or 1)
-    sim = Simulation(tf.Session(config=config), list(fig.values()), inter_op_threads=1,
+    assert (sim.gpu_thread_mode, sim.gpu_thread_count) == ("global", 2)   # TF's defaults
+    sim = Simulation(tf.Session(config=config), fig_ops(fig), inter_op_threads=1,
                      intra_op_threads=2)
     assert (sim.inter_op_threads, sim.intra_op_threads) == (1, 2)
     stats = sim.run()
     threads = {n.thread_name for n, _ in nodes_of(stats).values()}
+    assert threads == {"inter-op #0"}          # the constants are expensive: none inline
+
+
+def test_gpu_thread_mode_follows_the_environment(monkeypatch):
+    """TF_GPU_THREAD_MODE=gpu_private and TF_GPU_THREAD_COUNT give each GPU its own threads,
+    in a simulation as in a session made afterwards."""
+    fig = figure_12_5()
+    monkeypatch.setenv("TF_GPU_THREAD_MODE", "gpu_private")
+    monkeypatch.setenv("TF_GPU_THREAD_COUNT", "1")
+    sim = Simulation(tf.Session(), fig_ops(fig), inter_op_threads=2, intra_op_threads=1)
+    assert (sim.gpu_thread_mode, sim.gpu_thread_count) == ("gpu_private", 1)
+    threads = {n.thread_name for n, _ in nodes_of(sim.run()).values()}
     assert threads == {"GPU:0 inter-op #0", "GPU:1 inter-op #0"}
+    monkeypatch.setenv("TF_GPU_THREAD_MODE", "gpu_everywhere")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Invalid TF_GPU_THREAD_MODE"):
+        Simulation(tf.Session(), fig_ops(fig))
 
 
 def test_bad_arguments():
@@ -503,6 +580,10 @@ def test_bad_arguments():
         Simulation(sess, fetches, cost_model={"A": 3})
     with pytest.raises(ValueError):
         CostModel(overrides={"A": -1})
+    with pytest.raises(ValueError, match="gpu_thread_mode"):
+        Simulation(sess, fetches, gpu_thread_mode="gpu_shared_memory")
+    with pytest.raises(ValueError):
+        Simulation(sess, fetches, gpu_thread_count=-1)
     with pytest.raises(ValueError):
         CostModel(overrides={"A": "fast"})
     with pytest.raises(TypeError):

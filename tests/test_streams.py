@@ -18,7 +18,7 @@ from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import streams, wire
 from minitf.distributed.local_cluster import free_port
 from minitf.framework import errors
-from minitf.runtime import executor
+from minitf.runtime import step_run
 from helpers import wait_until
 
 METHOD = "/minitf.WorkerService/RunGraphs"
@@ -54,7 +54,7 @@ class _Peer:
         what = req.graph_handle
         if what == "fail":
             err = errors.NotFoundError(None, None, "No such thing: %d" % req.step_id)
-            err._minitf_derived = True
+            err.derived = True
             raise err
         if what == "hang":
             release = threading.Event()
@@ -375,17 +375,17 @@ def _executor_runs(monkeypatch):
     """``(started, cancelled)``: the executor runs started from now on with the thread each
     started on, and the runs cancelled with the error each was cancelled with."""
     started, cancelled = [], []
-    run, cancel = executor._ThreadedRun.run, executor._ThreadedRun.cancel
+    run, cancel = step_run.StepRun.run, step_run.StepRun.cancel
 
-    def noted_run(r, timeout_ms):
+    def noted_run(r, timeout_ms=0, on_start=None):
         started.append((r, threading.current_thread()))
-        return run(r, timeout_ms)
+        return run(r, timeout_ms, on_start)
 
     def noted_cancel(r, error):
         cancelled.append((r, error))
         cancel(r, error)
-    monkeypatch.setattr(executor._ThreadedRun, "run", noted_run)
-    monkeypatch.setattr(executor._ThreadedRun, "cancel", noted_cancel)
+    monkeypatch.setattr(step_run.StepRun, "run", noted_run)
+    monkeypatch.setattr(step_run.StepRun, "cancel", noted_cancel)
     return started, cancelled
 
 

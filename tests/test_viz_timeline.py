@@ -73,10 +73,12 @@ def lane_rows(root):
 
 
 def fig_12_5_stats():
+    """Figure 12-5 as the book draws it: GPUs with threads of their own, ops run as targets."""
     fig = figure_12_5()
     with tf.Session() as sess:
-        return Simulation(sess, list(fig.values()), inter_op_threads=2,
-                          intra_op_threads=3).run()
+        return Simulation(sess, [t.op for t in fig.values()], inter_op_threads=2,
+                          intra_op_threads=3, gpu_thread_mode="gpu_private",
+                          gpu_thread_count=2).run()
 
 
 # -- lanes ---------------------------------------------------------------------------------------
@@ -244,16 +246,20 @@ def test_simulated_cross_device_step_draws_its_transfers():
     with tf.device("/gpu:1"):
         c = tf.negative(b, name="c")
     with tf.Session() as sess:
-        stats = simulate(sess, c, inter_op_threads=1, intra_op_threads=1)
-    assert [(t.src_node, t.dst_node) for t in stats.transfers] == [("b", "c")]
+        stats = simulate(sess, c.op, inter_op_threads=1, intra_op_threads=1)
+    nodes = {n.node_name: n for d in stats.dev_stats for n in d.node_stats}
+    (t,) = stats.transfers
+    assert (t.tensor_name, t.src_node) == ("b:0", "b")
+    assert nodes[t.dst_node].op_type == "_Recv"           # what c reads
     view = TimelineView(stats)
     root = ET.fromstring(view.to_svg())
     arrows = groups(root, "transfer")
     assert [g.get("data-tensor") for g in arrows] == ["b:0"]
     line = arrows[0].find(SVG + "line")
-    nodes = {n.node_name: n for d in stats.dev_stats for n in d.node_stats}
-    assert float(line.get("x1")) == pytest.approx(view.x_of(nodes["b"].end_micros))
-    assert float(line.get("x2")) == pytest.approx(view.x_of(nodes["c"].all_start_micros))
+    # from b's end to the tensor's arrival: the end of the _Recv, when c may start
+    assert float(line.get("x1")) == pytest.approx(view.x_of(nodes["b"].end_micros), abs=0.01)
+    assert float(line.get("x2")) == pytest.approx(view.x_of(nodes[t.dst_node].end_micros), abs=0.01)
+    assert nodes["c"].all_start_micros == nodes[t.dst_node].end_micros
 
 
 def test_real_traced_run_from_run_metadata():

@@ -5,7 +5,13 @@ Importing this package registers that session factory with the runtime (as TF's 
 library does when it loads); grpcio itself is imported on first use only.
 """
 
+import os
+
 from minitf.runtime.session import SessionFactory, register_session_factory
+
+# gRPC reads this when it loads (every module of this package imports it after this line): no
+# INFO lines (GOAWAY ...) in notebooks.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
 def is_grpc_target(target):

@@ -9,15 +9,14 @@ import os
 import re
 import threading
 
-os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # no INFO lines (GOAWAY ...) in notebooks
-import grpc  # noqa: E402
+import grpc
 import numpy as np
 
 from minitf.distributed import master_interface
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import wire
-from minitf.distributed.worker import (CONTROL_RPC_SECONDS, DEFAULT_STEP_SECONDS,
-                                       STEP_SLACK_SECONDS, STREAM_CHUNK_BYTES)
+from minitf.distributed.wire import (CONTROL_RPC_SECONDS, DEFAULT_STEP_SECONDS,
+                                     STEP_SLACK_SECONDS, STREAM_CHUNK_BYTES)
 from minitf.framework import errors
 from minitf.runtime.devices import DeviceAttributes
 

@@ -22,7 +22,7 @@ import weakref
 import grpc
 
 from minitf.distributed import streams, wire
-from minitf.distributed.worker import Channels
+from minitf.distributed.worker_cache import Channels
 
 _channels = Channels(single_threaded_streams=True)   # the client's, shared by its sessions
 

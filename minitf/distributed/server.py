@@ -11,10 +11,10 @@ import hmac
 import os
 import threading
 
-os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # no INFO lines (GOAWAY ...) in notebooks
-import grpc  # noqa: E402
+import grpc
 
 from minitf.distributed import master_interface, services, wire
+from minitf.distributed.worker_cache import TOKEN_HEADER
 from minitf.distributed.cluster_spec import ClusterSpec
 from minitf.framework import errors
 from minitf.runtime import devices as devices_mod
@@ -45,7 +45,6 @@ class _TokenInterceptor(grpc.ServerInterceptor):
         self._refuse = refuse
 
     def intercept_service(self, continuation, handler_call_details):
-        from minitf.distributed.worker import TOKEN_HEADER
         for k, v in handler_call_details.invocation_metadata or ():
             if k == TOKEN_HEADER:
                 got = v.encode() if isinstance(v, str) else bytes(v)

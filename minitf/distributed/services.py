@@ -16,8 +16,7 @@ responses to the client without parsing them.  Everything a server sends goes th
 
 import os
 
-os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # no INFO lines (GOAWAY ...) in notebooks
-import grpc  # noqa: E402
+import grpc
 
 from minitf.distributed import protocol_pb2 as pb  # noqa: E402
 from minitf.distributed import wire  # noqa: E402

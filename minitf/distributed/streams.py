@@ -104,7 +104,7 @@ def end_message(error=None):
     status, details = wire.status_from_error(error)
     return pb.RunStepResponse(end=pb.StepEnd(
         code=status.value[0], message=details,
-        derived=bool(getattr(error, "_minitf_derived", False)))).SerializeToString()
+        derived=bool(getattr(error, "derived", False)))).SerializeToString()
 
 
 def answer(messages):

@@ -28,7 +28,14 @@ UNAUTHENTICATED = 16
 
 
 class OpError(Exception):
-    """The base class of every error an op or a session run can raise."""
+    """The base class of every error an op or a session run can raise.
+
+    ``derived`` (minitf, TF's "derived status"): True when this error only follows from
+    another failure (a step cancelled because a partition on another task failed, a tensor that
+    never came); a master reports a step's root cause rather than the errors it caused.
+    """
+
+    derived = False
 
     def __init__(self, node_def, op, message, error_code=UNKNOWN):
         super().__init__(message)

@@ -1,0 +1,11 @@
+"""What TF calls core/kernels: one implementation per (op type, device type, dtypes).
+
+``registry.py`` is the lookup the placer and the executor use; ``tensor_ops.py`` the small
+surface each device's backend offers (``numpy_ops.py``: CPU and emulated cards; ``cuda_ops.py``:
+numba.cuda on a real card or the simulator; ``cuda.py``: the numba.cuda kernels themselves); the
+``*_kernels.py`` modules register the kernels of each op family, written once against that
+surface.  Importing this package registers them all.
+"""
+
+from minitf.kernels import array_kernels, math_kernels, random_kernels  # noqa: F401
+from minitf.kernels import sendrecv_kernels, state_kernels  # noqa: F401

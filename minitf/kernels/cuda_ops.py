@@ -1,141 +1,141 @@
-"""GPU kernels for the executor: op types mapped onto the numba.cuda functions of ``cuda.py``.
+"""The CUDA backend: ``tensor_ops.TensorOps`` on numba.cuda, for real cards and the simulator.
 
 Book section: "Operations and kernels".  On a real CUDA card (or with
-``MINITF_GPU_BACKEND=cudasim``, Numba's simulator) an op placed on a GPU runs these kernels;
-its tensors stay on the card as numba device arrays and only cross to the host on an edge to a
-CPU op, a fetch or a feed (what TF's Send/Recv pairs do).  Every CUDA call goes through the
-device's :class:`~minitf.kernels.cuda.CudaLauncher` thread.  Ops without a CUDA kernel here
-(random numbers, shape ops, placeholders) run their CPU kernel on host copies: correct, and
-marked as such in ``HOST_FALLBACK`` so a reader knows where time goes.
+``MINITF_GPU_BACKEND=cudasim``, Numba's simulator) a GPU device's kernels call this backend,
+whose functions launch the numba.cuda kernels of ``cuda.py``.  Tensors stay on the card as numba
+device arrays; they cross to the host only in a ``_Send`` to another device, a fetch or a feed
+(``to_host`` / ``from_host``).  Every CUDA call goes through the card's
+:class:`~minitf.kernels.cuda.CudaLauncher` thread.  Ops without a CUDA kernel here (random
+numbers, shape ops, fills) run their host kernel on host copies (``on_host``): correct, and
+where time goes to copies.
+
+``cuda.py`` (the numba kernels) is imported when a backend is first used, so a CPU-only
+process never imports numba.
 """
+
+from __future__ import annotations
+
+import os
+import threading
 
 import numpy as np
 
-from minitf.framework import errors
-from minitf.kernels import cuda
-from minitf.kernels import registry
-from minitf.runtime.resource_mgr import VariableRef
-
-_BINARY = {"AddV2": "add", "Sub": "sub", "Mul": "mul", "RealDiv": "realdiv",
-           "FloorDiv": "floordiv"}
-_UNARY = {"Neg": "neg", "Square": "square"}
+from minitf.framework.resource_mgr import VariableRef
 
 
-def is_device_array(v):
+def is_device_array(v) -> bool:
     return hasattr(v, "copy_to_host")
 
 
-def to_host(launcher, v):
-    return launcher.call(cuda.to_host, v) if is_device_array(v) else v
+class CudaOps:
+    """``tensor_ops.TensorOps`` on one card, through its launcher thread."""
+
+    name = "cuda"
+
+    def __init__(self, card_key, emulated: bool):
+        self._key = card_key
+        self._emulated = emulated
+        self._launcher = None
+
+    # -- the card's launcher, made on first use ------------------------------------------------
+    @property
+    def launcher(self):
+        if self._launcher is None:
+            self._launcher = _launcher_for(self._key, self._emulated)
+        return self._launcher
+
+    def _call(self, fn_name, *args):
+        from minitf.kernels import cuda
+        return self.launcher.call(getattr(cuda, fn_name), *args)
+
+    # -- the surface ---------------------------------------------------------------------------
+    def map(self, fn: str):
+        return lambda ctx, x: self._call("unary", fn, self.from_host(x))
+
+    def zip(self, fn: str):
+        return lambda ctx, x, y: self._call("binary", fn, self.from_host(x), self.from_host(y))
+
+    def reduce(self, fn: str, keep_dims: bool, dtype):
+        return lambda ctx, x, axes: self._call("reduce", fn, self.from_host(x), list(axes),
+                                               keep_dims)
+
+    def matmul(self, transpose_a: bool, transpose_b: bool):
+        return lambda ctx, a, b: self._call("matmul", self.from_host(a), self.from_host(b),
+                                            transpose_a, transpose_b)
+
+    def add_n(self):
+        return lambda ctx, xs: self._call("add_n", [self.from_host(x) for x in xs])
+
+    def cast(self, dtype):
+        return lambda ctx, x: self._call("cast", self.from_host(x), dtype)
+
+    def constant(self, value):
+        value = np.asarray(value)
+        if value.dtype.kind not in "biuf":     # strings stay on the host, as in TF
+            return lambda ctx: value[()] if value.ndim == 0 else value
+        cached = []
+
+        def compute(ctx):
+            if not cached:  # uploaded once per kernel, like TF's constant on a GPU
+                cached.append(self._call("to_device", value))
+            return cached[0]
+        return compute
+
+    def copy(self, x):
+        return self._call("device_copy", self.from_host(x))
+
+    def shape(self, x) -> tuple:
+        return tuple(x.shape) if is_device_array(x) else np.shape(x)
+
+    def to_host(self, x):
+        if not is_device_array(x):
+            return x
+        value = self._call("to_host", x)
+        return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+
+    def from_host(self, value):
+        if is_device_array(value) or type(value) is VariableRef:
+            return value
+        return self._call("to_device", np.asarray(value))
+
+    def on_host(self, compute):
+        def on_card(ctx, ins):
+            host = [v if type(v) is VariableRef else self.to_host(v) for v in ins]
+            outs = compute(ctx, host)
+            return tuple(v if type(v) is VariableRef else self.from_host(v) for v in outs)
+        return on_card
+
+    def __repr__(self):
+        return "<CudaOps card=%s%s>" % (self._key, " (simulator)" if self._emulated else "")
 
 
-def to_device(launcher, v):
-    if is_device_array(v):
-        return v
-    return launcher.call(cuda.to_device, np.asarray(v))
+_launchers_lock = threading.Lock()
+_launchers = {}
+_backends = {}
 
 
-def _wrap_errors(fn):
-    def compute(ctx, ins):
-        try:
-            return fn(ctx, ins)
-        except ValueError as e:
-            raise errors.InvalidArgumentError(None, None, str(e)) from None
-    return compute
+def backend_for_card(physical_id: int, emulated: bool) -> CudaOps:
+    """The one backend of a card (emulated cards all share Numba's simulator)."""
+    key = "simulator" if emulated else physical_id
+    with _launchers_lock:
+        ops = _backends.get(key)
+        if ops is None:
+            ops = _backends[key] = CudaOps(key, emulated)
+        return ops
 
 
-def _binary(kind, launcher):
-    return _wrap_errors(lambda ctx, ins: (launcher.call(cuda.binary, kind, ins[0], ins[1]),))
+def _launcher_for(key, emulated):
+    """The one thread that makes every CUDA call for a card (created on first use).
 
-
-def _unary(kind, launcher):
-    return lambda ctx, ins: (launcher.call(cuda.unary, kind, ins[0]),)
-
-
-def _matmul(op, launcher):
-    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
-    return _wrap_errors(lambda ctx, ins: (launcher.call(cuda.matmul, ins[0], ins[1], ta, tb),))
-
-
-def _reduce(kind, op, launcher):
-    keep = op.get_attr("keep_dims")
-
-    def compute(ctx, ins):
-        axes = [int(a) for a in np.reshape(to_host(launcher, ins[1]), -1)]
-        return (launcher.call(cuda.reduce, kind, ins[0], axes, keep),)
-    return _wrap_errors(compute)
-
-
-def _const(op, launcher):
-    value = np.asarray(op.get_attr("value"))
-    cached = []
-
-    def compute(ctx, ins):
-        if not cached:  # uploaded once per session, like TF's constant on a GPU
-            cached.append(launcher.call(cuda.to_device, value))
-        return (cached[0],)
-    return compute
-
-
-def _assign(op, launcher, update=None):
-    validate = op.get_attr("validate_shape") if update is None else True
-
-    def compute(ctx, ins):
-        ref, value = ins
-        with ref.lock:
-            old = ref.value
-            lhs = tuple(old.shape) if old is not None else ref.shape
-            if validate and lhs is not None and lhs != tuple(value.shape):
-                raise errors.InvalidArgumentError(
-                    None, None, "Assign requires shapes of both tensors to match. lhs shape= [%s]"
-                    " rhs shape= [%s]" % (",".join(map(str, lhs)),
-                                          ",".join(map(str, value.shape))))
-            if update is None:
-                new = launcher.call(cuda.device_copy, value)
-            else:
-                new = launcher.call(cuda.binary, update, ref.read(), value)
-            ref.set(new)
-        return (ref,)
-    return compute
-
-
-def _host_fallback(op, device, launcher):
-    """The op's CPU kernel on host copies of its inputs, outputs uploaded back."""
-    kdef = registry.find_kernel(op, "CPU") or registry.find_kernel(op, device.device_type)
-    kernel = kdef.factory(op, device)
-
-    def compute(ctx, ins):
-        host = [v if type(v) is VariableRef else to_host(launcher, v) for v in ins]
-        outs = kernel(ctx, host)
-        return tuple(v if type(v) is VariableRef else to_device(launcher, v) for v in outs)
-    return compute
-
-
-def make_kernel(op, device, launcher):
-    """The compute function of ``op`` on a CUDA device (a host fallback when none exists)."""
-    t = op.type
-    if t in _BINARY:
-        return _binary(_BINARY[t], launcher)
-    if t in _UNARY:
-        return _unary(_UNARY[t], launcher)
-    if t == "MatMul":
-        return _matmul(op, launcher)
-    if t in ("Sum", "Mean"):
-        return _reduce("sum" if t == "Sum" else "mean", op, launcher)
-    if t == "AddN":
-        return lambda ctx, ins: (launcher.call(cuda.add_n, list(ins)),)
-    if t == "Cast":
-        dst = op.get_attr("DstT").as_numpy_dtype
-        return lambda ctx, ins: (launcher.call(cuda.cast, ins[0], dst),)
-    if t == "Identity":
-        return lambda ctx, ins: (ins[0],)
-    if t == "Const" and op.get_attr("dtype").is_numpy_compatible and \
-            op.get_attr("dtype").name != "string":
-        return _const(op, launcher)
-    if t == "Assign":
-        return _assign(op, launcher)
-    if t in ("AssignAdd", "AssignSub"):
-        return _assign(op, launcher, "add" if t == "AssignAdd" else "sub")
-    if t == "VariableV2":
-        return registry.find_kernel(op, "GPU").factory(op, device)
-    return _host_fallback(op, device, launcher)
+    With emulated cards the simulator is switched on first (``NUMBA_ENABLE_CUDASIM=1``); it
+    patches module globals while a kernel runs, so all emulated cards share one launcher.
+    """
+    with _launchers_lock:
+        launcher = _launchers.get(key)
+        if launcher is None:
+            if emulated:
+                os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+            from minitf.kernels.cuda import CudaLauncher
+            launcher = _launchers[key] = CudaLauncher(0 if emulated else key,
+                                                      name="GPU %s launcher" % key)
+        return launcher

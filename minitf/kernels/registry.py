@@ -6,34 +6,62 @@ runtime asks for the kernel of the device an op was placed on.  The GPU registra
 TF's: e.g. ``VariableV2`` and ``Assign`` have no int32 GPU kernel, so the book's
 ``tf.Variable(3)`` pinned to ``/gpu:0`` cannot be placed.
 
-A kernel *factory* is called once per (session, op, device) with ``(op, device)`` and returns a
-``compute(ctx, inputs) -> tuple of outputs`` function (TF builds one OpKernel per node too).
+A kernel *factory* is called once per (session, node, device) with ``(node, device)`` and
+returns the node's compute function (TF builds one OpKernel per node too).  ``node`` offers
+``name``, ``type`` and ``get_attr``; ``device`` its ``name``, ``backend`` (the
+``tensor_ops.TensorOps`` the kernel computes with) and ``resource_manager``.  A kernel is
+
+* synchronous: ``compute(ctx, inputs) -> tuple of outputs``, or
+* asynchronous (``is_async=True``, TF's AsyncOpKernel): ``compute(ctx, inputs, done)`` returns at
+  once and calls ``done(outputs)`` or ``done(None, error)`` later, from any thread.  A kernel
+  that waits for something (a ``_Recv`` for its ``_Send``, a queue op for room) is asynchronous
+  so that its wait holds no thread of the step.
+
+``ctx`` is what the executor gives a step's kernels: ``parallel_for(n, fn)`` (a splittable
+kernel's chunks on the intra-op pool), ``rendezvous`` (``_Send``/``_Recv``), ``args`` (the fed
+values of ``_Arg`` nodes) and ``record_transfer`` (tracing).
 """
 
 from minitf.framework import dtypes
+from minitf.framework import dtypes as D
 from minitf.ops.op_def import get_op_def
 
 DEVICE_PRIORITY = {"GPU": 210, "CPU": 60}
+
+# The dtype lists of TF's kernel registrations.
+FLOATS = (D.float16, D.float32, D.float64)
+COMPLEX = (D.complex64, D.complex128)
+INTS = (D.int8, D.int16, D.int32, D.int64, D.uint8, D.uint16)
+NUMERIC = FLOATS + COMPLEX + INTS
+ALL = NUMERIC + (D.bool, D.string)
+GPU_MATH = FLOATS + COMPLEX + (D.int32, D.int64)
+GPU_STATE = FLOATS + COMPLEX + (D.int64,)        # no int32 variables on GPUs (the book's error)
+GPU_ARRAY = FLOATS + COMPLEX + (D.int32, D.int64, D.bool)
 
 _KERNELS = {}  # op type -> [KernelDef]
 
 
 class KernelDef:
-    __slots__ = ("op_type", "device_type", "dtypes", "factory", "cost", "splittable")
+    __slots__ = ("op_type", "device_type", "dtypes", "factory", "cost", "splittable", "is_async")
 
-    def __init__(self, op_type, device_type, dtype_set, factory, cost, splittable):
+    def __init__(self, op_type, device_type, dtype_set, factory, cost, splittable,
+                 is_async=False):
         self.op_type = op_type
         self.device_type = device_type
         self.dtypes = dtype_set  # frozenset of DType, or None for "any"
         self.factory = factory
-        self.cost = cost  # "cheap" (may run inline) or "expensive" (always goes to the pool)
+        # "cheap": runs inline unless its tensors are large; "expensive": always waits for a pool
+        # thread; "inline": never does (TF's IsExpensive() false: _Send, _Recv, _Arg)
+        self.cost = cost
         self.splittable = splittable  # splits its work over the intra-op pool when large
+        self.is_async = is_async  # compute(ctx, inputs, done): completes through ``done``
 
     def matches(self, dtype):
         return self.dtypes is None or dtype is None or dtype in self.dtypes
 
 
-def register(op_type, factory, cpu=None, gpu=None, cost="cheap", splittable=False):
+def register(op_type, factory, cpu=None, gpu=None, cost="cheap", splittable=False,
+             is_async=False):
     """Registers ``factory`` for CPU with dtypes ``cpu`` and for GPU with dtypes ``gpu``.
 
     ``cpu``/``gpu``: an iterable of DTypes, ``"any"`` (no constraint) or None (no kernel).
@@ -43,13 +71,12 @@ def register(op_type, factory, cpu=None, gpu=None, cost="cheap", splittable=Fals
             continue
         dset = None if allowed == "any" else frozenset(allowed)
         _KERNELS.setdefault(op_type, []).append(
-            KernelDef(op_type, device_type, dset, factory, cost, splittable))
+            KernelDef(op_type, device_type, dset, factory, cost, splittable, is_async))
     _lookup_cache.clear()
 
 
 def _kernel_dtype(op):
-    attr = get_op_def(op.type).type_attr
-    dt = op._attrs.get(attr)
+    dt = op._attrs.get(get_op_def(op.type).type_attr)   # an Operation's or a step Node's
     return dt.base_dtype if isinstance(dt, dtypes.DType) else None
 
 

@@ -141,6 +141,20 @@ def full_name(job, replica, task, type, id):  # noqa: A002
     return "/job:%s/replica:%d/task:%d/device:%s:%d" % (job, replica, task, type, id)
 
 
+def task_name(job, task, replica=0):
+    """The name of a task: ``/job:worker/replica:0/task:1`` (what TF prefixes errors with)."""
+    return "/job:%s/replica:%d/task:%d" % (job, replica, task)
+
+
+def task_name_of(device_name):
+    """The task a full device name belongs to (``/job:ps/replica:0/task:0`` for
+    ``/job:ps/replica:0/task:0/device:CPU:0``); InvalidArgumentError if it names none."""
+    p = parse_full_name(device_name)
+    if p is None or p.job is None or p.task is None:
+        raise errors.InvalidArgumentError(None, None, "Bad device name %s" % str(device_name)[:200])
+    return task_name(p.job, p.task, p.replica or 0)
+
+
 def merge_dev_names(target, other, allow_soft_placement=False):
     """Merge ``other`` into ``target`` in place (the placer merging a colocation group).
 

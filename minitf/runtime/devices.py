@@ -8,13 +8,15 @@ of one session further.
 """
 
 import os
+import random
 import threading
 
 from minitf import config as mconfig
 from minitf.framework import errors
 from minitf.runtime import device_name_utils as dnu
 from minitf.runtime import memory
-from minitf.runtime.resource_mgr import ResourceMgr
+from minitf.framework.resource_mgr import ResourceMgr
+from minitf.kernels import cuda_ops, numpy_ops
 
 CPU_MEMORY_LIMIT = 256 << 20  # what TF reports for a CPU device (268435456)
 
@@ -173,12 +175,14 @@ class Device:
         self.platform_id = index  # the card's number among the visible ones (TF's "device: N")
         self.resource_manager = ResourceMgr(default_container=job)
         self.allocator = None  # GPUs: the process's allocator for the card (ensure_gpu_memory)
-        # "numpy": kernels run on the host (CPUs, emulated cards); "cuda": numba.cuda kernels on
-        # a real card, or on an emulated one with MINITF_GPU_BACKEND=cudasim (Numba's simulator)
-        self.backend = "numpy"
+        self.incarnation = random.getrandbits(63) or 1   # part of every rendezvous key
+        # what its kernels compute with (kernels/tensor_ops.py): numpy on the host (CPUs,
+        # emulated cards), or numba.cuda on a real card, or on an emulated one with
+        # MINITF_GPU_BACKEND=cudasim (Numba's simulator)
+        self.backend = numpy_ops.NUMPY
         if physical is not None and (not physical.emulated or
                                      os.environ.get("MINITF_GPU_BACKEND") == "cudasim"):
-            self.backend = "cuda"
+            self.backend = cuda_ops.backend_for_card(physical.physical_id, physical.emulated)
 
     @property
     def description(self):
@@ -345,24 +349,3 @@ def release_gpu_memory():
             if reservation is not None:
                 reservation.release()
         _process_gpus.clear()
-
-
-_launchers = {}
-
-
-def launcher_for(device):
-    """The one thread that makes every CUDA call for ``device``'s card (created on first use).
-
-    With emulated cards the simulator is switched on first (``NUMBA_ENABLE_CUDASIM=1``); it
-    patches module globals while a kernel runs, so all emulated cards share one launcher.
-    """
-    key = "simulator" if device.physical.emulated else device.physical.physical_id
-    with _process_gpu_lock:
-        launcher = _launchers.get(key)
-        if launcher is None:
-            if device.physical.emulated:
-                os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
-            from minitf.kernels.cuda import CudaLauncher
-            launcher = _launchers[key] = CudaLauncher(
-                0 if device.physical.emulated else key, name="GPU %s launcher" % key)
-        return launcher

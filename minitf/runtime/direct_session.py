@@ -19,18 +19,19 @@ import numpy as np
 
 from minitf.framework import errors
 from minitf.runtime import devices as devices_mod
-from minitf.runtime import executor, placer, pools
-from minitf.runtime.config_proto import RunOptions
+from minitf.framework.rendezvous import LocalRendezvous
+from minitf.runtime import executor, graph_partition, placer, pools, step_run, subgraph
+from minitf.runtime.gc_pause import gc_paused
+from minitf.runtime.step_stats import Tracer
 from minitf.runtime.session import SessionFactory, register_session_factory
 
 _live: weakref.WeakSet = weakref.WeakSet()
-_NO_OPTIONS = RunOptions()
 
 
 def _fetched(value, device):
     """A value handed back to Python: variables are read, values on a card copied to the host,
     host arrays copied (callers may write to what they get)."""
-    on_host = device is None or device.backend != "cuda"
+    on_host = device.backend.name == "numpy"
     value = executor.host_value(value, device)
     if on_host and isinstance(value, np.ndarray):
         return value.copy()
@@ -48,6 +49,8 @@ class DirectSession:
         devices_mod.memory_policies(self.devices, config.gpu_options)
         self.placement = None
         self.was_reset = False
+        self._by_name = {d.name: d for d in self.devices}
+        self._client = self.devices[0].name   # feeds and fetches live on the client's CPU
         self._placer = placer.GraphPlacer(self.devices, config.allow_soft_placement,
                                           has_cuda=bool(devices_mod.machine_gpus()))
         self._placed_version = -1
@@ -55,6 +58,7 @@ class DirectSession:
         self._plans = {}
         self._lock = threading.Lock()
         self._pool_sets, self._owned_pools = pools.session_pools(config)
+        self._op_timeout = config.operation_timeout_in_ms
         if config.log_device_placement:
             _log(devices_mod.creation_lines(self.devices, config.gpu_options) +
                  devices_mod.device_mapping_lines(self.devices))
@@ -85,43 +89,62 @@ class DirectSession:
             devices_mod.ensure_gpu_memory(self.devices, self.config.gpu_options)
             placement = self._placer.place(list(g._ops))
             if self.config.log_device_placement:
-                _log(placement.log_lines)
+                placer.print_log(placement)
             self._plans.clear()
             self.placement = placement
             self._placed_version = version
             return placement
 
     def plan(self, fetch_tensors, target_ops, feed_tensors):
-        """The execution plan of one (fetches, targets, feeds) signature, made once."""
+        """The execution plan of one (fetches, targets, feeds) signature, made once: the step
+        graph split by device (TF's DirectSession), a _Send/_Recv pair per crossing edge."""
         placement = self._ensure_placed()
         key = (tuple(fetch_tensors), tuple(target_ops), tuple(feed_tensors))
         eplan = self._plans.get(key)
         if eplan is None:
-            eplan = self._plans[key] = executor.build(
-                placement.ops, placement, self.devices[0].name, fetch_tensors, target_ops,
-                feed_tensors, self._kernels)
+            with gc_paused():
+                step = subgraph.build_step_graph(placement.ops, placement.device_of,
+                                                 fetch_tensors, target_ops, feed_tensors,
+                                                 lambda t: self._client)
+                taken = {n.name for n in step.nodes}
+                parts = graph_partition.partition(step, lambda n: n.device,
+                                                  graph_partition.namer("%s/_%d", taken),
+                                                  self._incarnation, fetch_device=self._client)
+                eplan = executor.build(parts, self._by_name, self._kernels)
             eplan.session_devices = [d.name for d in self.devices]
             eplan.config = self.config
             eplan.feed_tensors = list(feed_tensors)
+            self._plans[key] = eplan
         return eplan
+
+    def _incarnation(self, device_name):
+        return self._by_name[device_name].incarnation
 
     # -- running -------------------------------------------------------------------------------
     def run(self, fetch_tensors, target_ops, feed_tensors, feed_values, options, run_metadata):
         eplan = self.plan(fetch_tensors, target_ops, feed_tensors)
-        options = options if options is not None else _NO_OPTIONS
+        if options is None:    # (most runs: no option to read)
+            pool_set, tracer, timeout = self._pool_sets[0], None, self._op_timeout
+        else:
+            pool_set, tracer, timeout = self._run_options(eplan, options, run_metadata)
+        rendezvous = LocalRendezvous() if eplan.has_rendezvous else None
+        ctx = executor.StepContext(feed_values, rendezvous, tracer)
+        vals = step_run.run_step(eplan, ctx, pool_set, timeout)
+        if tracer is not None:
+            stats = tracer.step_stats([d.name for d in self.devices])
+            run_metadata.step_stats.dev_stats[:] = stats.dev_stats
+            run_metadata.step_stats.transfers[:] = stats.transfers
+        return self._fetch(eplan, vals, fetch_tensors)
+
+    def _run_options(self, eplan, options, run_metadata):
+        """``(pool set, tracer or None, timeout in ms)`` of a run with ``RunOptions``."""
         index = options.inter_op_thread_pool
         if not 0 <= index < len(self._pool_sets):
             raise errors.InvalidArgumentError(None, None, "Invalid inter_op_thread_pool: %d"
                                               % index)
         trace = options.trace_level > 0 and run_metadata is not None
-        tracer = executor.Tracer(eplan) if trace else None
-        timeout = options.timeout_in_ms or self.config.operation_timeout_in_ms
-        vals = executor.run_step(eplan, feed_values, self._pool_sets[index], tracer, timeout)
-        if trace:
-            stats = tracer.step_stats([d.name for d in self.devices])
-            run_metadata.step_stats.dev_stats[:] = stats.dev_stats
-            run_metadata.step_stats.transfers[:] = stats.transfers
-        return self._fetch(eplan, vals, fetch_tensors)
+        return (self._pool_sets[index], Tracer(eplan) if trace else None,
+                options.timeout_in_ms or self._op_timeout)
 
     @staticmethod
     def _fetch(eplan, vals, fetch_tensors):

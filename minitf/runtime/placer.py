@@ -16,10 +16,13 @@ Book section: "Placing Operations on Devices" ("Simple placement", "Logging plac
 reference/tf1_semantics.md §2 is the specification this module follows.
 """
 
+import sys
+
 from minitf.framework import errors
 from minitf.kernels import registry
 from minitf.ops.op_def import get_op_def
 from minitf.runtime import device_name_utils as dnu
+from minitf.runtime.gc_pause import gc_paused
 
 
 def _sort_key(device):
@@ -195,6 +198,13 @@ def place(ops, devices, allow_soft_placement=False, preassigned=None, has_cuda=F
     return Placement(ops, device_of, log)
 
 
+def print_log(placement):
+    """``log_device_placement``: one ``name: (type): device`` line per op, on stdout (in a
+    notebook, the cell's output; TF writes them to the terminal's stderr)."""
+    sys.stdout.write("\n".join(placement.log_lines) + "\n")
+    sys.stdout.flush()
+
+
 class GraphPlacer:
     """Places a session's graph at its first run and again whenever it grew, as TF sessions do:
     an op that holds state (a variable, a queue) stays on the device it was first placed on,
@@ -207,8 +217,9 @@ class GraphPlacer:
         self._stateful = {}   # op name -> device name, kept across placements
 
     def place(self, ops):
-        placement = place(ops, self.devices, self.allow_soft_placement,
-                          preassigned=self._stateful, has_cuda=self.has_cuda)
+        with gc_paused():
+            placement = place(ops, self.devices, self.allow_soft_placement,
+                              preassigned=self._stateful, has_cuda=self.has_cuda)
         for op in ops:
             if get_op_def(op.type).is_stateful:
                 self._stateful.setdefault(op.name, placement.device_of[op].name)

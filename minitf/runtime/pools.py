@@ -1,10 +1,22 @@
-"""Per-device thread pools: the inter-op pool runs ops, the intra-op pool runs chunks of one op.
+"""The thread pools a step runs on: inter-op threads run ops, intra-op threads run chunks of one.
 
-Book section: "Parallel Execution" (Figure 12-5).  Every device has an *inter-op* pool whose
-threads take ready ops from the device's queue, and an *intra-op* pool that runs the pieces of
-a multithreaded kernel (a large matmul is split into row blocks).  As in TF, the pools are made
-by the first session and shared by later ones, unless a session asks for its own
-(``use_per_session_threads=True``) or names pools in ``session_inter_op_thread_pool``.
+Book section: "Parallel Execution" (Figure 12-5).  The book draws an *inter-op* pool and an
+*intra-op* pool per device.  TF 1.x has that picture only for GPUs that ask for it:
+
+* by default one process-wide **inter-op pool** runs the ops of every device's partition (its
+  size: ``inter_op_parallelism_threads`` of the first session, 0 meaning one per core), and one
+  **intra-op pool** runs the chunks of multithreaded CPU kernels (a large matmul's row blocks);
+  a GPU op's kernel is the card's work and is not split on host threads;
+* with ``TF_GPU_THREAD_MODE=gpu_private`` (TF's own switch, read when a session is created) each
+  GPU gets threads of its own: ``TF_GPU_THREAD_COUNT`` inter-op threads (default 2) that run
+  only that GPU's ops, and, in minitf, an intra-op pool of its own on which an emulated card
+  splits its kernels (the book's Figure 12-5, a card's parallel hardware stood in for by host
+  threads).
+
+As in TF the default pools are made by the first session and shared by later ones, unless a
+session asks for its own (``use_per_session_threads=True``) or names pools in
+``session_inter_op_thread_pool``.  A :class:`PoolSet` is what one step runs on; its
+:meth:`~PoolSet.queue_of` names the ready queue each device's ops wait in.
 """
 
 import itertools
@@ -91,7 +103,7 @@ class ThreadPool:
 
         ``record(index, thread id, thread name, start us, end us)`` is called per chunk.
         """
-        k = max(1, min(self.num_threads, n))
+        k = chunk_count(n, self.num_threads)
         bounds = [(n * c // k, n * (c + 1) // k) for c in range(k)]
         if k == 1:
             _run_chunk(fn, 0, bounds[0], record)
@@ -124,73 +136,132 @@ def _run_chunk(fn, c, bounds, record):
         record(c, ident, name, t0, time.time_ns() // 1000)
 
 
-class DevicePools:
-    """The inter-op and intra-op pools of one device."""
+def chunk_count(n: int, threads: int) -> int:
+    """Into how many chunks ``parallel_for`` cuts ``n`` items on ``threads`` threads."""
+    return max(1, min(threads, n))
 
-    def __init__(self, short_name, inter, intra):
-        self.inter = ThreadPool("%s inter-op" % short_name, inter)
-        self.intra = ThreadPool("%s intra-op" % short_name, intra)
+
+SHARED = "inter-op"       # the queue (and thread names) of the shared inter-op pool
+
+
+def gpu_thread_mode() -> str:
+    """``"global"`` (TF's default) or ``"gpu_private"``, from ``TF_GPU_THREAD_MODE``."""
+    mode = os.environ.get("TF_GPU_THREAD_MODE", "") or "global"
+    if mode not in ("global", "gpu_private", "gpu_shared"):
+        raise errors.InvalidArgumentError(None, None, "Invalid TF_GPU_THREAD_MODE: %s (expected "
+                                          "global, gpu_private or gpu_shared)" % mode[:50])
+    return "global" if mode == "gpu_shared" else mode
+
+
+def gpu_thread_count() -> int:
+    """``TF_GPU_THREAD_COUNT``: each GPU's own inter-op threads in gpu_private mode (2)."""
+    text = os.environ.get("TF_GPU_THREAD_COUNT", "") or "2"
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise errors.InvalidArgumentError(None, None, "Invalid TF_GPU_THREAD_COUNT: %s "
+                                          "(expected an integer >= 1)" % text[:50])
+    return n
+
+
+def short_device(device_name: str) -> str:
+    """``"GPU:1"`` for ``/job:localhost/replica:0/task:0/device:GPU:1`` (thread names use it)."""
+    return device_name.rsplit("/device:", 1)[-1]
+
+
+def is_private(device_name: str, mode: str) -> bool:
+    """Whether ops of a device run on threads of its own: a GPU in gpu_private mode."""
+    return mode == "gpu_private" and short_device(device_name).startswith("GPU")
+
+
+def queue_key(device_name: str, mode: str) -> str:
+    """The ready queue the ops of a device wait in: ``"inter-op"`` (the shared pool's), or the
+    device's own (``"GPU:0"``) in gpu_private mode."""
+    return short_device(device_name) if is_private(device_name, mode) else SHARED
+
+
+class PoolSet:
+    """The pools one step runs on: the shared inter-op and intra-op pools, and in gpu_private
+    mode each GPU's own pair (made on first use)."""
+
+    def __init__(self, inter: int, intra: int, mode: str = "global", gpu_threads: int = 2):
+        self.inter_threads = inter
+        self.intra_threads = intra
+        self.mode = mode
+        self.gpu_threads = gpu_threads
+        self.inter = ThreadPool(SHARED, inter)
+        self.intra = ThreadPool("intra-op", intra)
+        self._private: dict[str, tuple[ThreadPool, ThreadPool]] = {}
+        self._lock = threading.Lock()
+
+    def queue_of(self, device_name: str) -> str:
+        """The ready queue the ops of a device wait in (:func:`queue_key`)."""
+        return queue_key(device_name, self.mode)
+
+    def pool(self, queue: str) -> ThreadPool:
+        """The inter-op pool serving ``queue``."""
+        return self.inter if queue == SHARED else self._own(queue)[0]
+
+    def intra_for(self, device_name: str, device_type: str):
+        """The intra-op pool a splittable kernel of that device splits over; None where its
+        kernels run in one piece (GPU ops outside gpu_private mode)."""
+        if is_private(device_name, self.mode):
+            return self._own(short_device(device_name))[1]
+        return self.intra if device_type == "CPU" else None
+
+    def _own(self, short: str):
+        pair = self._private.get(short)
+        if pair is None:
+            with self._lock:
+                pair = self._private.get(short)
+                if pair is None:
+                    pair = self._private[short] = (
+                        ThreadPool("%s inter-op" % short, self.gpu_threads),
+                        ThreadPool("%s intra-op" % short, self.intra_threads))
+        return pair
 
     def close(self):
         self.inter.close()
         self.intra.close()
-
-
-class PoolSet:
-    """The pools a session's runs use: one :class:`DevicePools` per device name."""
-
-    def __init__(self, inter, intra):
-        self.inter_threads = inter
-        self.intra_threads = intra
-        self._by_device = {}
-        self._lock = threading.Lock()
-
-    def for_device(self, device_name):
-        p = self._by_device.get(device_name)
-        if p is None:
-            with self._lock:
-                p = self._by_device.get(device_name)
-                if p is None:
-                    short = device_name.rsplit("/device:", 1)[-1]
-                    p = self._by_device[device_name] = DevicePools(short, self.inter_threads,
-                                                                   self.intra_threads)
-        return p
-
-    def close(self):
-        for p in self._by_device.values():
-            p.close()
+        for inter, intra in self._private.values():
+            inter.close()
+            intra.close()
 
 
 _global_lock = threading.Lock()
-_global_default = None   # the process-wide pools, sized by the first session
+_global_default = {}     # gpu thread mode -> the process-wide pools, sized by the first session
 _global_named = {}       # session_inter_op_thread_pool entries with a global_name
 
 
 def session_pools(config):
     """The pool sets of a session, one per inter-op pool option (index 0 = default), and the
     ones the session owns (and must close when it closes)."""
-    global _global_default
     inter = default_threads(config.inter_op_parallelism_threads)
     intra = default_threads(config.intra_op_parallelism_threads)
+    mode, gpu_threads = gpu_thread_mode(), gpu_thread_count()
     with _global_lock:
-        if _global_default is None:
-            _global_default = PoolSet(inter, intra)
+        default = _global_default.get(mode)
+        if default is None:
+            default = _global_default[mode] = PoolSet(inter, intra, mode, gpu_threads)
         entries = list(config.session_inter_op_thread_pool)
         if not entries:
             if config.use_per_session_threads:
                 # minitf: a session with its own pools also sizes its own intra-op pool (in TF
                 # the intra-op pool stays process-wide), so a notebook can compare sizes.
-                own = PoolSet(inter, intra)
+                own = PoolSet(inter, intra, mode, gpu_threads)
                 return [own], [own]
-            return [_global_default], []
-        intra = _global_default.intra_threads  # shared pools: the first session's size wins
+            return [default], []
+        intra = default.intra_threads  # shared pools: the first session's size wins
         sets, owned = [], []
         for entry in entries:
             n = default_threads(entry.num_threads) if entry.num_threads else inter
             if entry.global_name:
                 existing = _global_named.get(entry.global_name)
                 if existing is None:
-                    existing = _global_named[entry.global_name] = PoolSet(n, intra)
+                    existing = _global_named[entry.global_name] = PoolSet(n, intra, mode,
+                                                                          gpu_threads)
                 elif existing.inter_threads != n:
                     raise errors.InvalidArgumentError(
                         None, None, "Pool %s configured previously with num_threads=%d; cannot "
@@ -198,6 +269,6 @@ def session_pools(config):
                                                               existing.inter_threads, n))
                 sets.append(existing)
             else:
-                sets.append(PoolSet(n, intra))
+                sets.append(PoolSet(n, intra, mode, gpu_threads))
                 owned.append(sets[-1])
         return sets, owned

@@ -2,12 +2,24 @@
 
 Book section: "Parallel Execution".  Each node starts with a count of its inputs (data and
 control edges).  Nodes whose count is zero (the "source" ops) are ready first; when a node
-finishes, every node it feeds loses one from its count and becomes ready at zero.  Ready nodes
-wait in a queue per device.  This module is pure logic: no threads, no clock, no kernels; the
-serial and threaded executors and the simulator all run the same :class:`Step`.
+finishes, every node it feeds loses one from its count and becomes ready at zero.  A ready node
+either runs at once on the thread that made it ready, or waits in a ready queue for a thread of
+its pool (:func:`runs_inline`).  This module is pure logic: no threads, no clock, no kernels;
+the serial and threaded executors and the simulator all run the same :class:`Step` and the
+same :func:`runs_inline`.
 """
 
+from __future__ import annotations
+
 from collections import deque
+from collections.abc import Callable, Sequence
+
+
+def runs_inline(expensive: bool, after_async: bool) -> bool:
+    """Whether a node that just became ready runs on the thread that made it ready (TF's
+    executor): yes for a cheap node, unless an asynchronous kernel's completion made it ready
+    (a ``_Recv`` called back by its ``_Send``: TF hands those successors to the pool)."""
+    return not expensive and not after_async
 
 
 class Plan:
@@ -15,12 +27,13 @@ class Plan:
 
     __slots__ = ("inputs", "successors", "pending0", "roots", "device", "n")
 
-    def __init__(self, inputs, control_inputs, device):
+    def __init__(self, inputs: Sequence[list], control_inputs: Sequence[list],
+                 device: Sequence[str]):
         """``inputs[i]``: list of (source node, output index) data edges of node ``i``;
-        ``control_inputs[i]``: source nodes of its control edges; ``device[i]``: a key naming
-        the device whose ready queue node ``i`` joins."""
+        ``control_inputs[i]``: source nodes of its control edges; ``device[i]``: the name of
+        the device node ``i`` runs on."""
         n = len(inputs)
-        successors = [[] for _ in range(n)]
+        successors: list[list[int]] = [[] for _ in range(n)]
         pending0 = [0] * n
         for i in range(n):
             for src, _ in inputs[i]:
@@ -38,25 +51,19 @@ class Plan:
 
 
 class Step:
-    """One run of a plan: live pending counts and a ready queue per device."""
+    """One run of a plan: live pending counts and the ready queues (one per queue key: a
+    pool's, see ``pools.PoolSet.queue_of``)."""
 
     __slots__ = ("plan", "pending", "ready", "finished")
 
-    def __init__(self, plan):
+    def __init__(self, plan: Plan):
         self.plan = plan
         self.pending = list(plan.pending0)
-        self.ready = {}
+        self.ready: dict[str, deque] = {}
         self.finished = 0
 
-    def start(self):
-        """Queues the source nodes (those with no inputs) and returns them."""
-        for i in self.plan.roots:
-            self.ready.setdefault(self.plan.device[i], deque()).append(i)
-        return list(self.plan.roots)
-
-    def finish(self, i, enqueue=True):
-        """Marks node ``i`` done; returns the nodes that just became ready (and, with
-        ``enqueue``, appends them to their device's ready queue)."""
+    def finish(self, i: int) -> list[int]:
+        """Marks node ``i`` done; returns the nodes that just became ready."""
         self.finished += 1
         newly = []
         pending = self.pending
@@ -64,24 +71,26 @@ class Step:
             pending[j] -= 1
             if pending[j] == 0:
                 newly.append(j)
-                if enqueue:
-                    self.enqueue(j)
         return newly
 
-    def enqueue(self, j):
-        """Appends ready node ``j`` to its device's queue."""
-        self.ready.setdefault(self.plan.device[j], deque()).append(j)
+    def enqueue(self, j: int, queue: str) -> None:
+        """Appends ready node ``j`` to ready queue ``queue``."""
+        q = self.ready.get(queue)
+        if q is None:
+            q = self.ready[queue] = deque()
+        q.append(j)
 
-    def pop_ready(self, device):
-        q = self.ready.get(device)
+    def pop_ready(self, queue: str) -> int | None:
+        q = self.ready.get(queue)
         return q.popleft() if q else None
 
     @property
-    def done(self):
+    def done(self) -> bool:
         return self.finished == self.plan.n
 
-    def run_inline(self, execute):
-        """Runs every node on the calling thread, depth first (the serial executor).
+    def run_inline(self, execute: Callable[[int], None]) -> None:
+        """Runs every node on the calling thread, depth first (the serial executor of a plan
+        without asynchronous kernels).
 
         ``execute(i)`` runs node ``i``.  The loop is the algorithm of :meth:`finish`, written
         out so a chain of cheap ops costs little more than its kernels.

@@ -2,232 +2,64 @@
 
 Book section: "Parallel Execution" (Figure 12-5).  A real run's timeline depends on the
 machine, the operating system's thread scheduler and luck.  This module replays the *same*
-dependency-counting algorithm the executors use (:class:`~minitf.runtime.scheduler.Step`) with
-the same thread pools, but every op takes a fixed number of *virtual* microseconds given by a
-:class:`CostModel`.  The result is the record a traced real run produces (a ``StepStats`` with
-one ``DeviceStepStats`` per device), identical on every machine, so notebook figures and tests
-can rely on it.  :class:`Simulation` can also be advanced one event at a time, which is what the
-step-through widget shows: which nodes wait in which device's ready queue, how many inputs each
-blocked node still waits for, and which thread runs what.
+plan with the same dependency counting (:class:`~minitf.runtime.scheduler.Step`) and routing
+rule (:func:`~minitf.runtime.scheduler.runs_inline`) as the executor, over the same thread
+pools, but every node takes a fixed number of *virtual* microseconds given by a
+:class:`~minitf.runtime.cost_model.CostModel`.  The result is the record a traced real run
+produces (a ``StepStats`` with one ``DeviceStepStats`` per device), identical on every machine,
+so notebook figures and tests can rely on it.  :class:`Simulation` can also be advanced one event
+at a time, which is what the step-through widget shows: which nodes wait in which ready queue,
+how many inputs each blocked node still waits for, and which thread runs what.
 
-The rules it follows are those of minitf's threaded executor (``executor._ThreadedRun``):
+The rules are those of the executor (``step_run.py``), with the pools of ``pools.py``:
 
-* each device has an *inter-op* pool of ``inter_op_threads`` threads (``"GPU:0 inter-op #0"``,
-  ``#1`` ...), and an *intra-op* pool of ``intra_op_threads`` threads (``"GPU:0 intra-op #0"``
-  ...); the thread that called ``run()`` is ``"caller"``;
-* the source nodes (no inputs, no control inputs) are ready at time 0, made ready by the
-  caller;
-* a ready node that is not *expensive* runs *inline* on the thread that made it ready, if that
-  thread belongs to the node's device (the caller takes nodes of any device).  A thread keeps a
-  stack of such nodes and runs them right after the node it is running, last pushed first
-  (depth first);
-* every other ready node waits in its device's ready queue (first in, first out) until one of
-  the device's inter-op threads is free; the lowest-numbered free thread takes it;
-* a *splittable* kernel running on a pool thread splits its work when it is large (the kernels'
-  own rule: a ``MatMul`` with ``m*k*n >= SPLIT_FLOPS`` and ``m >= 2``, an elementwise op on
-  two same-shaped operands of at least ``SPLIT_ELEMENTS`` elements, see
-  :func:`split_count`) into ``min(intra_op_threads, rows or elements)`` equal chunks, as
-  ``ThreadPool.parallel_for`` does: chunk 0 runs on the node's own thread, the others on the
-  device's intra-op threads (lowest-numbered free one first, queueing behind chunks of other
-  nodes when the pool is busy).  Each chunk takes ``ceil(cost / chunks)`` plus
-  :data:`CHUNK_OVERHEAD_MICROS`; the node ends when its last chunk ends;
+* the thread that called ``run()`` is ``"caller"``; it makes the source nodes ready;
+* ``gpu_thread_mode="global"`` (TF's default): one shared inter-op pool of
+  ``inter_op_threads`` threads (``"inter-op #0"`` ...) runs the ops of every device, and one
+  intra-op pool of ``intra_op_threads`` threads (``"intra-op #0"`` ...) runs the chunks of split
+  CPU kernels; GPU kernels are not split;
+* ``gpu_thread_mode="gpu_private"`` (``TF_GPU_THREAD_MODE``, the book's Figure 12-5): each GPU
+  also has ``gpu_thread_count`` inter-op threads of its own (``"GPU:0 inter-op #0"`` ...) that
+  run only its ops, and an intra-op pool of its own (``"GPU:0 intra-op #0"`` ...) its kernels
+  split over;
+* a ready node that is not *expensive* runs *inline*, right after the node that made it ready,
+  on that node's thread (a stack per thread: last pushed first); every other ready node waits in
+  its pool's ready queue (first in, first out) until one of the pool's threads is free (the
+  lowest-numbered one takes it); a step without expensive nodes runs entirely on the caller;
+* a ``_Recv`` is asynchronous: issuing it takes no thread time; it ends when its ``_Send`` has
+  ended and the tensor has crossed (``cost_model.transfer_micros``), and the nodes it makes ready
+  go to their pools' queues (to the caller, in a step without pools), never inline;
+* a *splittable* kernel running on a pool thread, on a device with an intra-op pool, splits its
+  work as the real kernel would (``cost_model.split_count``) into equal chunks: chunk 0 on the
+  node's own thread, the others on the intra-op pool's threads (lowest-numbered free one first,
+  queueing behind chunks of other nodes).  Each chunk takes ``ceil(cost / chunks)`` plus
+  ``CHUNK_OVERHEAD_MICROS``; the node ends when its last chunk ends;
 * simultaneous happenings are ordered deterministically: all ends at time ``t`` (by node index)
-  before any start at ``t``; inline continuations (by thread id) before queue dispatches (by
-  session device order).
+  before any start at ``t``; inline continuations (by thread id) before queue dispatches (shared
+  queue first, then each GPU's, in session device order).
 
 A node's ``pool`` in the record is ``"inline"`` when it ran on the caller's thread and
-``"inter_op"`` when it ran on a pool thread (as the real tracer records it).
-
-What is *not* modelled: the hand-off latency between threads, memory, and transfer time.
-Cross-device tensors are recorded as :class:`~minitf.runtime.step_stats.TransferStats` (with the
-bytes and the microseconds a copy would take at :data:`TRANSFER_BYTES_PER_MICRO`), but the
-consumer does not wait for the copy.
+``"inter_op"`` when it ran on a pool thread (as the real tracer records it).  Not modelled: the
+hand-off latency between threads, and memory.
 
 Pool sizes default to the session's ``ConfigProto`` (``0`` means ``os.cpu_count()``, as in
-TF).  For figures that must look the same on every machine, pass ``inter_op_threads`` and
-``intra_op_threads`` explicitly.
+TF) and the thread mode to ``TF_GPU_THREAD_MODE``.  For figures that must look the same on every
+machine, pass ``inter_op_threads`` and ``intra_op_threads`` explicitly.
 """
 
 import heapq
-import math
 import numbers
 import os
 from collections import deque, namedtuple
 
-from minitf.kernels import cpu as _cpu_kernels
+from minitf.kernels.sendrecv_kernels import edge_key
+from minitf.runtime import pools
 from minitf.runtime.config_proto import StepStats
-from minitf.runtime.scheduler import Step
+from minitf.runtime.cost_model import (CHUNK_OVERHEAD_MICROS, CostModel, device_type,
+                                       output_bytes, split_count, transfer_micros)
+from minitf.runtime.scheduler import Step, runs_inline
 from minitf.runtime.step_stats import (ChunkStats, DeviceStepStats, NodeExecStats, TensorOutput,
                                        TransferStats, timeline_label)
-
-# -- the cost model --------------------------------------------------------------------------
-
-BASE_MICROS = 1
-"""Every op costs at least this many virtual microseconds (launching a kernel is not free)."""
-
-CPU_ELEMENTS_PER_MICRO = 1000
-"""Elementwise throughput of a CPU device: 1000 elements per microsecond (1 G elements/s)."""
-
-CPU_FLOPS_PER_MICRO = 10000
-"""Matrix-multiply throughput of a CPU device: 10 000 flops per microsecond (10 GFLOP/s)."""
-
-GPU_SPEEDUP = 10
-"""A GPU device is this many times faster than a CPU device, for elementwise ops and matmuls."""
-
-FREE_OPS = frozenset({"Const", "Placeholder", "NoOp", "Identity", "VariableV2", "_Arg",
-                      "IsVariableInitialized", "Reshape", "ExpandDims", "Shape", "Rank",
-                      "Size", "StopGradient"})
-"""Op types costing only :data:`BASE_MICROS`: they hand over a buffer without touching it."""
-
-REDUCTION_OPS = frozenset({"Sum", "Mean", "Max", "Min", "Prod", "ArgMax", "ArgMin"})
-"""Op types whose work is proportional to their *input* (they read every element once)."""
-
-SPLIT_FLOPS = getattr(_cpu_kernels, "SPLIT_FLOPS", 1 << 21)
-"""A splittable ``MatMul`` splits when ``m*k*n`` reaches this (the CPU kernels' constant)."""
-
-SPLIT_ELEMENTS = getattr(_cpu_kernels, "SPLIT_ELEMENTS", 1 << 16)
-"""A splittable elementwise op splits from this many elements (the CPU kernels' constant)."""
-
-CHUNK_OVERHEAD_MICROS = 2
-"""What each chunk of a split node adds to its share of the work (handing it to a thread)."""
-
-TRANSFER_LATENCY_MICROS = 10
-"""Fixed cost of one cross-device copy."""
-
-TRANSFER_BYTES_PER_MICRO = 8000
-"""Cross-device bandwidth: 8000 bytes per microsecond (8 GB/s, a PCIe 3.0 x16 link)."""
-
-
-def _num_elements(shape):
-    """Elements of a static shape, unknown dimensions (and unknown rank) counting as 1."""
-    if shape.ndims is None:
-        return 1
-    total = 1
-    for d in shape.as_list():
-        total *= 1 if d is None else d
-    return total
-
-
-def _device_type(device_name):
-    """``"GPU"`` for ``/job:localhost/replica:0/task:0/device:GPU:1``."""
-    return short_device(device_name).split(":")[0].upper()
-
-
-def short_device(device_name):
-    """``"GPU:1"`` for ``/job:localhost/replica:0/task:0/device:GPU:1`` (thread names use it)."""
-    return device_name.rsplit("/device:", 1)[-1]
-
-
-class CostModel:
-    """How long an op takes, in virtual microseconds, from its type and static shapes only.
-
-    * ops in :data:`FREE_OPS` (constants, feeds, ``NoOp``, ``Identity`` ...):
-      :data:`BASE_MICROS`;
-    * ``MatMul``: ``BASE_MICROS + ceil(2*m*k*n / flops per microsecond)`` where a CPU device
-      does :data:`CPU_FLOPS_PER_MICRO` and a GPU device :data:`GPU_SPEEDUP` times more;
-    * reductions (:data:`REDUCTION_OPS`): proportional to the elements of their input;
-      ``AddN``: to the elements of all its inputs;
-    * every other op (elementwise math, casts, fills, assignments, random numbers ...):
-      ``BASE_MICROS + ceil(output elements / elements per microsecond)``, a CPU device doing
-      :data:`CPU_ELEMENTS_PER_MICRO` and a GPU device :data:`GPU_SPEEDUP` times more.
-
-    Unknown dimensions count as 1.  ``overrides`` maps a node name or an op type to a fixed
-    number of microseconds (a node name wins over its type), e.g.
-    ``CostModel(overrides={"MatMul": 500, "loss": 20})``.
-    """
-
-    def __init__(self, overrides=None):
-        overrides = dict(overrides or {})
-        for key, value in overrides.items():
-            if not isinstance(key, str):
-                raise TypeError("CostModel overrides are keyed by node name or op type "
-                                "(str), got %r" % (key,))
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value < 0:
-                raise ValueError("CostModel override for %r must be a number of microseconds "
-                                 ">= 0, got %r" % (key, value))
-        self.overrides = {k: int(round(v)) for k, v in overrides.items()}
-
-    @staticmethod
-    def speed(device_type):
-        """(elements per microsecond, flops per microsecond) of a device type."""
-        factor = GPU_SPEEDUP if device_type == "GPU" else 1
-        return CPU_ELEMENTS_PER_MICRO * factor, CPU_FLOPS_PER_MICRO * factor
-
-    def micros(self, op, device_type, name=None):
-        """The duration of ``op`` (an Operation, or None for a feed node named ``name``) on a
-        device of type ``device_type`` (``"CPU"``/``"GPU"``)."""
-        if name is None:
-            name = op.name
-        if name in self.overrides:
-            return self.overrides[name]
-        op_type = "_Arg" if op is None else op.type
-        if op_type in self.overrides:
-            return self.overrides[op_type]
-        if op_type in FREE_OPS:
-            return BASE_MICROS
-        per_elem, per_flop = self.speed(device_type)
-        if op_type == "MatMul":
-            a, b = op._inputs[0].shape, op._inputs[1].shape
-            m, k = _dims2(a, op.get_attr("transpose_a"))
-            _, n = _dims2(b, op.get_attr("transpose_b"))
-            return BASE_MICROS + -(-2 * m * k * n // per_flop)
-        if op_type in REDUCTION_OPS:
-            work = _num_elements(op._inputs[0].shape) if op._inputs else 1
-        elif op_type == "AddN":
-            work = sum(_num_elements(t.shape) for t in op._inputs)
-        else:
-            work = max([_num_elements(t.shape) for t in op._outputs] or [1])
-        return BASE_MICROS + -(-work // per_elem)
-
-    def __repr__(self):
-        return "CostModel(overrides=%r)" % (self.overrides,)
-
-
-def _dims2(shape, transposed):
-    """(rows, cols) of a matmul operand as the product sees it; unknown dims count as 1."""
-    if shape.ndims != 2:
-        return 1, 1
-    r, c = (1 if d is None else d for d in shape.as_list())
-    return (c, r) if transposed else (r, c)
-
-
-def split_count(op, intra_threads):
-    """Into how many chunks the (splittable) kernel of ``op`` cuts its work on a device with
-    ``intra_threads`` intra-op threads; 0 when it runs in one piece.
-
-    The kernels decide from the actual operands; the simulator from the static shapes, so an
-    op with an unknown dimension never splits here.
-    """
-    if op is None or intra_threads < 1:
-        return 0
-    ins = op._inputs
-    if op.type == "MatMul":
-        a, b = ins[0].shape, ins[1].shape
-        if not (a.is_fully_defined() and b.is_fully_defined()) or a.ndims != 2:
-            return 0
-        m, k = _dims2(a, op.get_attr("transpose_a"))
-        _, n = _dims2(b, op.get_attr("transpose_b"))
-        if m * k * n < SPLIT_FLOPS or m < 2:
-            return 0
-        return min(intra_threads, m)
-    if len(ins) == 2 and ins[0].shape.is_fully_defined() and ins[1].shape.is_fully_defined() \
-            and ins[0].shape.as_list() == ins[1].shape.as_list():
-        n = ins[0].shape.num_elements()
-        if n >= SPLIT_ELEMENTS:
-            return min(intra_threads, n)
-    return 0
-
-
-def _tensor_output(slot, dtype, shape):
-    """TensorOutput of a static (dtype, shape): bytes = elements x dtype size, 0 if unknown."""
-    base = dtype.base_dtype
-    n = shape.num_elements()
-    dims = None if shape.ndims is None else tuple(shape.as_list())
-    return TensorOutput(slot, base.name, dims, 0 if n is None else n * base.size)
-
-
-# -- the simulation --------------------------------------------------------------------------
 
 Event = namedtuple("Event", ["kind", "time", "node", "device", "thread"])
 Event.__doc__ = """One step of a simulation: ``kind`` is ``"start"`` or ``"end"``, ``time`` the
@@ -236,39 +68,86 @@ of the thread running it."""
 
 
 class _Thread:
-    __slots__ = ("tid", "name", "device", "kind", "busy", "stack", "free_at")
+    __slots__ = ("tid", "name", "queue", "busy", "stack", "free_at")
 
-    def __init__(self, tid, name, device, kind):
-        self.tid, self.name, self.device, self.kind = tid, name, device, kind
+    def __init__(self, tid, name, queue):
+        self.tid, self.name, self.queue = tid, name, queue   # queue: None for the caller
         self.busy = None     # node index running now
-        self.stack = []      # cheap nodes made ready by this thread, waiting to run inline
+        self.stack = []      # nodes made ready by this thread, waiting to run inline
         self.free_at = 0     # intra-op threads: when their last reserved chunk ends
 
 
-def _thread_count(value, what):
+def _thread_count(value, what, minimum=0):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError("%s must be an int >= 0 (0: one per core), got %r" % (what, value))
+        raise TypeError("%s must be an int >= %d (0: one per core), got %r"
+                        % (what, minimum, value))
     value = int(value)
-    if value < 0:
-        raise ValueError("%s must be >= 0 (0: one per core), got %d" % (what, value))
+    if value < minimum:
+        raise ValueError("%s must be >= %d (0: one per core), got %d" % (what, minimum, value))
     return value or os.cpu_count() or 1
+
+
+def _tensor_outputs(node):
+    """TensorOutputs of a node's static outputs: bytes = elements x dtype size, 0 if unknown."""
+    out = []
+    for k, (dtype, shape) in enumerate(node.outputs):
+        dims = None if shape.ndims is None else tuple(shape.as_list())
+        out.append(TensorOutput(k, dtype.base_dtype.name, dims, output_bytes(node, k)))
+    return out
+
+
+class _Pools:
+    """The simulated threads of a step: the caller, the shared pools, each private GPU's."""
+
+    def __init__(self, devices, inter, intra, mode, gpu_threads):
+        self.caller = _Thread(0, "caller", None)
+        self.mode = mode
+        self.inter, self.intra = {}, {}     # queue key -> [threads]
+        tid = 1
+        queues = [pools.SHARED] + [pools.queue_key(d, mode) for d in devices
+                                   if pools.is_private(d, mode)]
+        for q in queues:
+            shared = q == pools.SHARED
+            prefix = "" if shared else q + " "
+            n = inter if shared else gpu_threads
+            self.inter[q] = [_Thread(tid + k, "%sinter-op #%d" % (prefix, k), q)
+                             for k in range(n)]
+            tid += n
+            self.intra[q] = [_Thread(tid + k, "%sintra-op #%d" % (prefix, k), q)
+                             for k in range(intra)]
+            tid += intra
+        self.queues = queues
+        self.all = [self.caller] + [t for q in queues for t in self.inter[q]]
+
+    def intra_for(self, device_name):
+        """The intra-op threads a node of that device splits over (None: no split)."""
+        if pools.is_private(device_name, self.mode):
+            return self.intra[pools.queue_key(device_name, self.mode)]
+        return self.intra[pools.SHARED] if device_type(device_name) == "CPU" else None
+
+    def reset(self):
+        for t in self.all + [t for ts in self.intra.values() for t in ts]:
+            t.busy, t.stack, t.free_at = None, [], 0
 
 
 class Simulation:
     """One ``session.run(fetches, feed_dict)`` step replayed on a virtual clock.
 
     The plan is exactly the one a real run executes (``session.plan``: same pruning,
-    placement, feed nodes, and expensive/splittable flags); no kernel is ever called, so
-    fetching a 10 000 x 10 000 matmul costs nothing.  ``inter_op_threads`` and
-    ``intra_op_threads`` default to the session's ``ConfigProto`` (0: ``os.cpu_count()``).
+    placement, partitions with their ``_Send``/``_Recv`` pairs, feed nodes, and
+    expensive/splittable/asynchronous flags); no kernel is ever called, so fetching a 10 000 x
+    10 000 matmul costs nothing.  ``inter_op_threads`` and ``intra_op_threads`` default to the
+    session's ``ConfigProto`` (0: ``os.cpu_count()``), ``gpu_thread_mode`` and
+    ``gpu_thread_count`` to ``TF_GPU_THREAD_MODE`` and ``TF_GPU_THREAD_COUNT``.
 
     Use :meth:`run` for the whole record, or :meth:`next_event` to advance one node start or
-    end at a time and look at :meth:`ready_queues`, :meth:`pending_counts` and :meth:`running`
-    in between.
+    end at a time and look at :meth:`ready_queues`, :meth:`pending_counts`, :meth:`running` and
+    :meth:`waiting` in between.
     """
 
     def __init__(self, session, fetches, feed_dict=None, cost_model=None,
-                 inter_op_threads=None, intra_op_threads=None):
+                 inter_op_threads=None, intra_op_threads=None, gpu_thread_mode=None,
+                 gpu_thread_count=None):
         if cost_model is None:
             cost_model = CostModel()
         elif not isinstance(cost_model, CostModel):
@@ -281,100 +160,70 @@ class Simulation:
             intra_op_threads = config.intra_op_parallelism_threads
         self.inter_op_threads = _thread_count(inter_op_threads, "inter_op_threads")
         self.intra_op_threads = _thread_count(intra_op_threads, "intra_op_threads")
+        mode = gpu_thread_mode or pools.gpu_thread_mode()
+        if mode not in ("global", "gpu_private"):
+            raise ValueError("gpu_thread_mode must be 'global' or 'gpu_private', got %r" % mode)
+        self.gpu_thread_mode = mode
+        self.gpu_thread_count = _thread_count(gpu_thread_count or pools.gpu_thread_count(),
+                                              "gpu_thread_count", 1)
         self.cost_model = cost_model
         self.session = session
-        eplan = self.eplan
-        plan = self.plan = eplan.plan
-        names = eplan.names
-        # the fed tensors, in the order of their feed nodes
-        feed_tensors = eplan.feed_tensors
-        n_ops = plan.n - len(feed_tensors)
-
-        # devices: the session's order, restricted to those this plan uses
-        used = set(plan.device)
-        self.devices = [d for d in eplan.session_devices if d in used]
+        self.plan = self.eplan.plan
+        used = set(self.plan.device)
+        self.devices = [d for d in self.eplan.session_devices if d in used]
         self.devices += sorted(used.difference(self.devices))
-
-        # static facts per node: op type, duration, outputs, label
-        self._op_type, self._cost, self._outputs, self._label = [], [], [], []
-        for i in range(plan.n):
-            op = eplan.ops[i]
-            dev_type = _device_type(plan.device[i])
-            self._cost.append(cost_model.micros(op, dev_type, names[i]))
-            if op is None:
-                t = feed_tensors[i - n_ops]
-                self._op_type.append("_Arg")
-                self._outputs.append([_tensor_output(0, t.dtype, t.shape)])
-                self._label.append(timeline_label(None, names[i]))
-            else:
-                self._op_type.append(op.type)
-                self._outputs.append([_tensor_output(k, t.dtype, t.shape)
-                                      for k, t in enumerate(op._outputs)])
-                self._label.append(timeline_label(op))
-
-        # cross-device data edges: one record per edge, as the real tracer does
-        self.transfers = []
-        for dst in range(plan.n):
-            for src, k in plan.inputs[dst]:
-                if plan.device[src] == plan.device[dst]:
-                    continue
-                nbytes = self._outputs[src][k].requested_bytes
-                micros = TRANSFER_LATENCY_MICROS + -(-nbytes // TRANSFER_BYTES_PER_MICRO)
-                self.transfers.append(TransferStats("%s:%d" % (names[src], k), names[src],
-                                                    names[dst], plan.device[src],
-                                                    plan.device[dst], nbytes, micros))
-
-        # the threads: the caller (id 0), then per session device its inter-op then intra-op
-        # pool, ids numbered in that order so they never depend on the plan
-        self._caller = _Thread(0, "caller", None, "caller")
-        self._inter, self._intra = {}, {}
-        tid = 1
-        for d in eplan.session_devices + self.devices:
-            if d in self._inter:
-                continue
-            short = short_device(d)
-            self._inter[d] = [_Thread(tid + k, "%s inter-op #%d" % (short, k), d, "inter_op")
-                              for k in range(self.inter_op_threads)]
-            tid += self.inter_op_threads
-            self._intra[d] = [_Thread(tid + k, "%s intra-op #%d" % (short, k), d, "intra_op")
-                              for k in range(self.intra_op_threads)]
-            tid += self.intra_op_threads
-        self._all_threads = [self._caller] + [t for d in self._inter for t in self._inter[d]]
+        self._static_facts()
+        self._pools = _Pools(self.eplan.session_devices + self.devices, self.inter_op_threads,
+                             self.intra_op_threads, mode, self.gpu_thread_count)
+        self._serial = not self.eplan.any_expensive   # the real step runs on the caller alone
         self.reset()
+
+    def _static_facts(self):
+        """Per node: duration, outputs, label, ready queue; each _Recv's _Send and bytes."""
+        ep = self.eplan
+        self._cost = [self.cost_model.micros(n, device_type(n.device)) for n in ep.nodes]
+        self._outputs = [_tensor_outputs(n) for n in ep.nodes]
+        self._label = [timeline_label(n) for n in ep.nodes]
+        self._queue = [pools.queue_key(d, self.gpu_thread_mode) for d in self.plan.device]
+        sends = {edge_key(n): i for i, n in enumerate(ep.nodes) if n.type == "_Send"}
+        self._send_of = {i: sends[edge_key(n)] for i, n in enumerate(ep.nodes)
+                         if n.type == "_Recv" and edge_key(n) in sends}
+        self._recv_of = {s: r for r, s in self._send_of.items()}
 
     # -- state ---------------------------------------------------------------------------------
     def reset(self):
         """Goes back to before the step's first event."""
-        for t in self._all_threads:
-            t.busy, t.stack, t.free_at = None, [], 0
-        for ts in self._intra.values():
-            for t in ts:
-                t.busy, t.stack, t.free_at = None, [], 0
+        self._pools.reset()
         self.time = 0
         self._step = Step(self.plan)
-        for d in self.devices:                # every device of the plan has a (maybe empty)
-            self._step.ready.setdefault(d, deque())  # ready queue from the start
+        for q in self._pools.queues:          # every pool has a (maybe empty) ready queue
+            self._step.ready.setdefault(q, deque())
         self._ends = []                       # heap of (end time, node index)
         self._ready_at = [None] * self.plan.n
         self._thread_of = [None] * self.plan.n
         self._stats = [None] * self.plan.n
+        self._send_end = {}                   # _Send index -> its end time
+        self._waiting = set()                 # _Recv indices issued, their _Send not done yet
+        self._issued = {}                     # _Recv index -> when it was issued
         self._start_order = []
         self._chunks = []                     # (start, end, thread, node) of intra-op chunks
+        self.transfers = []
         self.events = []
         self._record = None
-        self._route(self.plan.roots, self._caller)  # the caller makes the sources ready
+        self._route(self.plan.roots, self._pools.caller, False)  # the caller readies sources
 
-    def _route(self, nodes, thread):
-        """Where nodes made ready by ``thread`` go: cheap ones of the thread's device (any
-        device for the caller) onto its inline stack, the others into their device's ready
-        queue (the scheduler's FIFO, ``Step.enqueue``)."""
-        expensive, device = self.eplan.expensive, self.plan.device
+    def _route(self, nodes, thread, after_async):
+        """Where nodes made ready on ``thread`` go: inline ones onto its stack (the caller's
+        in a step without pools), the others into their pool's ready queue."""
+        expensive = self.eplan.expensive
         for j in nodes:
             self._ready_at[j] = self.time
-            if not expensive[j] and (thread.device is None or device[j] == thread.device):
+            if self._serial:
+                self._pools.caller.stack.append(j)
+            elif runs_inline(expensive[j], after_async):
                 thread.stack.append(j)
             else:
-                self._step.enqueue(j)
+                self._step.enqueue(j, self._queue[j])
 
     @property
     def done(self):
@@ -382,17 +231,17 @@ class Simulation:
         return self._step.done
 
     def ready_queues(self):
-        """``{device: [node names]}``: the nodes waiting for an inter-op thread of their
-        device, first in line first (every device of the plan, empty lists included)."""
+        """``{queue: [node names]}``: the nodes waiting for a thread of each pool
+        (``"inter-op"``, or a GPU's own in gpu_private mode), first in line first."""
         names, ready = self.eplan.names, self._step.ready
-        return {d: [names[i] for i in ready.get(d, ())] for d in self.devices}
+        return {q: [names[i] for i in ready.get(q, ())] for q in self._pools.queues}
 
     def inline_pending(self):
-        """``{thread name: [node names]}``: cheap nodes that are ready and will run inline on
-        that thread once it finishes what it runs now (next one first)."""
+        """``{thread name: [node names]}``: nodes that are ready and will run inline on that
+        thread once it finishes what it runs now (next one first)."""
         names = self.eplan.names
         return {t.name: [names[i] for i in reversed(t.stack)]
-                for t in self._all_threads if t.stack}
+                for t in self._pools.all if t.stack}
 
     def pending_counts(self):
         """``{node name: inputs still awaited}`` for the nodes not ready yet (data and control
@@ -404,11 +253,16 @@ class Simulation:
         """``{thread name: node name}`` of every thread busy at the current time, intra-op
         threads running a chunk included."""
         names = self.eplan.names
-        out = {t.name: names[t.busy] for t in self._all_threads if t.busy is not None}
+        out = {t.name: names[t.busy] for t in self._pools.all if t.busy is not None}
         for start, end, thread, node in self._chunks:
             if start <= self.time < end:
                 out[thread.name] = names[node]
         return out
+
+    def waiting(self):
+        """Names of the ``_Recv`` nodes issued and waiting for their tensor (no thread)."""
+        names = self.eplan.names
+        return sorted(names[i] for i in self._waiting)
 
     # -- the event loop ------------------------------------------------------------------------
     def next_event(self):
@@ -443,50 +297,91 @@ class Simulation:
 
     def _next_start(self):
         """(thread, node) of the next node to start at the current time, or None."""
-        for t in self._all_threads:              # inline continuations, by thread id
+        for t in self._pools.all:               # inline continuations, by thread id
             if t.busy is None and t.stack:
                 return t, t.stack.pop()
-        for d in self.devices:                   # ready queues, by session device order
-            if self._step.ready[d]:
-                for t in self._inter[d]:         # lowest-numbered free thread
+        for q in self._pools.queues:            # ready queues: shared first, then each GPU's
+            if self._step.ready[q]:
+                for t in self._pools.inter[q]:  # lowest-numbered free thread
                     if t.busy is None and not t.stack:
-                        return t, self._step.pop_ready(d)
+                        return t, self._step.pop_ready(q)
         return None
+
+    def _chunks_of(self, thread, i, cost):
+        """The chunks of node ``i`` if it splits on ``thread`` (else [])."""
+        if thread.queue is None or not self.eplan.splittable[i]:
+            return []
+        intra = self._pools.intra_for(self.plan.device[i])
+        k = split_count(self.eplan.nodes[i], len(intra)) if intra else 0
+        if not k:
+            return []
+        now = self.time
+        share = -(-cost // k) + CHUNK_OVERHEAD_MICROS
+        chunks = [ChunkStats(0, thread.tid, thread.name, now, now + share)]
+        for c in range(1, k):
+            t = min(intra, key=lambda x: (max(x.free_at, now), x.tid))
+            s = max(t.free_at, now)
+            t.free_at = s + share
+            chunks.append(ChunkStats(c, t.tid, t.name, s, s + share))
+            self._chunks.append((s, s + share, t, i))
+        return chunks
 
     def _start(self, thread, i):
         now = self.time
-        cost = self._cost[i]
-        end = now + cost
-        chunks = []
-        k = 0
-        if thread.device is not None and self.eplan.splittable[i]:
-            k = split_count(self.eplan.ops[i], self.intra_op_threads)
-        if k:
-            share = -(-cost // k) + CHUNK_OVERHEAD_MICROS
-            chunks.append(ChunkStats(0, thread.tid, thread.name, now, now + share))
-            intra = self._intra[self.plan.device[i]]
-            for c in range(1, k):
-                t = min(intra, key=lambda x: (max(x.free_at, now), x.tid))
-                s = max(t.free_at, now)
-                t.free_at = s + share
-                chunks.append(ChunkStats(c, t.tid, t.name, s, s + share))
-                self._chunks.append((s, s + share, t, i))
-            end = max(ch.end_micros for ch in chunks)
-        thread.busy = i
         self._thread_of[i] = thread
-        self._stats[i] = NodeExecStats(
-            self.eplan.names[i], self._op_type[i], now, end - now, thread.tid, thread.name,
-            "inline" if thread.device is None else "inter_op", self._label[i],
-            scheduled_micros=self._ready_at[i], output=self._outputs[i], chunks=chunks)
         self._start_order.append(i)
+        if self.eplan.is_async[i]:
+            self._issued[i] = now
+            self._issue(i)
+            return self._event("start", i, thread)
+        cost = self._cost[i]
+        chunks = self._chunks_of(thread, i, cost)
+        end = max(ch.end_micros for ch in chunks) if chunks else now + cost
+        thread.busy = i
+        self._stats[i] = self._node_stats(i, thread, now, end, chunks)
         heapq.heappush(self._ends, (end, i))
         return self._event("start", i, thread)
+
+    def _node_stats(self, i, thread, start, end, chunks=()):
+        return NodeExecStats(
+            self.eplan.names[i], self.eplan.nodes[i].type, start, end - start, thread.tid,
+            thread.name, "inline" if thread.queue is None else "inter_op", self._label[i],
+            scheduled_micros=self._ready_at[i], output=self._outputs[i], chunks=chunks)
+
+    def _issue(self, recv):
+        """A _Recv is issued: it ends once its _Send has ended and the tensor has crossed."""
+        send = self._send_of.get(recv)
+        if send is not None and send not in self._send_end:
+            self._waiting.add(recv)
+        else:
+            self._arrive(recv, self._send_end.get(send, self.time))
+
+    def _arrive(self, recv, sent):
+        start = max(sent, self.time)
+        nbytes = output_bytes(self.eplan.nodes[recv], 0)
+        end = start + transfer_micros(nbytes)
+        node = self.eplan.nodes[recv]
+        tensor_name = node.get_attr("tensor_name")
+        self.transfers.append(TransferStats(
+            tensor_name, tensor_name.lstrip("^").rsplit(":", 1)[0], node.name,
+            node.get_attr("send_device"), node.device, nbytes, end - start, start))
+        heapq.heappush(self._ends, (end, recv))
 
     def _end(self, time, i):
         self.time = time
         thread = self._thread_of[i]
+        if self.eplan.is_async[i]:
+            self._stats[i] = self._node_stats(i, thread, self._issued[i], time)
+            self._route(self._step.finish(i), thread, True)
+            return self._event("end", i, thread)
         thread.busy = None
-        self._route(self._step.finish(i, enqueue=False), thread)
+        recv = self._recv_of.get(i)
+        if recv is not None:
+            self._send_end[i] = time
+            if recv in self._waiting:
+                self._waiting.discard(recv)
+                self._arrive(recv, time)
+        self._route(self._step.finish(i), thread, False)
         return self._event("end", i, thread)
 
     def _event(self, kind, i, thread):
@@ -501,22 +396,20 @@ class Simulation:
         stats = StepStats()
         for d in self.devices:
             stats.dev_stats.append(DeviceStepStats(d, by_device[d]))
-        for tr in self.transfers:
-            stats.transfers.append(tr)
+        stats.transfers.extend(self.transfers)
         return stats
 
     def __repr__(self):
         return "Simulation(%d nodes on %s, t=%d us%s)" % (
-            self.plan.n, ", ".join(short_device(d) for d in self.devices), self.time,
+            self.plan.n, ", ".join(pools.short_device(d) for d in self.devices), self.time,
             ", done" if self.done else "")
 
 
 def simulate(session, fetches, feed_dict=None, cost_model=None, inter_op_threads=None,
-             intra_op_threads=None):
+             intra_op_threads=None, gpu_thread_mode=None, gpu_thread_count=None):
     """``Simulation(...).run()``: the ``StepStats`` of one simulated ``session.run``."""
     return Simulation(session, fetches, feed_dict, cost_model, inter_op_threads,
-                      intra_op_threads).run()
-
+                      intra_op_threads, gpu_thread_mode, gpu_thread_count).run()
 
 # -- Figure 12-5 -----------------------------------------------------------------------------
 

@@ -6,8 +6,12 @@ holding a :class:`NodeExecStats` per op (the fields TF's ``step_stats.proto`` ha
 pool and thread that ran it and the intra-op chunks of a split kernel), and a
 :class:`TransferStats` per tensor that crossed devices.  Every view (timeline, Chrome trace,
 step-through widget) reads this one record; the simulator produces the same record on a
-virtual clock.
+virtual clock.  :class:`Tracer` is what a real step records with.
 """
+
+from minitf.framework.resource_mgr import VariableRef
+from minitf.runtime import pools
+from minitf.runtime.config_proto import StepStats
 
 
 class TensorOutput:
@@ -110,9 +114,66 @@ class TransferStats:
                                                          self.dst_device, self.bytes)
 
 
-def timeline_label(op, name=None):
-    """TF's ``name = OpType(input, input, ^control)`` label of a node."""
-    if op is None:
-        return "%s = _Arg()" % name
-    nd = op.node_def
+def arrival_micros(node_stats):
+    """When a tensor sent to this node is there: a ``_Recv`` ends when it arrived (it was
+    issued long before); any other receiving node starts when it has its inputs."""
+    if node_stats.op_type == "_Recv":
+        return node_stats.all_start_micros + node_stats.all_end_rel_micros
+    return node_stats.all_start_micros
+
+
+def timeline_label(node):
+    """TF's ``name = OpType(input, input, ^control)`` label of a node (an Operation or a step
+    graph Node)."""
+    nd = node.node_def
     return "%s = %s(%s)" % (nd.name, nd.op, ", ".join(nd.input))
+
+
+def _nbytes(v):
+    if type(v) is VariableRef:
+        v = v.value
+    return int(getattr(v, "nbytes", 0) or 0)
+
+
+def _outputs(outs):
+    return [TensorOutput(k, str(getattr(v, "dtype", "")), tuple(getattr(v, "shape", ())),
+                         _nbytes(v)) for k, v in enumerate(outs or ())]
+
+
+class Tracer:
+    """Collects a :class:`NodeExecStats` per executed node of an execution plan, and a
+    :class:`TransferStats` per tensor a ``_Recv`` received (``transfer``)."""
+
+    def __init__(self, eplan):
+        self.eplan = eplan
+        self.nodes = [None] * eplan.plan.n
+        self.transfers = []
+
+    def record(self, i, outs, start, end, pool, chunks=(), thread=None):
+        """Node ``i`` ran from ``start`` to ``end`` (microseconds) in ``pool`` and gave
+        ``outs``, on ``thread`` ((id, name); default: the calling thread)."""
+        ident, tname = thread if thread is not None else pools.current_thread()
+        node = self.eplan.nodes[i]
+        self.nodes[i] = NodeExecStats(node.name, node.type, start, end - start, ident, tname,
+                                      pool, timeline_label(node), output=_outputs(outs),
+                                      chunks=chunks)
+
+    def transfer(self, tensor_name, src_node, dst_node, src_device, dst_device, nbytes, start,
+                 end):
+        self.transfers.append(TransferStats(tensor_name, src_node, dst_node, src_device,
+                                            dst_device, nbytes, end - start, start))
+
+    def step_stats(self, device_order):
+        """The step's :class:`StepStats`: devices in ``device_order`` first (those that ran
+        something), each one's nodes in start order, then the transfers."""
+        per_device = {}
+        for i, ns in enumerate(self.nodes):
+            if ns is not None:
+                per_device.setdefault(self.eplan.plan.device[i], []).append(ns)
+        stats = StepStats()
+        for d in list(device_order) + sorted(set(per_device) - set(device_order)):
+            if d in per_device:
+                nodes = sorted(per_device[d], key=lambda n: n.all_start_micros)
+                stats.dev_stats.append(DeviceStepStats(d, nodes))
+        stats.transfers.extend(self.transfers)
+        return stats

@@ -42,6 +42,8 @@ import collections
 import json
 import re
 
+from minitf.runtime.step_stats import arrival_micros
+
 __all__ = ["AllocationMaximum", "ChromeTraceFormatter", "StepStatsAnalysis", "Timeline",
            "chrome_trace", "save"]
 
@@ -251,7 +253,7 @@ class Timeline:
         self._tensors = {}        # tensor name -> _Tensor
         self._flow_starts = {}    # tensor name -> (ts, pid, tid)
         self._next_flow_id = 0
-        self._node_places = {}    # (device, node name) -> (start, end, pid, tid)
+        self._node_places = {}    # (device, node name) -> (arrival, end, pid, tid)
         self._allocate_pids()
         self._assign_tids()
         if show_threads:
@@ -361,7 +363,8 @@ class Timeline:
                 tid = self._tids[d][i]
                 start = ns.all_start_micros
                 end = start + ns.all_end_rel_micros
-                self._node_places.setdefault((ds.device, ns.node_name), (start, end, pid, tid))
+                self._node_places.setdefault((ds.device, ns.node_name),
+                                             (arrival_micros(ns), end, pid, tid))
                 name, op, inputs = self._op_of(ns, gputrace)
                 args = {"name": name, "op": op}
                 for k, inp in enumerate(inputs):
@@ -404,6 +407,8 @@ class Timeline:
         return place
 
     def _show_transfers(self):
+        """A flow arrow per transfer: from the producer's end to the tensor's arrival (the
+        end of its ``_Recv``)."""
         for tr in getattr(self._step_stats, "transfers", ()):
             src = self._find_node(tr.src_device, tr.src_node)
             dst = self._find_node(tr.dst_device, tr.dst_node)

@@ -32,6 +32,7 @@ import hashlib
 import math
 from xml.sax.saxutils import escape
 
+from minitf.runtime.step_stats import arrival_micros
 from minitf.viz.files import SavesToFile
 from minitf.viz.graph_view import natural_key
 
@@ -298,7 +299,7 @@ class TimelineView(SavesToFile):
         (sns, slane), (dns, dlane) = src, dst
         x1 = self.x_of(sns.all_start_micros + sns.all_end_rel_micros)
         y1 = self._lane_y[slane] + LANE_H / 2.0
-        x2 = self.x_of(dns.all_start_micros)
+        x2 = self.x_of(arrival_micros(dns))
         y2 = self._lane_y[dlane] + LANE_H / 2.0
         title = "%s: %d bytes\n%s \u2192 %s\ncopy time: %s" % (
             tr.tensor_name, tr.bytes, tr.src_device, tr.dst_device, _duration(tr.micros))

@@ -43,10 +43,12 @@ Byte order on the wire is little-endian; bools are one byte each (any non-zero b
 True); string tensors are lists of ``bytes``.
 """
 
-from minitf.distributed.wire.limits import (DEFAULT_CHUNK_BYTES, GRPC_OPTIONS,
+from minitf.distributed.wire.limits import (CONTROL_RPC_SECONDS, DEFAULT_CHUNK_BYTES,
+                                           DEFAULT_STEP_SECONDS, GRPC_OPTIONS,
                                            INLINE_TENSOR_BYTES, MAX_ERROR_MESSAGE_BYTES,
                                            MAX_GRAPH_BYTES, MAX_MESSAGE_BYTES, MAX_RANK,
-                                           MAX_TENSOR_BYTES)
+                                           MAX_TENSOR_BYTES, STEP_SLACK_SECONDS,
+                                           STREAM_CHUNK_BYTES)
 from minitf.distributed.wire.tensors import (TENSOR_DTYPE_NAMES, proto_to_tensor,
                                             tensor_to_proto)
 from minitf.distributed.wire.chunks import (NamedTensorReceiver, assemble_chunks,
@@ -56,6 +58,7 @@ from minitf.distributed.wire.chunks import (NamedTensorReceiver, assemble_chunks
 from minitf.distributed.wire.graphs import (OUTPUT_SHAPES_ATTR, OUTPUT_TYPES_ATTR,
                                            NodeRecord, assemble_graph_def, attr_from_proto,
                                            attr_to_proto, graph_to_proto, import_graph_def,
+                                           topological,
                                            iter_graph_def_chunks, node_to_proto,
                                            proto_to_node_records)
 from minitf.distributed.wire.messages import (error_from_status,
@@ -65,7 +68,11 @@ from minitf.distributed.wire.messages import (error_from_status,
                                              step_stats_to_proto)
 
 __all__ = [
+    "CONTROL_RPC_SECONDS",
     "DEFAULT_CHUNK_BYTES",
+    "DEFAULT_STEP_SECONDS",
+    "STEP_SLACK_SECONDS",
+    "STREAM_CHUNK_BYTES",
     "GRPC_OPTIONS",
     "INLINE_TENSOR_BYTES",
     "MAX_ERROR_MESSAGE_BYTES",
@@ -97,6 +104,7 @@ __all__ = [
     "import_graph_def",
     "iter_graph_def_chunks",
     "node_to_proto",
+    "topological",
     "proto_to_node_records",
     "error_from_status",
     "proto_to_session_config",

@@ -19,6 +19,7 @@ from minitf.distributed.wire.tensors import (_dims_from_proto, _dtype_from_name,
                                             tensor_to_proto)
 from minitf.framework import dtypes, errors, tensor_shape
 from minitf.framework import graph as ops_graph
+from minitf.runtime.subgraph import Node
 
 #: Attrs that :func:`graph_to_proto` adds to every node and :func:`import_graph_def` consumes.
 OUTPUT_TYPES_ATTR = "_output_types"
@@ -177,6 +178,8 @@ def _topological(ops):
 
 
 def node_to_proto(op, msg):
+    """Fills NodeDef ``msg`` from an Operation or a step graph Node (runtime/subgraph.py):
+    every attr, plus its output dtypes and shapes."""
     nd = op.node_def
     msg.name, msg.op = nd.name, nd.op
     msg.input.extend(nd.input)
@@ -186,8 +189,35 @@ def node_to_proto(op, msg):
             continue
         msg.attr[key].CopyFrom(attr_to_proto(nd.attr[key], "attr %r of node %r"
                                               % (key, nd.name)))
-    msg.attr[OUTPUT_TYPES_ATTR].CopyFrom(attr_to_proto([t.dtype for t in op.outputs], ""))
-    msg.attr[OUTPUT_SHAPES_ATTR].CopyFrom(attr_to_proto([t.shape for t in op.outputs], ""))
+    specs = op.outputs if isinstance(op, Node) else [(t.dtype, t.shape) for t in op.outputs]
+    msg.attr[OUTPUT_TYPES_ATTR].CopyFrom(attr_to_proto([dtype for dtype, _ in specs], ""))
+    msg.attr[OUTPUT_SHAPES_ATTR].CopyFrom(attr_to_proto([shape for _, shape in specs], ""))
+
+
+def topological(node_defs):
+    """NodeDefs ordered so that every input comes first (import_graph_def needs it)."""
+    by_name = {n.name: n for n in node_defs}
+    out, state = [], {}
+    for root in node_defs:
+        if root.name in state:
+            continue
+        stack = [(root, False)]
+        while stack:
+            n, done = stack.pop()
+            if done:
+                state[n.name] = 2
+                out.append(n)
+                continue
+            if state.get(n.name):
+                continue
+            state[n.name] = 1
+            stack.append((n, True))
+            for i in n.input:
+                src = i[1:] if i.startswith("^") else i.rsplit(":", 1)[0]
+                d = by_name.get(src)
+                if d is not None and not state.get(src):
+                    stack.append((d, False))
+    return out
 
 
 def graph_to_proto(graph_or_ops, since_version=0):

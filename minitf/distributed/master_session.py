@@ -1,0 +1,172 @@
+"""One client session on a master: its graph, placed over the cluster, split per task.
+
+Book sections: "Placing Operations on Devices" (placement over every device of the cluster, TF
+1.15's rules) and "The Master and Worker Services" (TF's ``MasterSession``).  The client's graph
+grows with ``ExtendSession``; at the first step after it grew it is placed again (ops that hold
+state stay where they were).  For each (fetches, targets, feeds) signature the step graph is
+split by task with the one partitioner (``runtime/graph_partition.py``, added nodes named
+``<op>_S<n>``) and each task's piece is registered on its worker; ``step_run.py`` runs a step
+of them.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import grpc
+
+from minitf.distributed import protocol_pb2 as pb
+from minitf.distributed import wire
+from minitf.distributed.wire import CONTROL_RPC_SECONDS
+from minitf.framework import errors
+from minitf.framework.graph import Graph
+from minitf.runtime import device_name_utils as dnu
+from minitf.runtime import graph_partition, placer, subgraph
+
+
+class RemoteDevice:
+    """What the placer needs of a device of some task of the cluster."""
+
+    def __init__(self, attrs):
+        self.name = attrs.name
+        self.device_type = attrs.device_type
+        self.memory_limit = attrs.memory_limit
+        self.incarnation = attrs.incarnation
+        self.parsed = dnu.parse_full_name(attrs.name)
+        self.task = dnu.task_name(self.parsed.job, self.parsed.task)
+        self.job, self.task_index = self.parsed.job, self.parsed.task
+
+
+class Signature:
+    """The partitions of one (fetches, targets, feeds) signature, registered on the workers."""
+
+    def __init__(self, handles, fetch_at, feed_at):
+        self.handles = handles      # task -> graph handle
+        self.fetch_at = fetch_at    # task -> [tensor names fetched from that partition]
+        self.feed_at = feed_at      # task -> [fed tensor names its _Arg nodes take]
+        self.tasks = sorted(handles)
+
+
+def _step_graph(graph, placement, fetch_names, target_names, feed_names, new_name):
+    try:
+        fetches = [graph.get_tensor_by_name(n) for n in fetch_names]
+        targets = [graph.get_operation_by_name(n) for n in target_names]
+        feeds = [graph.get_tensor_by_name(n) for n in feed_names]
+    except (KeyError, ValueError, TypeError) as e:
+        raise errors.InvalidArgumentError(None, None, "Unknown fetch, target or feed: %s"
+                                          % str(e)[:300]) from None
+    fed = set(feeds)
+    fetches = [t for t in fetches if t not in fed]   # fed values come back from the master
+    return subgraph.build_step_graph(placement.ops, placement.device_of, fetches, targets,
+                                     feeds, lambda t: placement.device_of[t.op].name,
+                                     lambda t: new_name(t.op.name + "/_arg"))
+
+
+class MasterSession:
+    def __init__(self, master, handle, config):
+        self.master = master
+        self.handle = handle
+        self.config = config
+        self.graph = Graph()
+        self.lock = threading.Lock()
+        self.devices = None
+        self.placer = None
+        self.placement = None
+        self.placed_version = -1
+        self.version = 0
+        self.signatures = {}
+        self.tasks = set()      # the tasks its partitions were ever registered on
+
+    def extend(self, gdef):
+        with self.lock:
+            wire.import_graph_def(gdef, self.graph)
+            self.version = len(self.graph.get_operations())
+
+    def ensure_placed(self):
+        if self.devices is None:
+            self.devices = self.master.cluster_devices(self.config)
+        if self.placer is None:
+            self.placer = placer.GraphPlacer(
+                self.devices, self.config.allow_soft_placement,
+                has_cuda=any(d.device_type == "GPU" for d in self.devices))
+        if self.placed_version == self.version:
+            return self.placement
+        placement = self.placer.place(self.graph.get_operations())
+        if self.config.log_device_placement:
+            placer.print_log(placement)
+        self.deregister_all()
+        self.placement = placement
+        self.placed_version = self.version
+        return placement
+
+    def deregister_all(self):
+        for sig in self.signatures.values():
+            for task, h in sig.handles.items():
+                self._deregister(task, h)
+        self.signatures.clear()
+
+    def close(self):
+        """The session ended: every task it used drops its partitions and, for a session with
+        isolated state, its variables."""
+        self.signatures.clear()
+        for task in self.tasks:
+            self._deregister(task, "")
+
+    def _deregister(self, task, graph_handle):
+        try:
+            self.master.worker_stub(task).DeregisterGraph(
+                pb.DeregisterGraphRequest(session_handle=self.handle, graph_handle=graph_handle),
+                timeout=CONTROL_RPC_SECONDS, metadata=self.master.channels.metadata)
+        except grpc.RpcError:
+            pass
+
+    # -- partitioning ------------------------------------------------------------------------
+    def signature(self, fetches, targets, feeds):
+        key = (tuple(fetches), tuple(targets), tuple(feeds))
+        sig = self.signatures.get(key)
+        if sig is None:
+            sig = self.signatures[key] = self._partition(fetches, targets, feeds)
+        return sig
+
+    def _partition(self, fetch_names, target_names, feed_names):
+        """Splits the signature's step graph by task and registers each piece."""
+        new_name = graph_partition.namer("%s_S%d", {op.name for op in
+                                                    self.graph.get_operations()})
+        step = _step_graph(self.graph, self.placement, fetch_names, target_names, feed_names,
+                           new_name)
+        incarnation = {d.name: d.incarnation for d in self.devices}
+        parts = graph_partition.partition(step, lambda n: dnu.task_name_of(n.device), new_name,
+                                          incarnation.__getitem__)
+        fetch_at, feed_at = {}, {}
+        for node, k in parts.fetches:
+            fetch_at.setdefault(dnu.task_name_of(node.device), []).append(
+                "%s:%d" % (node.name, k))
+        for arg in parts.args:
+            feed_at.setdefault(dnu.task_name_of(arg.device), []).append(
+                arg.get_attr("tensor_name"))
+        graphs = {task: pb.GraphDef(node=wire.topological([_node_def(n) for n in nodes]))
+                  for task, nodes in parts.parts.items()}
+        return Signature(self._register(graphs), fetch_at, feed_at)
+
+    def _register(self, graphs):
+        """Registers each task's GraphDef on its worker, in parallel: {task: handle}."""
+        config = pb.SessionConfig(isolate_session_state=self.config.isolate_session_state)
+        self.tasks.update(graphs)
+        futures = {task: self.master.pool.submit(self.master.register, task, self.handle,
+                                                 config, gdef)
+                   for task, gdef in sorted(graphs.items())}
+        handles, errs = {}, []
+        for task, f in futures.items():
+            try:
+                handles[task] = f.result()
+            except errors.OpError as e:
+                errs.append(e)
+        if errs:
+            raise errs[0]
+        return handles
+
+
+def _node_def(node):
+    msg = pb.NodeDef()
+    wire.node_to_proto(node, msg)
+    return msg

@@ -1,0 +1,172 @@
+"""One step of a master session: its partitions run on their tasks at the same time.
+
+Book section: "The Master and Worker Services" (TF's ``MasterSession::ReffedClientGraph::
+RunPartitions``).  Each task whose partition the step needs gets one ``RunGraph`` request: the
+values fed to its ``_Arg`` nodes, the tensors to answer (``recv_key``), the step's options.  The
+master's own task runs its partition by a direct call; other tasks on an open ``RunGraphs``
+call (``streams.py``) when the request fits in one message, else on a ``RunGraph`` call of its
+own.  Their answers are forwarded to the client as they come.  The first failure cancels the
+other partitions, and once all have stopped the step fails with a root cause (an error that is
+not *derived* from another) rather than the errors it caused.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import queue
+import threading
+
+import grpc
+
+from minitf.distributed import protocol_pb2 as pb
+from minitf.distributed import streams, wire
+from minitf.distributed.worker import partition_answer
+from minitf.distributed.worker_cache import rpc_error
+from minitf.framework import errors
+
+_DONE = object()
+
+
+def step_options(options, remaining, config):
+    """``(seconds the step may take, the RunStepOptions its partitions get)``: the client's
+    deadline, the step's ``timeout_in_ms`` and the session's ``operation_timeout_in_ms``,
+    whichever ends first (a partition on an open call learns it from its request)."""
+    timeout = wire.DEFAULT_STEP_SECONDS if remaining is None else remaining
+    op_timeout = options.timeout_in_ms or config.operation_timeout_in_ms
+    if op_timeout:
+        timeout = min(timeout, op_timeout / 1000.0)
+    ms = int(math.ceil(timeout * 1000))
+    if timeout < wire.DEFAULT_STEP_SECONDS and options.timeout_in_ms != ms:
+        options = pb.RunStepOptions(trace_level=options.trace_level, timeout_in_ms=ms)
+    return timeout, options
+
+
+class PartitionRun:
+    """The partitions of one step of ``sess`` (signature ``sig``) with the client's ``feeds``."""
+
+    def __init__(self, master, sess, sig, step_id, feeds, options, remaining):
+        self.master = master
+        self.sess = sess
+        self.sig = sig
+        self.step_id = step_id
+        self.feeds = feeds
+        self.timeout, self.options = step_options(options, remaining, sess.config)
+        self._lock = threading.Lock()
+        self._calls = {}
+        self._cancelled = False
+
+    def messages(self, on_cancel):
+        """Runs the partitions, yielding their response messages as they come: one partition is
+        read on this thread (the master's own when it has one, else a remote one: no
+        hand-off), the others on the master's pool."""
+        tasks = self.sig.tasks
+        if not tasks:   # only fed values fetched
+            return
+        here = self.master.task_name if self.master.task_name in tasks else tasks[0]
+        others = [t for t in tasks if t != here]
+        on_cancel(self.cancel_all)    # the client went away
+        arrived = queue.SimpleQueue()
+        for t in others:
+            self.master.pool.submit(self._pump, t, arrived)
+        failures = []
+        try:
+            yield from self._partition(here)
+        except Exception as e:  # noqa: BLE001 - reported once every partition stopped
+            failures.append(e)
+            self.cancel_all()
+        yield from self._gather(arrived, len(others), failures)
+        if failures:
+            root = [e for e in failures if not getattr(e, "derived", False)]
+            raise (root or failures)[0]
+
+    def _gather(self, arrived, waiting, failures):
+        while waiting:
+            try:   # every partition ends by itself: calls have deadlines, local runs timeouts
+                m = arrived.get(timeout=self.timeout + wire.CONTROL_RPC_SECONDS)
+            except queue.Empty:
+                self.cancel_all()
+                raise errors.DeadlineExceededError(None, None, "Timed out waiting for the "
+                                                   "partitions of step %d" % self.step_id) \
+                    from None
+            if m is _DONE:
+                waiting -= 1
+            elif isinstance(m, Exception):
+                waiting -= 1
+                failures.append(m)
+                self.cancel_all()
+            elif not failures:
+                yield m
+
+    def _pump(self, task, arrived):
+        try:
+            for m in self._partition(task):
+                arrived.put(m)
+            arrived.put(_DONE)
+        except Exception as e:  # noqa: BLE001
+            arrived.put(e)
+
+    def cancel_all(self):
+        with self._lock:
+            self._cancelled = True
+            pending = list(self._calls.values())
+        for c in pending:
+            c.cancel()
+
+    def _track(self, task, call):
+        with self._lock:
+            self._calls[task] = call
+            if self._cancelled:
+                call.cancel()
+
+    # -- one partition -----------------------------------------------------------------------
+    def _header(self, task, sends=()):
+        return pb.RunGraphRequest(session_handle=self.sess.handle,
+                                  graph_handle=self.sig.handles[task], step_id=self.step_id,
+                                  recv_key=self.sig.fetch_at.get(task, ()),
+                                  options=self.options, send=sends)
+
+    def _partition(self, task):
+        if task == self.master.task_name:
+            return self._local(task)
+        return self._remote(task)
+
+    def _local(self, task):
+        """The master's own worker: a direct call, no RPC."""
+        sends = {name: self.feeds[name] for name in self.sig.feed_at.get(task, ())}
+        out, stats = self.master.server.worker.run_graph(
+            self._header(task), sends, self.timeout, lambda step: self._track(task, step))
+        yield from partition_answer(out, stats)
+
+    def _remote(self, task):
+        sends = [(name, self.feeds[name]) for name in self.sig.feed_at.get(task, ())]
+        inline, parts = wire.split_named_tensors(sends, chunk_bytes=wire.STREAM_CHUNK_BYTES,
+                                                 wrap=(pb.RunGraphRequest, "send_part"))
+        first = self._header(task, inline)
+        channels = self.master.channels
+        address = self.master.server.worker.task_address(task)
+        try:
+            # cancelling either kind of call does nothing once its step has ended (gRPC
+            # tells the master of a RunStep's end after the client heard it)
+            if len(inline) == len(sends):   # every send fits in the first message
+                call = channels.steps(address, "RunGraphs").acquire().step(
+                    first, self.timeout + wire.STEP_SLACK_SECONDS)
+            else:
+                call = channels.worker(address).RunGraph(
+                    itertools.chain((first,), parts), timeout=self.timeout,
+                    metadata=channels.metadata)
+            self._track(task, call)
+            yield from call
+        except grpc.RpcError as e:
+            channels.failed(address, e)
+            raise self._call_error(e, task) from None
+
+    def _call_error(self, e, task):
+        err = rpc_error(e, task)
+        if e.code() == grpc.StatusCode.CANCELLED and not self._cancelled:
+            # cancelled by the peer's side (its server went away mid-call)
+            err = errors.UnavailableError(None, None, err.message)
+        if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            err = errors.DeadlineExceededError(None, None, err.message)
+        err.derived = streams.is_derived(e) or e.code() == grpc.StatusCode.CANCELLED
+        return err

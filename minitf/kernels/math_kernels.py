@@ -1,0 +1,108 @@
+"""Math kernels: elementwise arithmetic, matmul, add_n, reductions and casts.
+
+Book sections: "Operations and kernels" (each ``register`` call names the dtypes TF has a CPU
+kernel and a GPU kernel for) and "Parallel Execution" (the splittable kernels).  Every kernel is
+written once against its device's backend (``tensor_ops.py``): numpy on the CPU and emulated
+cards, numba.cuda on a real card.  Shapes are checked here, before the backend is called, so
+every backend fails with TF's message.
+"""
+
+import numpy as np
+
+from minitf.framework import dtypes as D
+from minitf.framework import errors
+from minitf.kernels.registry import (ALL, COMPLEX, FLOATS, GPU_ARRAY, GPU_MATH, INTS, NUMERIC,
+                                     register)
+from minitf.kernels.tensor_ops import shape_text
+
+
+def _zip(fn):
+    """A broadcasting binary kernel (``fn`` in ``tensor_ops.ZIP_FNS``)."""
+    def factory(op, device):
+        backend = device.backend
+        f, shape = backend.zip(fn), backend.shape
+
+        def compute(ctx, ins):
+            x, y = ins
+            try:
+                return (f(ctx, x, y),)
+            except ValueError:   # only then is it worth checking (a hot path)
+                try:
+                    np.broadcast_shapes(shape(x), shape(y))
+                except ValueError:
+                    raise errors.InvalidArgumentError(None, None, "Incompatible shapes: %s vs. %s"
+                                                      % (shape_text(shape(x)),
+                                                         shape_text(shape(y)))) from None
+                raise
+        return compute
+    return factory
+
+
+def _map(fn):
+    """A unary elementwise kernel (``fn`` in ``tensor_ops.MAP_FNS``)."""
+    def factory(op, device):
+        f = device.backend.map(fn)
+        return lambda ctx, ins: (f(ctx, ins[0]),)
+    return factory
+
+
+register("AddV2", _zip("add"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
+register("Sub", _zip("sub"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
+register("Mul", _zip("mul"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
+register("RealDiv", _zip("realdiv"), cpu=FLOATS + COMPLEX, gpu=FLOATS + COMPLEX,
+         splittable=True)
+register("FloorDiv", _zip("floordiv"), cpu=FLOATS + INTS, gpu=FLOATS + (D.int64,))
+register("Neg", _map("neg"), cpu=NUMERIC, gpu=GPU_MATH)
+register("Square", _map("square"), cpu=NUMERIC, gpu=GPU_MATH)
+
+
+def _cast(op, device):
+    f = device.backend.cast(op.get_attr("DstT").as_numpy_dtype)
+    return lambda ctx, ins: (f(ctx, ins[0]),)
+
+
+register("Cast", _cast, cpu=ALL, gpu=GPU_ARRAY)
+
+
+def _matmul(op, device):
+    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
+    backend = device.backend
+    f, shape = backend.matmul(ta, tb), backend.shape
+
+    def compute(ctx, ins):
+        a, b = ins
+        sa, sb = shape(a), shape(b)
+        sa = sa[::-1] if ta else sa
+        sb = sb[::-1] if tb else sb
+        if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]:
+            raise errors.InvalidArgumentError(
+                None, None, "Matrix size-incompatible: In[0]: %s, In[1]: %s"
+                % (shape_text(sa), shape_text(sb)))
+        return (f(ctx, a, b),)
+    return compute
+
+
+def _add_n(op, device):
+    f = device.backend.add_n()
+    return lambda ctx, ins: (f(ctx, list(ins)),)
+
+
+def _reduction(fn):
+    def factory(op, device):
+        backend = device.backend
+        f = backend.reduce(fn, op.get_attr("keep_dims"), op.get_attr("T").as_numpy_dtype)
+
+        def compute(ctx, ins):
+            x, axes = ins
+            rank = max(len(backend.shape(x)), 1)
+            axis = sorted({int(a) % rank for a in np.reshape(backend.to_host(axes), -1)})
+            return (f(ctx, x, axis),)
+        return compute
+    return factory
+
+
+register("MatMul", _matmul, cpu=FLOATS + COMPLEX + (D.int32, D.int64), gpu=FLOATS + COMPLEX,
+         cost="expensive", splittable=True)
+register("AddN", _add_n, cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
+register("Sum", _reduction("sum"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
+register("Mean", _reduction("mean"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)

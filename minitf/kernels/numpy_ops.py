@@ -1,0 +1,181 @@
+"""The numpy backend: the CPU, and the emulated GPU cards.
+
+Book sections: "Operations and kernels" and "Parallel Execution" (Figure 12-5's multithreaded
+kernel).  It implements ``tensor_ops.TensorOps`` with numpy.  Scalars travel as numpy scalars
+and arrays as ndarrays; results are new values (kernels never write into their inputs), so a
+tensor can be shared by all its consumers without copies.
+
+Intra-op parallelism: an elementwise op on two same-shaped operands of at least
+``SPLIT_ELEMENTS`` elements, an ``add_n`` of such operands, a large sum, and a matmul of at least
+``SPLIT_FLOPS`` multiply-adds split their work into chunks that ``ctx.parallel_for`` runs on the
+device's intra-op pool (numpy releases the GIL, so the chunks really run in parallel).
+:func:`splits_elementwise` and :func:`splits_matmul` are the rules; the simulator applies the
+same two functions to static shapes.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any
+
+import numpy as np
+
+from minitf.kernels import tensor_ops
+
+SPLIT_ELEMENTS = 1 << 16   # elementwise ops at least this large split over the intra-op pool
+SPLIT_FLOPS = 1 << 21      # matmuls with at least this many multiply-adds split too
+
+
+def splits_elementwise(num_elements: int) -> bool:
+    """Whether an elementwise kernel over this many elements splits its work."""
+    return num_elements >= SPLIT_ELEMENTS
+
+
+def splits_matmul(m: int, k: int, n: int) -> bool:
+    """Whether an ``m x k`` by ``k x n`` matmul splits its rows over the intra-op pool."""
+    return m * k * n >= SPLIT_FLOPS and m >= 2
+
+
+def scalarize(a: Any) -> Any:
+    """A 0-d array as a numpy scalar (how minitf's numpy kernels hand over scalars)."""
+    return a[()] if isinstance(a, np.ndarray) and a.ndim == 0 else a
+
+
+def _floordiv(x, y):
+    # TF's float kernel is floor(x / y) (1.0 // 0.1 == 10.0); Python's // differs (9.0).
+    if np.result_type(x, y).kind in "fc":
+        return np.floor(np.true_divide(x, y))
+    return np.floor_divide(x, y)
+
+
+_ZIP = {"add": (operator.add, np.add), "sub": (operator.sub, np.subtract),
+        "mul": (operator.mul, np.multiply), "realdiv": (operator.truediv, np.true_divide),
+        "floordiv": (_floordiv, None)}
+_MAP = {"neg": operator.neg, "square": lambda x: x * x}
+
+
+def _split_zip(ctx, ufunc, x, y):
+    out = np.empty(x.shape, np.result_type(x, y))
+    fx, fy, fo = x.reshape(-1), y.reshape(-1), out.reshape(-1)
+    ctx.parallel_for(fo.size, lambda lo, hi: ufunc(fx[lo:hi], fy[lo:hi], out=fo[lo:hi]))
+    return out
+
+
+def _split_sum(ctx, x, axis, keep, np_dtype):
+    """``np.sum`` that splits large inputs over the intra-op pool: partial sums of flat chunks
+    for a full reduction, row blocks when the first axis is kept."""
+    if type(x) is not np.ndarray or not splits_elementwise(x.size):
+        return np.sum(x, axis=axis, dtype=np_dtype, keepdims=keep)
+    if sorted(axis) == list(range(x.ndim)):
+        flat = x.reshape(-1)
+        parts = {}
+
+        def partial(lo, hi):
+            parts[lo] = np.sum(flat[lo:hi], dtype=np_dtype)
+        ctx.parallel_for(flat.size, partial)
+        total = np.sum(np.array([parts[k] for k in sorted(parts)], dtype=np_dtype),
+                       dtype=np_dtype)
+        return np.reshape(total, (1,) * x.ndim) if keep else total
+    if 0 in axis:
+        return np.sum(x, axis=axis, dtype=np_dtype, keepdims=keep)
+    row_shape = np.sum(x[:1], axis=axis, dtype=np_dtype, keepdims=keep).shape[1:]
+    out = np.empty((x.shape[0],) + row_shape, np_dtype)
+
+    def rows(lo, hi):
+        out[lo:hi] = np.sum(x[lo:hi], axis=axis, dtype=np_dtype, keepdims=keep)
+    ctx.parallel_for(x.shape[0], rows)
+    return out
+
+
+def _mean(ctx, x, axis, keep, np_dtype):
+    n = int(np.prod([np.shape(x)[a] for a in axis]))
+    if np.issubdtype(np_dtype, np.integer):   # TF truncates an integer mean toward zero
+        total = _split_sum(ctx, x, axis, keep, np.int64)
+        return np.trunc(total / max(n, 1)).astype(np_dtype)
+    acc = np.float32 if np_dtype == np.float16 else np_dtype
+    return np.asarray(_split_sum(ctx, x, axis, keep, acc) / n).astype(np_dtype)
+
+
+class NumpyOps:
+    """``tensor_ops.TensorOps`` with numpy (see the module docstring)."""
+
+    name = "numpy"
+
+    def map(self, fn: str):
+        f = _MAP[fn]
+        return lambda ctx, x: f(x)
+
+    def zip(self, fn: str):
+        f, ufunc = _ZIP[fn]
+
+        def compute(ctx, x, y):
+            if ufunc is not None and type(x) is np.ndarray and type(y) is np.ndarray and \
+                    x.shape == y.shape and splits_elementwise(x.size):
+                return _split_zip(ctx, ufunc, x, y)
+            return f(x, y)
+        return compute
+
+    def reduce(self, fn: str, keep_dims: bool, dtype):
+        np_dtype = np.dtype(dtype).type
+        if fn == "sum":
+            return lambda ctx, x, axes: scalarize(_split_sum(ctx, x, tuple(axes), keep_dims,
+                                                             np_dtype))
+        return lambda ctx, x, axes: scalarize(_mean(ctx, x, tuple(axes), keep_dims, np_dtype))
+
+    def matmul(self, transpose_a: bool, transpose_b: bool):
+        def compute(ctx, a, b):
+            a = a.T if transpose_a else a
+            b = b.T if transpose_b else b
+            m, k = a.shape
+            n = b.shape[1]
+            if not splits_matmul(m, k, n):
+                return np.matmul(a, b)
+            # Figure 12-5's op A: row blocks of the result computed by the intra-op pool.
+            out = np.empty((m, n), np.result_type(a, b))
+            ctx.parallel_for(m, lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]))
+            return out
+        return compute
+
+    def add_n(self):
+        def compute(ctx, xs):
+            first = xs[0]
+            if type(first) is np.ndarray and splits_elementwise(first.size) and \
+                    all(type(x) is np.ndarray and x.shape == first.shape for x in xs):
+                out = np.empty(first.shape, np.result_type(*xs))
+                flats, fo = [x.reshape(-1) for x in xs], out.reshape(-1)
+
+                def chunk(lo, hi):
+                    np.add(flats[0][lo:hi], flats[1][lo:hi], out=fo[lo:hi])
+                    for f in flats[2:]:
+                        np.add(fo[lo:hi], f[lo:hi], out=fo[lo:hi])
+                ctx.parallel_for(fo.size, chunk)
+                return out
+            return functools.reduce(operator.add, xs)
+        return compute
+
+    def cast(self, dtype):
+        return lambda ctx, x: scalarize(np.asarray(x).astype(dtype))
+
+    def constant(self, value):
+        out = scalarize(value)
+        return lambda ctx: out
+
+    def copy(self, x):
+        return scalarize(np.array(x, copy=True))
+
+    def shape(self, x) -> tuple:
+        return np.shape(x)
+
+    def to_host(self, x):
+        return x
+
+    def from_host(self, value):
+        return value
+
+    def on_host(self, compute):
+        return compute
+
+
+NUMPY = NumpyOps()
+shape_text = tensor_ops.shape_text

@@ -1,0 +1,296 @@
+"""One step with expensive or asynchronous nodes: the executor's general driver.
+
+Book section: "Parallel Execution" (Figure 12-5).  The rules, which the simulator
+(``simulate.py``) follows too:
+
+* the caller's thread starts the step: it runs the cheap source nodes itself and, depth first,
+  every cheap node they make ready (``scheduler.runs_inline``);
+* an *expensive* node waits in the ready queue of its device's pool
+  (``pools.PoolSet.queue_of``: the shared inter-op pool, or a GPU's own in gpu_private mode);
+  a thread of that pool takes it and goes on the same way with what it makes ready;
+* a *splittable* kernel run by a pool thread splits its work over the device's intra-op pool
+  (``PoolSet.intra_for``: CPU kernels, and an emulated card's in gpu_private mode);
+* an *asynchronous* kernel (a ``_Recv``) returns at once and holds no thread while it waits;
+  when its callback comes (on whatever thread sent the tensor) the node is done and the nodes it
+  made ready go to their pools' queues, or, in a step without pools, back to the caller;
+* a failure, a cancel or the step's deadline stops everything: nothing new starts, the step's
+  rendezvous is aborted (so no ``_Recv`` waits for a ``_Send`` that will not come), and the
+  caller gets the first error.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections import deque
+
+from minitf.framework import errors
+from minitf.runtime import pools
+from minitf.runtime.executor import (NodeContext, node_error, now_micros, raise_node_error,
+                                     run_serial)
+from minitf.runtime.scheduler import Step, runs_inline
+
+
+class StepRun:
+    """One run of an execution plan with a :class:`~minitf.runtime.executor.StepContext`, over
+    ``pool_set`` (None: every node on the caller's thread)."""
+
+    def __init__(self, eplan, ctx, pool_set):
+        self.eplan = eplan
+        self.plan = eplan.plan
+        self.step = Step(self.plan)
+        self.vals = [None] * self.plan.n
+        self.ctx = ctx
+        self.tracer = ctx.tracer
+        self.pools = pool_set
+        self.queue_of = ({d: pool_set.queue_of(d) for d in eplan.devices}
+                         if pool_set is not None else None)
+        self.cond = threading.Condition()
+        self.outstanding = 0      # pool tasks and asynchronous kernels not finished
+        self.handoff = deque()    # nodes made ready by a completion, for the caller (no pools)
+        self.error = None         # (exception, failing node or None for a cancel)
+        self.cancelled = False
+        self.ended = False        # run() returned: the last outstanding task frees memory
+
+    # -- the caller's side ---------------------------------------------------------------------
+    def run(self, timeout_ms=0, on_start=None):
+        """Runs the step; returns every node's outputs, or raises the step's first error."""
+        if on_start is not None:
+            on_start(self.cancel)
+        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms > 0 else None
+        try:
+            self._process(list(self.plan.roots), False)
+            self._wait(deadline)
+        except BaseException as e:
+            if not isinstance(e, Exception):   # KeyboardInterrupt: the step stops too
+                self.cancel(errors.CancelledError(None, None, "The step was interrupted."))
+            raise
+        finally:
+            with self.cond:
+                self.ended = True
+                idle = self.outstanding == 0
+            if idle:
+                self.ctx.free_memory()
+        if self.error is not None:
+            e, i = self.error
+            if i is None:
+                raise e
+            raise_node_error(e, self.eplan, i)
+        return self.vals
+
+    def _wait(self, deadline):
+        """Waits for the step to end, running on this thread what completions hand back."""
+        while True:
+            with self.cond:
+                while not self._finished() and not self.handoff:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        self.cancel_locked(errors.DeadlineExceededError(
+                            None, None, "Timed out waiting for notification"))
+                        return
+                    self.cond.wait(remaining)
+                if self._finished():
+                    return
+                ready = list(self.handoff)
+                self.handoff.clear()
+            self._process(ready, False)
+
+    def _finished(self):
+        if self.error is not None:
+            return self.outstanding == 0
+        return self.step.done
+
+    def cancel(self, error):
+        """Stops the step from another thread: nothing new starts, kernels running finish, and
+        ``run`` raises ``error`` (an OpError) if the step had not ended."""
+        with self.cond:
+            self.cancel_locked(error)
+
+    def cancel_locked(self, error):
+        if self.error is None and not self.step.done:
+            self.error = (error, None)
+            self.cancelled = True
+            if self.ctx.rendezvous is not None:
+                self.ctx.rendezvous.abort(error)
+        self.cond.notify_all()
+
+    # -- running nodes -------------------------------------------------------------------------
+    def _process(self, ready, on_pool, first=None):
+        """Runs ``first`` (a node popped from a pool queue) and, depth first, every node that
+        becomes ready after it and runs inline; hands the others to the pools."""
+        stack = []
+        self._route(ready, stack, False)
+        if first is not None:
+            stack.append(first)
+        while stack:
+            if self.cancelled:
+                return
+            i = stack.pop()
+            try:
+                finished = self._execute(i, on_pool)
+            except Exception as e:  # noqa: BLE001 - reported to the caller
+                self._fail(e, i)
+                return
+            if finished:
+                with self.cond:
+                    newly = self.step.finish(i)
+                    if self.step.done:
+                        self.cond.notify_all()
+                if newly:
+                    self._route(newly, stack, False)
+            if self.handoff and not on_pool:
+                with self.cond:
+                    stack.extend(self.handoff)
+                    self.handoff.clear()
+
+    def _execute(self, i, on_pool):
+        """Runs node ``i``; False when it is asynchronous (it completes in ``_async_done``)."""
+        eplan, vals = self.eplan, self.vals
+        ins = [vals[s][k] for s, k in self.plan.inputs[i]]
+        ctx = self.ctx
+        if on_pool and eplan.splittable[i]:
+            intra = self.pools.intra_for(self.plan.device[i], eplan.node_devices[i].device_type)
+            if intra is not None:
+                ctx = NodeContext(ctx, intra)
+        start = now_micros() if self.tracer is not None else 0
+        pool = "inter_op" if on_pool else "inline"
+        if eplan.is_async[i]:
+            with self.cond:
+                self.outstanding += 1
+            done = functools.partial(self._async_done, i, start, pool, pools.current_thread())
+            eplan.kernels[i](ctx, ins, done)
+            return False
+        vals[i] = outs = eplan.kernels[i](ctx, ins)
+        if self.tracer is not None:
+            self.tracer.record(i, outs, start, now_micros(), pool, getattr(ctx, "chunks", ()))
+        return True
+
+    def _async_done(self, i, start, pool, thread, outs, error=None):
+        """An asynchronous kernel's callback: node ``i`` is done (or failed with ``error``)."""
+        try:
+            if error is not None:
+                self._fail(error, i)
+                return
+            self.vals[i] = outs
+            if self.tracer is not None:
+                self.tracer.record(i, outs, start, now_micros(), pool, thread=thread)
+            with self.cond:
+                newly = self.step.finish(i)
+                if self.pools is None:
+                    self.handoff.extend(newly)
+                self.cond.notify_all()
+            if self.pools is not None:
+                self._route(newly, None, True)
+        finally:
+            self._task_ended()
+
+    def _route(self, nodes, stack, after_async):
+        expensive = self.eplan.expensive
+        for j in nodes:
+            if self.pools is None or runs_inline(expensive[j], after_async):
+                stack.append(j)
+            else:
+                self._enqueue(j)
+
+    def _enqueue(self, j):
+        queue = self.queue_of[self.plan.device[j]]
+        with self.cond:
+            if self.cancelled:   # a failed or timed-out step starts nothing new
+                return
+            self.step.enqueue(j, queue)
+            self.outstanding += 1
+        try:
+            self.pools.pool(queue).submit(self._pool_task, queue)
+        except errors.CancelledError as e:   # the pools closed (server stopping)
+            self.cancel(e)
+            self._task_ended()
+
+    def _pool_task(self, queue):
+        try:
+            with self.cond:
+                i = self.step.pop_ready(queue)
+            if i is not None and not self.cancelled:
+                self._process((), True, first=i)
+        finally:
+            self._task_ended()
+
+    def _task_ended(self):
+        with self.cond:
+            self.outstanding -= 1
+            if self._finished():
+                self.cond.notify_all()
+            free = self.ended and self.outstanding == 0
+        if free:
+            self.ctx.free_memory()
+
+    def _fail(self, exc, i):
+        with self.cond:
+            first = self.error is None
+            if first:
+                self.error = (exc, i)
+            self.cancelled = True
+            self.cond.notify_all()
+        if first and self.ctx.rendezvous is not None:
+            self.ctx.rendezvous.abort(node_error(exc, self.eplan, i))
+
+
+# -- BLAS threads, and choosing a driver ----------------------------------------------------------------------------
+
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_limiter = None
+_blas_libraries = None
+
+
+class _SingleThreadedBlas:
+    """While threaded steps run, BLAS uses one thread: parallelism comes from minitf's own
+    pools, sized as the user asked, not from BLAS threads multiplying them (threadpoolctl).
+    The BLAS libraries are looked up once (numpy loaded them): a lookup reads the process's
+    memory map, about 0.4 ms, and setting the limit on known libraries takes 15 us."""
+
+    def __enter__(self):
+        global _blas_users, _blas_limiter, _blas_libraries
+        with _blas_lock:
+            if _blas_users == 0:
+                if _blas_libraries is None:
+                    from threadpoolctl import ThreadpoolController
+                    _blas_libraries = ThreadpoolController().select(user_api="blas")
+                _blas_limiter = _blas_libraries.limit(limits=1)
+            _blas_users += 1
+
+    def __exit__(self, *exc):
+        global _blas_users, _blas_limiter
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0 and _blas_limiter is not None:
+                _blas_limiter.restore_original_limits()
+                _blas_limiter = None
+        return False
+
+
+def run_step(eplan, ctx, pool_set=None, timeout_ms=0, on_start=None):
+    """Runs one step with ``ctx`` (a :class:`StepContext`); returns every node's outputs.
+
+    A plan of cheap synchronous nodes runs inline on the caller; any other runs in a
+    :class:`StepRun` (over ``pool_set`` when it has expensive nodes,
+    waiting at most ``timeout_ms``; ``on_start(cancel)`` then receives a function that stops it
+    from another thread: ``cancel(error)`` makes the step raise ``error``).  A failed step
+    aborts its rendezvous, so that no other part of the step waits for it.
+    """
+    try:
+        if not eplan.any_expensive and not eplan.any_async:
+            return run_serial(eplan, ctx)
+        if not eplan.any_expensive:
+            return StepRun(eplan, ctx, None).run(timeout_ms, on_start)
+        with _SingleThreadedBlas():
+            return StepRun(eplan, ctx, pool_set).run(timeout_ms, on_start)
+    except errors.OpError as e:
+        if ctx.rendezvous is not None:
+            ctx.rendezvous.abort(e)
+        raise
+    except BaseException:
+        if ctx.rendezvous is not None:
+            ctx.rendezvous.abort(errors.CancelledError(None, None, "The step was interrupted."))
+        raise
+
