@@ -13,7 +13,8 @@ import threading
 from minitf import config as mconfig
 from minitf.framework import errors
 from minitf.runtime import device_name_utils as dnu
-from minitf.runtime import memory
+from minitf.runtime import card_registry
+from minitf.runtime.allocator import Allocator, GpuMemoryPolicy, describe_size, growth_callback
 from minitf.runtime.resource_mgr import ResourceMgr
 
 CPU_MEMORY_LIMIT = 256 << 20  # what TF reports for a CPU device (268435456)
@@ -238,17 +239,17 @@ def memory_policies(devices, gpu_options):
     for d in devices:
         if d.device_type == "GPU":
             card = d.physical
-            policies[d] = memory.GpuMemoryPolicy(card.memory_limit, gpu_options,
-                                                 free_bytes=card.memory_limit,
-                                                 memory_limit=d.virtual_limit)
+            policies[d] = GpuMemoryPolicy(card.memory_limit, gpu_options,
+                                          free_bytes=card.memory_limit,
+                                          memory_limit=d.virtual_limit)
             if d.virtual_limit is not None:
                 per_card.setdefault(card, []).append(d.virtual_limit)
     for card, limits in per_card.items():
         if sum(limits) > card.memory_limit:
             raise errors.InvalidArgumentError(
                 None, None, "The virtual devices of GPU %d ask for %s in all, more than its %s"
-                % (card.physical_id, memory._size(sum(limits)),
-                   memory._size(card.memory_limit)))
+                % (card.physical_id, describe_size(sum(limits)),
+                   describe_size(card.memory_limit)))
     return policies
 
 
@@ -297,14 +298,14 @@ def ensure_gpu_memory(devices, gpu_options):
                 policy = policies[d]
                 reservation = None
                 if card.emulated:
-                    reservation = memory.reserve(card.physical_id, card.memory_limit,
-                                                 policy.initial_bytes)
-                grow = memory.growth_callback(reservation, policy.limit_bytes) \
+                    reservation = card_registry.reserve(card.physical_id, card.memory_limit,
+                                                        policy.initial_bytes)
+                grow = growth_callback(reservation, policy.limit_bytes) \
                     if policy.allow_growth and reservation is not None else None
                 # a real card's memory is numba's to allocate on demand, up to the cap below
-                allocator = memory.Allocator("GPU_%d_bfc" % d.index, d.name,
-                                             policy.initial_bytes if card.emulated
-                                             else policy.limit_bytes, grow=grow)
+                allocator = Allocator("GPU_%d_bfc" % d.index, d.name,
+                                      policy.initial_bytes if card.emulated
+                                      else policy.limit_bytes, grow=grow)
                 state = _process_gpus[card.physical_id, d.slot] = (reservation, allocator)
                 if not card.emulated:
                     caps[card.physical_id] = caps.get(card.physical_id, 0) + policy.limit_bytes
