@@ -6,8 +6,8 @@ Book section: "Managing the GPU RAM".  On emulated cards ``per_process_gpu_memor
 memory belongs to the CUDA driver and numba allocates it, for tensors, copies and kernel
 temporaries alike.  So minitf plugs into numba's External Memory Management (EMM) interface:
 :func:`install` makes numba create every context with :func:`memory_manager_class` (numba's own
-manager plus a cap), and ``runtime.devices.ensure_gpu_memory`` sets each card's cap with
-:func:`set_cap` to what the session's options give this process.  An allocation that would
+manager plus a cap), and ``runtime.gpu_process_state.ensure_gpu_memory`` sets each card's cap
+with :func:`set_cap` to what the session's options give this process.  An allocation that would
 pass the cap first flushes numba's pending frees, then fails with ResourceExhaustedError naming
 the sizes, instead of taking memory another process was promised.
 
