@@ -60,7 +60,7 @@ def _real_gpus():
             try:
                 from numba import cuda
 
-                from minitf.kernels import cuda_memory
+                from minitf.runtime import cuda_memory
                 try:   # before the first context: numba's allocations capped
                     cuda_memory.install()
                 except Exception as e:  # noqa: BLE001 - e.g. a numba with another EMM version

@@ -6,7 +6,7 @@ creates them with its ``gpu_options`` - taking the card memory they say - and ev
 session of the process shares them, whatever its own options.  :func:`ensure_gpu_memory` does
 that for minitf: on an emulated card it reserves the memory in the emulator's registry
 (``runtime/card_registry.py``); on a real card it caps numba's allocations
-(``kernels/cuda_memory.py``).  :func:`memory_policies` turns the options into each GPU's
+(``runtime/cuda_memory.py``).  :func:`memory_policies` turns the options into each GPU's
 :class:`~minitf.runtime.allocator.GpuMemoryPolicy`; :func:`process_gpu_allocators` is what the
 memory view reads; :func:`release_gpu_memory` gives the memory back.
 """
@@ -14,7 +14,7 @@ memory view reads; :func:`release_gpu_memory` gives the memory back.
 import threading
 
 from minitf.framework import errors
-from minitf.runtime import card_registry
+from minitf.runtime import card_registry, cuda_memory
 from minitf.runtime.allocator import Allocator, GpuMemoryPolicy, describe_size, growth_callback
 
 
@@ -51,7 +51,7 @@ def ensure_gpu_memory(devices, gpu_options):
     empty card, so a second default program on the same emulated card fails with the book's
     ``CUDA_ERROR_OUT_OF_MEMORY`` error; ``per_process_gpu_memory_fraction`` and ``allow_growth``
     take less.  On a real card nothing is reserved up front: numba allocates on demand, capped
-    at the same limit (``kernels/cuda_memory.py``).
+    at the same limit (``runtime/cuda_memory.py``).
     """
     with _process_gpu_lock:
         policies = None
@@ -80,7 +80,6 @@ def ensure_gpu_memory(devices, gpu_options):
                     caps[card.physical_id] = caps.get(card.physical_id, 0) + policy.limit_bytes
             d.allocator = state[1]
         for card_id, limit in caps.items():   # a real card: numba's own allocations too
-            from minitf.kernels import cuda_memory
             cuda_memory.set_cap(card_id, limit)
 
 

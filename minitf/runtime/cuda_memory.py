@@ -1,15 +1,17 @@
 """The memory options on a real card: every byte numba allocates there is capped.
 
-Book section: "Managing the GPU RAM".  On emulated cards ``per_process_gpu_memory_fraction``,
-``allow_growth`` and ``virtual_devices`` are enforced by minitf's reservation registry
-(``runtime/card_registry.py``) and allocators (``runtime/allocator.py``).  On a real card the
-memory belongs to the CUDA driver and numba allocates it, for tensors, copies and kernel
-temporaries alike.  So minitf plugs into numba's External Memory Management (EMM) interface:
-:func:`install` makes numba create every context with :func:`memory_manager_class` (numba's own
-manager plus a cap), and ``runtime.gpu_process_state.ensure_gpu_memory`` sets each card's cap
-with :func:`set_cap` to what the session's options give this process.  An allocation that would
-pass the cap first flushes numba's pending frees, then fails with ResourceExhaustedError naming
-the sizes, instead of taking memory another process was promised.
+Book section: "Managing the GPU RAM".  This is part of the process's GPU memory state (TF's
+``gpu_process_state`` and its allocators), not a kernel: no kernel imports it.  On emulated
+cards ``per_process_gpu_memory_fraction``, ``allow_growth`` and ``virtual_devices`` are
+enforced by minitf's reservation registry (``runtime/card_registry.py``) and allocators
+(``runtime/allocator.py``).  On a real card the memory belongs to the CUDA driver and numba
+allocates it, for tensors, copies and kernel temporaries alike.  So minitf plugs into numba's
+External Memory Management (EMM) interface: :func:`install` makes numba create every context
+with :func:`memory_manager_class` (numba's own manager plus a cap), and
+``runtime.gpu_process_state.ensure_gpu_memory`` sets each card's cap with :func:`set_cap` to
+what the session's options give this process.  An allocation that would pass the cap first
+flushes numba's pending frees, then fails with ResourceExhaustedError naming the sizes, instead
+of taking memory another process was promised.
 
 CI has no GPU: the cap itself (:class:`MemoryCap`) is plain Python and tested everywhere; the
 numba class is built only outside the simulator (tests build it in a subprocess and drive it
@@ -19,14 +21,10 @@ with numba's allocation call replaced).
 import threading
 
 from minitf.framework import errors
+from minitf.runtime.allocator import describe_size
 
 _lock = threading.Lock()
 _caps = {}   # CUDA device id -> MemoryCap
-
-
-def _size(n):
-    from minitf.runtime.allocator import describe_size
-    return describe_size(n)
 
 
 class MemoryCap:
@@ -51,7 +49,7 @@ class MemoryCap:
                 raise errors.ResourceExhaustedError(
                     None, None, "OOM when allocating %d bytes on GPU %d: this process may hold "
                     "at most %s of the card (gpu_options) and holds %d bytes"
-                    % (size, self.device_id, _size(self.limit), now))
+                    % (size, self.device_id, describe_size(self.limit), now))
 
 
 def set_cap(device_id, limit):
