@@ -21,10 +21,19 @@ with shape[...]`` error.  Amounts are written as TF writes them: :func:`human_re
 (``3.66G``) and :func:`describe_size` (``3.66G (3928915200 bytes)``).
 """
 
+from __future__ import annotations
+
+import functools
 import math
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from minitf.framework import errors
+
+if TYPE_CHECKING:
+    from minitf.runtime.card_registry import Reservation
+    from minitf.runtime.config_proto import GPUOptions
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -37,7 +46,7 @@ LARGE_CARD_RESERVE_FRACTION = 0.05
 GROWTH_FIRST_REGION = 2 * MiB      # allow_growth's first region (TF's BFC allocator: 2 MiB)
 
 
-def human_readable_num_bytes(num_bytes):
+def human_readable_num_bytes(num_bytes: int) -> str:
     """TF's ``strings::HumanReadableNumBytes``: ``512B``, ``1.5K``, ``819.20M``, ``3.66G``.
 
     Whole units are divided out with integer division (as TF does), then the last step keeps
@@ -56,7 +65,7 @@ def human_readable_num_bytes(num_bytes):
     return ("%s%.1f%s" if units[i] == "K" else "%s%.2f%s") % (sign, num_bytes / 1024.0, units[i])
 
 
-def describe_size(num_bytes):
+def describe_size(num_bytes: int) -> str:
     """``3.66G (3928915200 bytes)``: how minitf's memory messages state an amount."""
     return "%s (%d bytes)" % (human_readable_num_bytes(num_bytes), num_bytes)
 
@@ -65,7 +74,7 @@ def describe_size(num_bytes):
 # Per-device accounting
 # =============================================================================================
 
-def _type_string(dtype_name):
+def _type_string(dtype_name: Any) -> str | None:
     """TF's name of an element type in messages: ``float`` for float32, ``double`` ..."""
     if dtype_name is None:
         return None
@@ -79,7 +88,7 @@ def _type_string(dtype_name):
         return str(dtype_name)
 
 
-def _shape_string(shape):
+def _shape_string(shape: Any) -> str:
     """``shape[2048,2048]`` (``?`` for an unknown dimension, ``shape[]`` for a scalar)."""
     dims = getattr(shape, "dims", shape)
     if dims is None:
@@ -109,7 +118,8 @@ class Allocator:
     Every method is thread-safe (the executor's threads allocate concurrently).
     """
 
-    def __init__(self, name, device_name, capacity_bytes, grow=None):
+    def __init__(self, name: str, device_name: str, capacity_bytes: int,
+                 grow: Callable[[int], int] | None = None) -> None:
         if capacity_bytes < 0:
             raise ValueError("capacity_bytes must be >= 0, got %r" % (capacity_bytes,))
         self.name = name
@@ -117,7 +127,7 @@ class Allocator:
         self._capacity = int(capacity_bytes)
         self._grow = grow
         self._lock = threading.Lock()
-        self._live = {}          # token -> (nbytes, op_name, shape, dtype_name)
+        self._live: dict[int, tuple] = {}  # token -> (nbytes, op_name, shape, dtype_name)
         self._next_token = 1
         self._in_use = 0
         self._peak = 0
@@ -126,41 +136,41 @@ class Allocator:
 
     # -- the numbers TF's AllocatorStats reports --------------------------------------------
     @property
-    def capacity(self):
+    def capacity(self) -> int:
         with self._lock:
             return self._capacity
 
     @property
-    def bytes_in_use(self):
+    def bytes_in_use(self) -> int:
         with self._lock:
             return self._in_use
 
     @property
-    def peak_bytes_in_use(self):
+    def peak_bytes_in_use(self) -> int:
         with self._lock:
             return self._peak
 
     @property
-    def num_allocs(self):
+    def num_allocs(self) -> int:
         """How many allocations were ever made (TF's ``num_allocs``), not how many are live."""
         with self._lock:
             return self._num_allocs
 
-    def stats(self):
+    def stats(self) -> dict[str, int]:
         """A snapshot like TF's ``AllocatorStats``: limit, in use, peak, count, largest."""
         with self._lock:
             return {"bytes_limit": self._capacity, "bytes_in_use": self._in_use,
                     "peak_bytes_in_use": self._peak, "num_allocs": self._num_allocs,
                     "largest_alloc_size": self._largest, "live_allocations": len(self._live)}
 
-    def live_allocations(self):
+    def live_allocations(self) -> list[tuple[int, int, str | None, Any, Any]]:
         """``[(token, nbytes, op_name, shape, dtype_name)]`` of the tensors still allocated."""
         with self._lock:
             return [(t,) + v for t, v in sorted(self._live.items())]
 
-    def usage_report(self):
+    def usage_report(self) -> str:
         """What ``RunOptions(report_tensor_allocations_upon_oom=True)`` shows: bytes per op."""
-        per_op = {}
+        per_op: dict[str, int] = {}
         for _, nbytes, op_name, _, _ in self.live_allocations():
             key = op_name or "(unknown op)"
             per_op[key] = per_op.get(key, 0) + nbytes
@@ -170,7 +180,7 @@ class Allocator:
         return "\n".join(lines)
 
     # -- allocation ---------------------------------------------------------------------------
-    def _oom_message(self, nbytes, shape, dtype_name):
+    def _oom_message(self, nbytes: int, shape: Any, dtype_name: Any) -> str:
         what = "OOM when allocating tensor"
         type_str = _type_string(dtype_name)
         if shape is not None:
@@ -182,7 +192,8 @@ class Allocator:
         return "%s on %s by allocator %s (requested %d bytes, in use %d of %d bytes)" % (
             what, self.device_name, self.name, nbytes, self._in_use, self._capacity)
 
-    def allocate(self, nbytes, op_name=None, shape=None, dtype_name=None):
+    def allocate(self, nbytes: int, op_name: str | None = None, shape: Any = None,
+                 dtype_name: Any = None) -> int:
         """Accounts ``nbytes`` for a tensor; returns the token to :meth:`free` it with."""
         nbytes = int(nbytes)
         if nbytes < 0:
@@ -210,7 +221,7 @@ class Allocator:
             self._largest = max(self._largest, nbytes)
             return token
 
-    def free(self, token):
+    def free(self, token: int) -> None:
         """Gives back the bytes of one allocation (each token exactly once)."""
         with self._lock:
             try:
@@ -220,7 +231,7 @@ class Allocator:
                                  % (self.name, token)) from None
             self._in_use -= nbytes
 
-    def grow_to(self, capacity):
+    def grow_to(self, capacity: int) -> int:
         """Raises the capacity to ``capacity`` bytes (allow_growth); never lowers it.
 
         Returns the capacity after the call.
@@ -230,7 +241,7 @@ class Allocator:
                 self._capacity = int(capacity)
             return self._capacity
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<Allocator %s on %s: %d of %d bytes in use>" % (
             self.name, self.device_name, self.bytes_in_use, self.capacity)
 
@@ -239,12 +250,42 @@ class Allocator:
 # gpu_options -> bytes
 # =============================================================================================
 
-def min_system_memory(available):
+def min_system_memory(available: int) -> int:
     """TF's ``MinSystemMemory``: what the default leaves to others on a card with ``available``
     free bytes: 225 MiB below 2 GiB free, else max(300 MiB, 5 % of the free memory)."""
     if available < SMALL_CARD_FREE:
         return SMALL_CARD_RESERVE
     return max(LARGE_CARD_MIN_RESERVE, int(available * LARGE_CARD_RESERVE_FRACTION))
+
+
+def _check_fraction(fraction: float) -> None:
+    """Refuses a ``per_process_gpu_memory_fraction`` outside 0 (unset) and (0, 1]."""
+    if math.isnan(fraction) or fraction < 0:
+        raise errors.InvalidArgumentError(
+            None, None, "gpu_options.per_process_gpu_memory_fraction=%r is invalid: it must "
+            "be 0 (use all free memory) or a fraction in (0, 1]" % fraction)
+    if fraction > 1:
+        raise errors.InvalidArgumentError(
+            None, None, "gpu_options.per_process_gpu_memory_fraction=%r is greater than 1: "
+            "TensorFlow would oversubscribe the card with CUDA unified memory (Pascal or "
+            "newer GPUs only), which minitf's emulated cards do not have. Use a value in "
+            "(0, 1]." % fraction)
+
+
+def _check_memory_limit(memory_limit: int, fraction: float, capacity: int) -> None:
+    """Refuses a virtual device's ``memory_limit`` (bytes) set with a fraction, negative, or
+    larger than the card's ``capacity``."""
+    if fraction > 0:
+        raise errors.InvalidArgumentError(
+            None, None, "It's invalid to set per_process_gpu_memory_fraction (%r) when "
+            "a per-device memory_limit (%d bytes) is set" % (fraction, memory_limit))
+    if memory_limit < 0:
+        raise errors.InvalidArgumentError(
+            None, None, "memory_limit must be >= 0 bytes, got %d" % memory_limit)
+    if memory_limit > capacity:
+        raise errors.InvalidArgumentError(
+            None, None, "memory_limit of %s is larger than the GPU's memory of %s"
+            % (describe_size(memory_limit), describe_size(capacity)))
 
 
 class GpuMemoryPolicy:
@@ -267,7 +308,8 @@ class GpuMemoryPolicy:
     or 0 with ``allow_growth`` - it then grows on demand up to the limit).
     """
 
-    def __init__(self, capacity, gpu_options=None, free_bytes=None, memory_limit=None):
+    def __init__(self, capacity: int, gpu_options: GPUOptions | None = None,
+                 free_bytes: int | None = None, memory_limit: int | None = None) -> None:
         capacity = int(capacity)
         if capacity < 0:
             raise errors.InvalidArgumentError(None, None, "a GPU's memory cannot be negative "
@@ -275,29 +317,10 @@ class GpuMemoryPolicy:
         free = capacity if free_bytes is None else max(0, min(int(free_bytes), capacity))
         fraction = float(getattr(gpu_options, "per_process_gpu_memory_fraction", 0.0) or 0.0)
         allow_growth = bool(getattr(gpu_options, "allow_growth", False))
-        if math.isnan(fraction) or fraction < 0:
-            raise errors.InvalidArgumentError(
-                None, None, "gpu_options.per_process_gpu_memory_fraction=%r is invalid: it must "
-                "be 0 (use all free memory) or a fraction in (0, 1]" % fraction)
-        if fraction > 1:
-            raise errors.InvalidArgumentError(
-                None, None, "gpu_options.per_process_gpu_memory_fraction=%r is greater than 1: "
-                "TensorFlow would oversubscribe the card with CUDA unified memory (Pascal or "
-                "newer GPUs only), which minitf's emulated cards do not have. Use a value in "
-                "(0, 1]." % fraction)
+        _check_fraction(fraction)
         if memory_limit is not None:
             memory_limit = int(memory_limit)
-            if fraction > 0:
-                raise errors.InvalidArgumentError(
-                    None, None, "It's invalid to set per_process_gpu_memory_fraction (%r) when "
-                    "a per-device memory_limit (%d bytes) is set" % (fraction, memory_limit))
-            if memory_limit < 0:
-                raise errors.InvalidArgumentError(
-                    None, None, "memory_limit must be >= 0 bytes, got %d" % memory_limit)
-            if memory_limit > capacity:
-                raise errors.InvalidArgumentError(
-                    None, None, "memory_limit of %s is larger than the GPU's memory of %s"
-                    % (describe_size(memory_limit), describe_size(capacity)))
+            _check_memory_limit(memory_limit, fraction, capacity)
             limit = memory_limit
         elif fraction == 0:
             limit = free
@@ -314,13 +337,14 @@ class GpuMemoryPolicy:
         self.limit_bytes = limit
         self.initial_bytes = 0 if allow_growth else limit
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return ("GpuMemoryPolicy(limit=%s, initial=%s, fraction=%r, allow_growth=%r)"
                 % (describe_size(self.limit_bytes), describe_size(self.initial_bytes),
                    self.fraction, self.allow_growth))
 
 
-def reservation_size(capacity, gpu_options_like=None, free_bytes=None, memory_limit=None):
+def reservation_size(capacity: int, gpu_options_like: GPUOptions | None = None,
+                     free_bytes: int | None = None, memory_limit: int | None = None) -> int:
     """The bytes a process reserves on a card of ``capacity`` bytes at its first session run.
 
     Book section: "Managing the GPU RAM".  ``gpu_options_like``: anything with
@@ -330,7 +354,7 @@ def reservation_size(capacity, gpu_options_like=None, free_bytes=None, memory_li
     return GpuMemoryPolicy(capacity, gpu_options_like, free_bytes, memory_limit).initial_bytes
 
 
-def next_growth(current_total, needed_total, limit):
+def next_growth(current_total: int, needed_total: int, limit: int) -> int | None:
     """allow_growth: the new reservation when ``needed_total`` bytes do not fit in
     ``current_total``: the smallest of 2 MiB, 4 MiB, 8 MiB ... (2 MiB times a power of two) that
     holds ``needed_total``, never more than ``limit``; ``None`` when even ``limit`` is too
@@ -351,24 +375,26 @@ def next_growth(current_total, needed_total, limit):
     return min(limit, target)
 
 
-def growth_callback(reservation, limit):
+def growth_callback(reservation: Reservation, limit: int) -> Callable[[int], int]:
     """The ``grow`` callable of an allow_growth :class:`Allocator`: grows ``reservation`` in the
     registry (:func:`next_growth`, up to ``limit``) and returns the new capacity.
 
     Like TF's allocator it backs off to exactly what is needed when the doubled amount does not
     fit on the card; if even that fails, the registry's CUDA_ERROR_OUT_OF_MEMORY error is raised.
     """
-    def grow(needed_total):
-        target = next_growth(reservation.bytes, needed_total, limit)
-        if target is None:
-            raise errors.ResourceExhaustedError(
-                None, None, "allow_growth: %s needed but this process may hold at most %s of "
-                "GPU %d" % (describe_size(needed_total), describe_size(limit),
-                            reservation.card_id))
-        try:
-            return reservation.grow(target)
-        except errors.ResourceExhaustedError:
-            if target == needed_total:
-                raise
-            return reservation.grow(needed_total)
-    return grow
+    return functools.partial(_grow_reservation, reservation, limit)
+
+
+def _grow_reservation(reservation: Reservation, limit: int, needed_total: int) -> int:
+    """One call of a :func:`growth_callback`: ``reservation`` grown to hold ``needed_total``."""
+    target = next_growth(reservation.bytes, needed_total, limit)
+    if target is None:
+        raise errors.ResourceExhaustedError(
+            None, None, "allow_growth: %s needed but this process may hold at most %s of "
+            "GPU %d" % (describe_size(needed_total), describe_size(limit), reservation.card_id))
+    try:
+        return reservation.grow(target)
+    except errors.ResourceExhaustedError:
+        if target == needed_total:
+            raise
+        return reservation.grow(needed_total)

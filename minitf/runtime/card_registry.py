@@ -14,6 +14,8 @@ How much a process asks for is TF's business (``runtime/allocator.py``: the gpu_
 bytes, allow_growth's steps); ``minitf.smi`` prints what this registry holds.
 """
 
+from __future__ import annotations
+
 import atexit
 import contextlib
 import fcntl
@@ -23,27 +25,29 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from typing import Any
 
 from minitf.framework import errors
 from minitf.runtime.allocator import describe_size, human_readable_num_bytes
 
 _thread_lock = threading.Lock()
-_mine = {}          # reservation id -> Reservation, for the atexit clean-up
+_mine: dict[str, Reservation] = {}   # reservation id -> Reservation, for the atexit clean-up
 _mine_lock = threading.Lock()
 
 
-def state_dir():
+def state_dir() -> str:
     """Where the registry lives: ``$MINITF_STATE_DIR``, else ``/tmp/minitf-<uid>``."""
     return os.environ.get("MINITF_STATE_DIR") or "/tmp/minitf-%d" % os.getuid()
 
 
-def _card_paths(directory, card_id):
+def _card_paths(directory: str, card_id: int) -> tuple[str, str]:
     card_id = int(card_id)
     return (os.path.join(directory, "gpu%d.json" % card_id),
             os.path.join(directory, "gpu%d.lock" % card_id))
 
 
-def _proc_stat(pid):
+def _proc_stat(pid: int) -> tuple[str, int] | None:
     """(state, start time in clock ticks since boot) from ``/proc/<pid>/stat``; None if gone."""
     try:
         with open("/proc/%d/stat" % pid, "rb") as f:
@@ -58,14 +62,14 @@ def _proc_stat(pid):
 _HAVE_PROC = os.path.exists("/proc/self/stat")
 
 
-def process_start_time(pid=None):
+def process_start_time(pid: int | None = None) -> int | None:
     """A process's start time (field 22 of ``/proc/<pid>/stat``): with the pid it names one
     process for good, even after the pid is reused.  None where there is no /proc."""
     st = _proc_stat(os.getpid() if pid is None else pid) if _HAVE_PROC else None
     return None if st is None else st[1]
 
 
-def _is_alive(entry):
+def _is_alive(entry: dict[str, Any]) -> bool:
     pid = entry.get("pid")
     if not isinstance(pid, int) or pid <= 0:
         return False
@@ -84,7 +88,7 @@ def _is_alive(entry):
     return start is None or start == st[1]
 
 
-def _default_owner():
+def _default_owner() -> str:
     """A short process name for the registry and minitf.smi: ``python3 train.py``."""
     exe = os.path.basename(sys.executable or "python")
     argv0 = sys.argv[0] if sys.argv else ""
@@ -95,7 +99,7 @@ def _default_owner():
     return "%s %s" % (exe, os.path.basename(argv0))
 
 
-def _cmdline():
+def _cmdline() -> str:
     try:
         with open("/proc/self/cmdline", "rb") as f:
             parts = f.read().split(b"\0")
@@ -105,7 +109,7 @@ def _cmdline():
 
 
 @contextlib.contextmanager
-def _locked_card(directory, card_id):
+def _locked_card(directory: str, card_id: int) -> Iterator[dict[str, Any]]:
     """Exclusive access to one card's registry file: a thread lock, then ``flock``."""
     path, lock_path = _card_paths(directory, card_id)
     os.makedirs(directory, mode=0o700, exist_ok=True)
@@ -126,7 +130,7 @@ def _locked_card(directory, card_id):
             os.close(fd)                     # closing the descriptor drops the flock
 
 
-def _load(path):
+def _load(path: str) -> dict[str, Any]:
     try:
         with open(path) as f:
             state = json.load(f)
@@ -141,14 +145,14 @@ def _load(path):
     return state
 
 
-def _store(path, state):
+def _store(path: str, state: dict[str, Any]) -> None:
     tmp = "%s.%d.tmp" % (path, os.getpid())
     with open(tmp, "w") as f:
         json.dump(state, f, indent=1, sort_keys=True)
     os.replace(tmp, path)                    # readers see the old or the new file, never half
 
 
-def _describe_holders(entries):
+def _describe_holders(entries: list[dict[str, Any]]) -> str:
     if not entries:
         return "nobody holds any of it"
     parts = ["pid %d (%s) %s" % (e["pid"], e.get("name", "?"), human_readable_num_bytes(e["bytes"]))
@@ -156,7 +160,8 @@ def _describe_holders(entries):
     return "held by " + ", ".join(parts)
 
 
-def _oom(card_id, capacity, request, holders):
+def _oom(card_id: int, capacity: int, request: int,
+         holders: list[dict[str, Any]]) -> errors.ResourceExhaustedError:
     """The error of a reservation of ``request`` more bytes that ``holders`` leave no room for."""
     held = sum(e["bytes"] for e in holders)
     free = max(0, capacity - held)
@@ -178,7 +183,8 @@ class Reservation:
     every live reservation when the interpreter exits).
     """
 
-    def __init__(self, card_id, capacity, nbytes, owner, directory, rid):
+    def __init__(self, card_id: int, capacity: int, nbytes: int, owner: str, directory: str,
+                 rid: str) -> None:
         self.card_id = int(card_id)
         self.capacity = int(capacity)
         self.owner = owner
@@ -190,21 +196,21 @@ class Reservation:
         self._lock = threading.Lock()
 
     @property
-    def bytes(self):
+    def bytes(self) -> int:
         """The bytes currently reserved."""
         return self._bytes
 
     @property
-    def released(self):
+    def released(self) -> bool:
         return self._released
 
-    def _entry(self, state):
+    def _entry(self, state: dict[str, Any]) -> dict[str, Any] | None:
         for e in state["entries"]:
             if e.get("id") == self.id:
                 return e
         return None
 
-    def grow(self, new_total):
+    def grow(self, new_total: int) -> int:
         """allow_growth: raise this reservation to ``new_total`` bytes (a smaller value changes
         nothing: memory is never given back).  Fails like :func:`reserve` - naming the extra
         bytes asked for - when the card has not that much free.  Returns the new total."""
@@ -228,7 +234,7 @@ class Reservation:
             self._bytes = new_total
             return new_total
 
-    def set_sessions(self, count):
+    def set_sessions(self, count: int) -> None:
         """Records how many sessions of this process use the reservation (shown by smi)."""
         with self._lock:
             if self._released:
@@ -238,7 +244,7 @@ class Reservation:
                 if mine is not None:
                     mine["sessions"] = int(count)
 
-    def release(self):
+    def release(self) -> None:
         """Gives the memory back to the card (idempotent)."""
         with self._lock:
             if self._released:
@@ -251,25 +257,25 @@ class Reservation:
             with _locked_card(self._dir, self.card_id) as state:
                 state["entries"] = [e for e in state["entries"] if e.get("id") != self.id]
 
-    def __enter__(self):
+    def __enter__(self) -> Reservation:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<Reservation GPU %d: %s by pid %d%s>" % (
             self.card_id, describe_size(self._bytes), self._pid,
             ", released" if self._released else "")
 
 
-def _new_entry(rid, owner, nbytes):
+def _new_entry(rid: str, owner: str, nbytes: int) -> dict[str, Any]:
     return {"id": rid, "pid": os.getpid(), "start_time": process_start_time(),
             "bytes": int(nbytes), "name": owner, "cmdline": _cmdline(), "sessions": 1,
             "created": time.time()}
 
 
-def reserve(card_id, capacity, nbytes, owner=None):
+def reserve(card_id: int, capacity: int, nbytes: int, owner: str | None = None) -> Reservation:
     """Takes ``nbytes`` of card ``card_id`` (``capacity`` bytes in total) for this process.
 
     Book section: "Managing the GPU RAM".  Raises :class:`errors.ResourceExhaustedError` with
@@ -296,7 +302,7 @@ def reserve(card_id, capacity, nbytes, owner=None):
     return r
 
 
-def usage(card_id):
+def usage(card_id: int) -> list[dict[str, Any]]:
     """The live reservations of one card: dicts with ``pid``, ``start_time``, ``bytes``,
     ``name``, ``cmdline``, ``sessions``, ``id``, ``created``.  Entries of dead processes are
     removed from the registry on the way (their memory is reclaimed)."""
@@ -304,17 +310,17 @@ def usage(card_id):
         return [dict(e) for e in state["entries"]]
 
 
-def used_bytes(card_id):
+def used_bytes(card_id: int) -> int:
     """Bytes of card ``card_id`` reserved by live processes."""
     return sum(e["bytes"] for e in usage(card_id))
 
 
-def free_bytes(card_id, capacity):
+def free_bytes(card_id: int, capacity: int) -> int:
     """Bytes of card ``card_id`` (``capacity`` in total) nobody has reserved."""
     return max(0, int(capacity) - used_bytes(card_id))
 
 
-def clear(card_id=None):
+def clear(card_id: int | None = None) -> None:
     """Forgets every reservation of one card (all cards with None).  For tests and for a
     teaching machine in a bad state; running processes are not told."""
     directory = state_dir()
@@ -332,7 +338,7 @@ def clear(card_id=None):
             state["entries"] = []
 
 
-def _release_all_at_exit():
+def _release_all_at_exit() -> None:
     with _mine_lock:
         mine = list(_mine.values())
     for r in mine:

@@ -11,17 +11,28 @@ that for minitf: on an emulated card it reserves the memory in the emulator's re
 memory view reads; :func:`release_gpu_memory` gives the memory back.
 """
 
+from __future__ import annotations
+
 import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from minitf.framework import errors
 from minitf.runtime import card_registry, cuda_memory
 from minitf.runtime.allocator import Allocator, GpuMemoryPolicy, describe_size, growth_callback
 
+if TYPE_CHECKING:
+    from minitf.runtime.card_registry import Reservation
+    from minitf.runtime.config_proto import GPUOptions
+    from minitf.runtime.devices import Device, PhysicalGPU
 
-def memory_policies(devices, gpu_options):
+
+def memory_policies(devices: Iterable[Device],
+                    gpu_options: GPUOptions | None) -> dict[Device, GpuMemoryPolicy]:
     """{device: GpuMemoryPolicy} of the GPUs among ``devices``; checks that the logical GPUs of
     one card fit on it together (InvalidArgumentError otherwise)."""
-    policies, per_card = {}, {}
+    policies = {}
+    per_card: dict[PhysicalGPU, list[int]] = {}
     for d in devices:
         if d.device_type == "GPU":
             card = d.physical
@@ -40,10 +51,11 @@ def memory_policies(devices, gpu_options):
 
 
 _process_gpu_lock = threading.Lock()
-_process_gpus = {}  # (physical card id, slot) -> (Reservation or None, Allocator)
+# (physical card id, slot) -> (Reservation or None, Allocator)
+_process_gpus: dict[tuple[int, int], tuple[Reservation | None, Allocator]] = {}
 
 
-def ensure_gpu_memory(devices, gpu_options):
+def ensure_gpu_memory(devices: Sequence[Device], gpu_options: GPUOptions | None) -> None:
     """Gives every GPU device its process-wide allocator, reserving card memory on first use.
 
     As in TF the first session decides (its ``gpu_options``) and later sessions share the same
@@ -55,7 +67,7 @@ def ensure_gpu_memory(devices, gpu_options):
     """
     with _process_gpu_lock:
         policies = None
-        caps = {}
+        caps: dict[int, int] = {}
         for d in devices:
             if d.device_type != "GPU" or d.allocator is not None:
                 continue
@@ -65,17 +77,7 @@ def ensure_gpu_memory(devices, gpu_options):
                 if policies is None:
                     policies = memory_policies(devices, gpu_options)
                 policy = policies[d]
-                reservation = None
-                if card.emulated:
-                    reservation = card_registry.reserve(card.physical_id, card.memory_limit,
-                                                        policy.initial_bytes)
-                grow = growth_callback(reservation, policy.limit_bytes) \
-                    if policy.allow_growth and reservation is not None else None
-                # a real card's memory is numba's to allocate on demand, up to the cap below
-                allocator = Allocator("GPU_%d_bfc" % d.index, d.name,
-                                      policy.initial_bytes if card.emulated
-                                      else policy.limit_bytes, grow=grow)
-                state = _process_gpus[card.physical_id, d.slot] = (reservation, allocator)
+                state = _process_gpus[card.physical_id, d.slot] = _new_gpu_state(d, policy)
                 if not card.emulated:
                     caps[card.physical_id] = caps.get(card.physical_id, 0) + policy.limit_bytes
             d.allocator = state[1]
@@ -83,17 +85,33 @@ def ensure_gpu_memory(devices, gpu_options):
             cuda_memory.set_cap(card_id, limit)
 
 
-def process_gpu_allocators():
+def _new_gpu_state(device: Device, policy: GpuMemoryPolicy) -> tuple[Reservation | None, Allocator]:
+    """The reservation (emulated cards only) and the allocator of one GPU device, per ``policy``."""
+    card = device.physical
+    reservation = None
+    if card.emulated:
+        reservation = card_registry.reserve(card.physical_id, card.memory_limit,
+                                            policy.initial_bytes)
+    grow = growth_callback(reservation, policy.limit_bytes) \
+        if policy.allow_growth and reservation is not None else None
+    # a real card's memory is numba's to allocate on demand, up to the cap of ensure_gpu_memory
+    allocator = Allocator("GPU_%d_bfc" % device.index, device.name,
+                          policy.initial_bytes if card.emulated else policy.limit_bytes,
+                          grow=grow)
+    return reservation, allocator
+
+
+def process_gpu_allocators() -> dict[int, list[Allocator]]:
     """{physical card id: [Allocator per logical GPU on it]} of this process (what the memory
     monitor reads)."""
     with _process_gpu_lock:
-        out = {}
+        out: dict[int, list[Allocator]] = {}
         for (card, _), (_, allocator) in sorted(_process_gpus.items()):
             out.setdefault(card, []).append(allocator)
         return out
 
 
-def release_gpu_memory():
+def release_gpu_memory() -> None:
     """Gives this process's card reservations back (tests and notebooks that restart)."""
     with _process_gpu_lock:
         for reservation, _ in _process_gpus.values():
