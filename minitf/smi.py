@@ -4,7 +4,7 @@ Book section: "Managing the GPU RAM".  The section's advice starts with looking 
 the memory of each card - ``nvidia-smi`` on a real machine.  This prints the same kind of
 table for the machine's cards (``minitf.runtime.devices.machine_gpus()``, emulated or not):
 used / total memory per card and the processes holding it, read from the machine-wide
-reservation registry of :mod:`minitf.runtime.memory`.  ``smi_data()`` returns the same
+reservation registry of :mod:`minitf.runtime.card_registry`.  ``smi_data()`` returns the same
 information as plain data; ``python -m minitf.smi --json`` prints it as JSON.
 
 The module object itself is callable, so ``import minitf.smi; minitf.smi()`` prints the table.
@@ -17,7 +17,8 @@ import time
 import types
 
 from minitf.runtime import devices as _devices
-from minitf.runtime import memory as _memory
+from minitf.runtime import card_registry as _registry
+from minitf.runtime.allocator import MiB
 
 WIDTH = 79          # the whole line, borders included (nvidia-smi's classic width)
 _INNER = WIDTH - 2
@@ -30,7 +31,7 @@ _PROC_COLUMNS = [("GPU", 3, ">"), ("PID", 8, ">"), ("Process name", 48, "<"),
 
 
 def _mib(nbytes):
-    return "%dMiB" % (int(nbytes) // _memory.MiB)
+    return "%dMiB" % (int(nbytes) // MiB)
 
 
 def smi_data():
@@ -47,7 +48,7 @@ def smi_data():
     cards = []
     for card in _devices.machine_gpus():
         per_pid = {}
-        for e in _memory.usage(card.physical_id):
+        for e in _registry.usage(card.physical_id):
             p = per_pid.setdefault(e["pid"], {"pid": e["pid"], "name": e.get("name") or "?",
                                               "memory": 0, "sessions": 0})
             p["memory"] += int(e["bytes"])
@@ -86,7 +87,7 @@ def smi_lines(data=None):
             else "%d GPU card(s)" % len(data))
     head = " MINITF-SMI %s" % __version__
     lines.append(_line(head + kind.rjust(_INNER - len(head) - 1) + " "))
-    lines.append(_line(" Registry: %s" % _memory.state_dir()))
+    lines.append(_line(" Registry: %s" % _registry.state_dir()))
     lines.append("|" + "-" * _INNER + "|")
     lines.append(_row(_GPU_COLUMNS, [c[0] for c in _GPU_COLUMNS]))
     lines.append("|" + "=" * _INNER + "|")

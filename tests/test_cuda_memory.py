@@ -1,4 +1,4 @@
-"""The memory options on real cards: numba's allocations capped (kernels/cuda_memory.py).
+"""The memory options on real cards: numba's allocations capped (runtime/cuda_memory.py).
 
 Book section: "Managing the GPU RAM".  CI has no GPU, so the cap is tested as plain Python, and
 numba's memory-manager class is built in a subprocess without the simulator, with numba's own
@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 import minitf as tf
-from minitf.kernels import cuda_memory
+from minitf.runtime import cuda_memory
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -48,7 +48,7 @@ def test_caps_are_set_per_device():
 _CHILD = r"""
 import collections
 from numba.cuda.cudadrv import driver
-from minitf.kernels import cuda_memory
+from minitf.runtime import cuda_memory
 from minitf.framework import errors
 
 cls = cuda_memory.memory_manager_class()

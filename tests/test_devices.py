@@ -110,29 +110,28 @@ def test_emulate_gpus_and_environment(monkeypatch):
 
 import numpy as np  # noqa: E402
 
-from minitf.runtime import devices as devices_mod  # noqa: E402
-from minitf.runtime import memory  # noqa: E402
+from minitf.runtime import allocator, card_registry, gpu_process_state  # noqa: E402
 
 
 @pytest.fixture
 def fresh_cards(tmp_path, monkeypatch):
     """A private reservation registry and no card memory held by this process yet."""
     monkeypatch.setenv("MINITF_STATE_DIR", str(tmp_path))
-    devices_mod.release_gpu_memory()
+    gpu_process_state.release_gpu_memory()
     yield
-    devices_mod.release_gpu_memory()
+    gpu_process_state.release_gpu_memory()
 
 
 def test_first_run_reserves_card_memory(fresh_cards):
     """A session takes (nearly) all of every visible card at its first run, not before."""
     tf.config.emulate_gpus(2, memory_limit=1 << 30)
     sess = tf.Session()
-    assert memory.usage(0) == []
+    assert card_registry.usage(0) == []
     sess.run(tf.constant(1.0))
-    (entry,) = memory.usage(0)
-    expected = memory.GpuMemoryPolicy(1 << 30, tf.GPUOptions(), free_bytes=1 << 30).limit_bytes
+    (entry,) = card_registry.usage(0)
+    expected = allocator.GpuMemoryPolicy(1 << 30, tf.GPUOptions(), free_bytes=1 << 30).limit_bytes
     assert entry["bytes"] == expected and entry["pid"] > 0
-    assert [e["bytes"] for e in memory.usage(1)] == [expected]
+    assert [e["bytes"] for e in card_registry.usage(1)] == [expected]
 
 
 def test_fraction_limits_the_reservation_and_first_session_wins(fresh_cards):
@@ -141,7 +140,7 @@ def test_fraction_limits_the_reservation_and_first_session_wins(fresh_cards):
     cfg = tf.ConfigProto(gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.4))
     tf.Session(config=cfg).run(tf.constant(1.0))
     tf.Session().run(tf.constant(2.0))
-    assert [e["bytes"] for e in memory.usage(0)] == [int(0.4 * (1 << 30))]
+    assert [e["bytes"] for e in card_registry.usage(0)] == [int(0.4 * (1 << 30))]
 
 
 def test_gpu_tensors_and_variables_count_against_the_card(fresh_cards):
@@ -181,11 +180,11 @@ def test_allow_growth_grows_and_never_shrinks(fresh_cards):
         large = tf.zeros([1024, 1024], name="large") + 1.0
     sess = tf.Session(config=cfg)
     sess.run(small)
-    first = memory.usage(0)[0]["bytes"]
+    first = card_registry.usage(0)[0]["bytes"]
     sess.run(large)
-    grown = memory.usage(0)[0]["bytes"]
+    grown = card_registry.usage(0)[0]["bytes"]
     sess.run(small)
-    assert first < grown == memory.usage(0)[0]["bytes"]
+    assert first < grown == card_registry.usage(0)[0]["bytes"]
     assert grown >= 4 << 20
 
 
@@ -218,7 +217,7 @@ def test_virtual_devices_split_a_card_into_logical_gpus(fresh_cards, capsys):
         "Creating TensorFlow device (%s with 256 MB memory)" % GPU0,
         "Creating TensorFlow device (%s with 128 MB memory)" % GPU1,
         "Creating TensorFlow device (%s with %d MB memory)" % (
-            GPU2, memory.GpuMemoryPolicy(1 << 30, None).limit_bytes >> 20)]
+            GPU2, allocator.GpuMemoryPolicy(1 << 30, None).limit_bytes >> 20)]
     # both logical GPUs of card 0 name the same physical card
     assert created[0].split("physical GPU (")[1] == created[1].split("physical GPU (")[1]
     assert created[0].split("physical GPU (")[1].startswith("device: 0, ")
@@ -226,7 +225,7 @@ def test_virtual_devices_split_a_card_into_logical_gpus(fresh_cards, capsys):
     limits = {d.name: d.memory_limit_bytes for d in sess.list_devices()}
     assert limits[GPU0] == 256 << 20 and limits[GPU1] == 128 << 20 and limits[GPU2] == 1 << 30
     assert sess.run(fits).shape == (1024, 1024)
-    assert sum(e["bytes"] for e in memory.usage(0)) == 384 << 20
+    assert sum(e["bytes"] for e in card_registry.usage(0)) == 384 << 20
     assert sess._impl.devices[2].allocator is not sess._impl.devices[1].allocator
     with pytest.raises(tf.errors.ResourceExhaustedError, match="by allocator GPU_1_bfc"):
         sess.run(too_big)
@@ -240,9 +239,9 @@ def test_virtual_devices_with_allow_growth_grow_each_logical_gpu(fresh_cards):
         on_cpu = tf.constant(1.0)
     sess = tf.Session(config=_virtual([256, 128], allow_growth=True))
     sess.run(on_cpu)
-    assert sum(e["bytes"] for e in memory.usage(0)) == 0
+    assert sum(e["bytes"] for e in card_registry.usage(0)) == 0
     sess.run(big)
-    grown = sum(e["bytes"] for e in memory.usage(0))
+    grown = sum(e["bytes"] for e in card_registry.usage(0))
     assert 4 << 20 <= grown <= 128 << 20
 
 

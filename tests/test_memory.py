@@ -1,4 +1,5 @@
-"""Tests for GPU memory in minitf: ``minitf.runtime.memory`` and ``minitf.smi``.
+"""Tests for GPU memory in minitf: ``minitf.runtime.allocator``, ``minitf.runtime.card_registry``
+and ``minitf.smi``.
 
 Book section: "Managing the GPU RAM".  TF grabs (nearly) all the memory of every visible card,
 so a second program fails with ``failed to allocate 3.66G (3928915200 bytes) from device:
@@ -29,7 +30,7 @@ import minitf
 import minitf as tf
 import minitf.smi as smi_mod
 from minitf.framework import errors
-from minitf.runtime import memory
+from minitf.runtime import allocator, card_registry
 from helpers import wait_until
 
 MiB, GiB = 1 << 20, 1 << 30
@@ -54,11 +55,11 @@ def registry_dir(tmp_path, monkeypatch):
 CHILD = r"""
 import sys
 import minitf as tf
-from minitf.runtime import memory
+from minitf.runtime import allocator, card_registry
 opts = tf.GPUOptions(per_process_gpu_memory_fraction=%(fraction)r)
-policy = memory.GpuMemoryPolicy(%(card)d, opts, free_bytes=memory.free_bytes(0, %(card)d))
+policy = allocator.GpuMemoryPolicy(%(card)d, opts, free_bytes=card_registry.free_bytes(0, %(card)d))
 try:
-    r = memory.reserve(0, %(card)d, policy.initial_bytes, owner=%(name)r)
+    r = card_registry.reserve(0, %(card)d, policy.initial_bytes, owner=%(name)r)
 except tf.errors.ResourceExhaustedError as e:
     sys.stderr.write("ResourceExhaustedError: %%s\n" %% e)
     sys.exit(3)
@@ -116,18 +117,18 @@ def wait_reserved(p, timeout=20):
 
 def test_human_readable_num_bytes_like_tf():
     """TF's HumanReadableNumBytes: the book's 3928915200 bytes are '3.66G'."""
-    assert memory.human_readable_num_bytes(3928915200) == "3.66G"
-    assert memory.human_readable_num_bytes(512) == "512B"
-    assert memory.human_readable_num_bytes(1536) == "1.5K"
-    assert memory.human_readable_num_bytes(858993460) == "819.20M"
-    assert memory.human_readable_num_bytes(4 * GiB) == "4.00G"
-    assert memory.human_readable_num_bytes(-2048) == "-2.0K"
+    assert allocator.human_readable_num_bytes(3928915200) == "3.66G"
+    assert allocator.human_readable_num_bytes(512) == "512B"
+    assert allocator.human_readable_num_bytes(1536) == "1.5K"
+    assert allocator.human_readable_num_bytes(858993460) == "819.20M"
+    assert allocator.human_readable_num_bytes(4 * GiB) == "4.00G"
+    assert allocator.human_readable_num_bytes(-2048) == "-2.0K"
 
 
 # -- Allocator ----------------------------------------------------------------------------------
 
 def test_allocator_accounting_and_peak():
-    a = memory.Allocator("GPU_0_bfc", GPU0, 100)
+    a = allocator.Allocator("GPU_0_bfc", GPU0, 100)
     t1 = a.allocate(40, op_name="x")
     t2 = a.allocate(50, op_name="y")
     assert (a.bytes_in_use, a.peak_bytes_in_use, a.num_allocs, a.capacity) == (90, 90, 2, 100)
@@ -151,7 +152,7 @@ def test_allocator_accounting_and_peak():
 
 def test_allocator_oom_text_like_tf():
     """The text of TF's OOM error, with the sizes; nothing is allocated by a failed call."""
-    a = memory.Allocator("GPU_0_bfc", GPU0, 8 * MiB)
+    a = allocator.Allocator("GPU_0_bfc", GPU0, 8 * MiB)
     a.allocate(1 * MiB)
     with pytest.raises(errors.ResourceExhaustedError) as e:
         a.allocate(2048 * 2048 * 4, op_name="MatMul", shape=(2048, 2048), dtype_name=tf.float32)
@@ -164,7 +165,7 @@ def test_allocator_oom_text_like_tf():
 
 
 def test_allocator_oom_text_without_shape_or_type():
-    a = memory.Allocator("GPU_1_bfc", "/job:localhost/replica:0/task:0/device:GPU:1", 10)
+    a = allocator.Allocator("GPU_1_bfc", "/job:localhost/replica:0/task:0/device:GPU:1", 10)
     with pytest.raises(errors.ResourceExhaustedError) as e:
         a.allocate(11)
     assert str(e.value) == ("OOM when allocating tensor on /job:localhost/replica:0/task:0/"
@@ -177,7 +178,7 @@ def test_allocator_oom_text_without_shape_or_type():
 
 
 def test_allocator_usage_report_names_ops():
-    a = memory.Allocator("GPU_0_bfc", GPU0, 100 * MiB)
+    a = allocator.Allocator("GPU_0_bfc", GPU0, 100 * MiB)
     a.allocate(4 * MiB, op_name="weights")
     a.allocate(4 * MiB, op_name="weights")
     a.allocate(1 * MiB, op_name="bias")
@@ -187,7 +188,7 @@ def test_allocator_usage_report_names_ops():
 
 
 def test_allocator_is_thread_safe():
-    a = memory.Allocator("GPU_0_bfc", GPU0, 1000)
+    a = allocator.Allocator("GPU_0_bfc", GPU0, 1000)
 
     def work():
         for _ in range(300):
@@ -203,7 +204,7 @@ def test_allocator_is_thread_safe():
 
 
 def test_allocator_grow_to_never_shrinks():
-    a = memory.Allocator("GPU_0_bfc", GPU0, 0)
+    a = allocator.Allocator("GPU_0_bfc", GPU0, 0)
     with pytest.raises(errors.ResourceExhaustedError):
         a.allocate(1)
     assert a.grow_to(64) == 64
@@ -215,63 +216,64 @@ def test_allocator_grow_to_never_shrinks():
 
 def test_default_takes_all_free_memory_minus_a_reserve():
     """Fraction unset: all free memory minus 225 MiB (< 2 GiB free) or max(300 MiB, 5 %)."""
-    assert memory.reservation_size(CARD, tf.GPUOptions()) == CARD - 300 * MiB
-    assert memory.reservation_size(CARD, None) == CARD - 300 * MiB
+    assert allocator.reservation_size(CARD, tf.GPUOptions()) == CARD - 300 * MiB
+    assert allocator.reservation_size(CARD, None) == CARD - 300 * MiB
     big = 16 * GiB
-    assert memory.reservation_size(big, None) == big - int(big * 0.05)
-    assert memory.reservation_size(CARD, None, free_bytes=1 * GiB) == 1 * GiB - 225 * MiB
+    assert allocator.reservation_size(big, None) == big - int(big * 0.05)
+    assert allocator.reservation_size(CARD, None, free_bytes=1 * GiB) == 1 * GiB - 225 * MiB
     # less free memory than the reserve: TF then takes what is there
-    assert memory.reservation_size(CARD, None, free_bytes=100 * MiB) == 100 * MiB
-    assert memory.reservation_size(CARD, None, free_bytes=0) == 0
-    assert memory.min_system_memory(2 * GiB - 1) == 225 * MiB
-    assert memory.min_system_memory(2 * GiB) == 300 * MiB
+    assert allocator.reservation_size(CARD, None, free_bytes=100 * MiB) == 100 * MiB
+    assert allocator.reservation_size(CARD, None, free_bytes=0) == 0
+    assert allocator.min_system_memory(2 * GiB - 1) == 225 * MiB
+    assert allocator.min_system_memory(2 * GiB) == 300 * MiB
 
 
 def test_fraction_is_of_the_total_memory():
     """0.4 of a 4 GiB card, free or not (the reservation is what fails when it is not)."""
     opts = tf.GPUOptions(per_process_gpu_memory_fraction=0.4)
-    assert memory.reservation_size(CARD, opts) == SHARE == 1717986918
-    assert memory.reservation_size(CARD, opts, free_bytes=0) == SHARE
+    assert allocator.reservation_size(CARD, opts) == SHARE == 1717986918
+    assert allocator.reservation_size(CARD, opts, free_bytes=0) == SHARE
     config = tf.ConfigProto()
     config.gpu_options.per_process_gpu_memory_fraction = 1.0
-    assert memory.reservation_size(CARD, config.gpu_options) == CARD
+    assert allocator.reservation_size(CARD, config.gpu_options) == CARD
 
 
 def test_allow_growth_starts_at_zero_with_the_same_limit():
-    p = memory.GpuMemoryPolicy(CARD, tf.GPUOptions(allow_growth=True))
+    p = allocator.GpuMemoryPolicy(CARD, tf.GPUOptions(allow_growth=True))
     assert p.initial_bytes == 0 and p.limit_bytes == CARD - 300 * MiB and p.allow_growth
-    p = memory.GpuMemoryPolicy(CARD, tf.GPUOptions(allow_growth=True,
-                                                   per_process_gpu_memory_fraction=0.4))
+    p = allocator.GpuMemoryPolicy(CARD, tf.GPUOptions(allow_growth=True,
+                                                      per_process_gpu_memory_fraction=0.4))
     assert p.initial_bytes == 0 and p.limit_bytes == SHARE
-    assert memory.reservation_size(CARD, tf.GPUOptions(allow_growth=True)) == 0
+    assert allocator.reservation_size(CARD, tf.GPUOptions(allow_growth=True)) == 0
 
 
 @pytest.mark.parametrize("bad", [1.5, 2.0, -0.1, float("nan")])
 def test_bad_fractions_are_refused(bad):
     with pytest.raises(errors.InvalidArgumentError) as e:
-        memory.reservation_size(CARD, tf.GPUOptions(per_process_gpu_memory_fraction=bad))
+        allocator.reservation_size(CARD, tf.GPUOptions(per_process_gpu_memory_fraction=bad))
     assert "per_process_gpu_memory_fraction=%r" % bad in str(e.value)
     if bad > 1:
         assert "unified memory" in str(e.value)
 
 
 def test_memory_limit_rules():
-    assert memory.reservation_size(CARD, None, memory_limit=1 * GiB) == 1 * GiB
+    assert allocator.reservation_size(CARD, None, memory_limit=1 * GiB) == 1 * GiB
     with pytest.raises(errors.InvalidArgumentError, match="larger than the GPU's memory"):
-        memory.reservation_size(CARD, None, memory_limit=CARD + 1)
+        allocator.reservation_size(CARD, None, memory_limit=CARD + 1)
     with pytest.raises(errors.InvalidArgumentError, match=">= 0"):
-        memory.reservation_size(CARD, None, memory_limit=-1)
+        allocator.reservation_size(CARD, None, memory_limit=-1)
     with pytest.raises(errors.InvalidArgumentError, match="It's invalid to set"):
-        memory.reservation_size(CARD, tf.GPUOptions(per_process_gpu_memory_fraction=0.5),
-                                memory_limit=GiB)
+        allocator.reservation_size(CARD, tf.GPUOptions(per_process_gpu_memory_fraction=0.5),
+                                   memory_limit=GiB)
 
 
 @settings(max_examples=60, deadline=None)
 @given(capacity=st.integers(0, 1 << 40), fraction=st.floats(0.0, 1.0),
        free=st.integers(0, 1 << 40))
 def test_policy_never_exceeds_the_card(capacity, fraction, free):
-    p = memory.GpuMemoryPolicy(capacity, tf.GPUOptions(per_process_gpu_memory_fraction=fraction),
-                               free_bytes=free)
+    p = allocator.GpuMemoryPolicy(capacity,
+                                  tf.GPUOptions(per_process_gpu_memory_fraction=fraction),
+                                  free_bytes=free)
     assert 0 <= p.limit_bytes <= capacity
     if fraction > 0:
         assert p.limit_bytes == int(capacity * fraction)
@@ -280,12 +282,12 @@ def test_policy_never_exceeds_the_card(capacity, fraction, free):
 
 
 def test_next_growth_doubles_up_to_the_limit():
-    assert memory.next_growth(0, 1, 100 * MiB) == 2 * MiB
-    assert memory.next_growth(2 * MiB, 3 * MiB, 100 * MiB) == 4 * MiB
-    assert memory.next_growth(4 * MiB, 30 * MiB, 100 * MiB) == 32 * MiB   # 2 MiB x 2**k
-    assert memory.next_growth(64 * MiB, 65 * MiB, 100 * MiB) == 100 * MiB  # capped
-    assert memory.next_growth(60 * MiB, 101 * MiB, 100 * MiB) is None
-    assert memory.next_growth(60 * MiB, 10 * MiB, 100 * MiB) == 60 * MiB   # never shrinks
+    assert allocator.next_growth(0, 1, 100 * MiB) == 2 * MiB
+    assert allocator.next_growth(2 * MiB, 3 * MiB, 100 * MiB) == 4 * MiB
+    assert allocator.next_growth(4 * MiB, 30 * MiB, 100 * MiB) == 32 * MiB   # 2 MiB x 2**k
+    assert allocator.next_growth(64 * MiB, 65 * MiB, 100 * MiB) == 100 * MiB  # capped
+    assert allocator.next_growth(60 * MiB, 101 * MiB, 100 * MiB) is None
+    assert allocator.next_growth(60 * MiB, 10 * MiB, 100 * MiB) == 60 * MiB   # never shrinks
 
 
 @pytest.mark.parametrize("order", [(0, 1, 2, 3), (1, 0, 2, 3), (1, 2, 0, 3), (3, 1, 0, 2)])
@@ -297,9 +299,9 @@ def test_growth_ends_where_the_step_s_needs_say_whatever_the_order(order):
 
     def grow(needed):   # (called under the allocator's lock: its capacity can't be read here)
         nonlocal held
-        held = memory.next_growth(held, needed, 100 * MiB)
+        held = allocator.next_growth(held, needed, 100 * MiB)
         return held
-    a = memory.Allocator("GPU_0_bfc", GPU0, 0, grow=grow)
+    a = allocator.Allocator("GPU_0_bfc", GPU0, 0, grow=grow)
     for i in order:
         a.allocate(sizes[i])
     assert a.capacity == 16 * MiB
@@ -308,35 +310,35 @@ def test_growth_ends_where_the_step_s_needs_say_whatever_the_order(order):
 # -- the registry, in one process ---------------------------------------------------------------
 
 def test_reserve_usage_release(registry_dir):
-    r = memory.reserve(0, CARD, SHARE, owner="train.py")
+    r = card_registry.reserve(0, CARD, SHARE, owner="train.py")
     assert r.bytes == SHARE and r.card_id == 0
-    (entry,) = memory.usage(0)
+    (entry,) = card_registry.usage(0)
     assert entry["pid"] == os.getpid() and entry["bytes"] == SHARE
     assert entry["name"] == "train.py" and entry["sessions"] == 1
-    assert entry["start_time"] == memory.process_start_time()
-    assert memory.usage(1) == [] and memory.free_bytes(0, CARD) == CARD - SHARE
+    assert entry["start_time"] == card_registry.process_start_time()
+    assert card_registry.usage(1) == [] and card_registry.free_bytes(0, CARD) == CARD - SHARE
     assert (registry_dir / "gpu0.json").exists()
     r.set_sessions(3)
-    assert memory.usage(0)[0]["sessions"] == 3
+    assert card_registry.usage(0)[0]["sessions"] == 3
     r.release()
     r.release()                                   # idempotent
-    assert memory.usage(0) == [] and r.released
-    with memory.reserve(1, CARD, 10) as r2:
-        assert memory.used_bytes(1) == 10
-    assert memory.used_bytes(1) == 0 and r2.released
+    assert card_registry.usage(0) == [] and r.released
+    with card_registry.reserve(1, CARD, 10) as r2:
+        assert card_registry.used_bytes(1) == 10
+    assert card_registry.used_bytes(1) == 0 and r2.released
 
 
 def test_reserve_failure_has_the_books_text_free_memory_and_holders():
-    holder = memory.reserve(0, CARD, 1 * GiB, owner="first-program")
+    holder = card_registry.reserve(0, CARD, 1 * GiB, owner="first-program")
     try:
         with pytest.raises(errors.ResourceExhaustedError) as e:
-            memory.reserve(0, CARD, 3928915200, owner="second-program")
+            card_registry.reserve(0, CARD, 3928915200, owner="second-program")
         msg = str(e.value)
         assert msg.splitlines()[0] == BOOK_TEXT
         assert "3.00G free of 4.00G" in msg
         assert "pid %d (first-program) 1.00G" % os.getpid() in msg
         assert "per_process_gpu_memory_fraction" in msg and "CUDA_VISIBLE_DEVICES" in msg
-        assert len(memory.usage(0)) == 1               # the failed attempt left nothing
+        assert len(card_registry.usage(0)) == 1               # the failed attempt left nothing
     finally:
         holder.release()
 
@@ -347,7 +349,7 @@ def test_concurrent_reservations_never_overcommit():
 
     def take():
         try:
-            won.append(memory.reserve(0, CARD, GiB))
+            won.append(card_registry.reserve(0, CARD, GiB))
         except errors.ResourceExhaustedError:
             lost.append(1)
 
@@ -358,7 +360,7 @@ def test_concurrent_reservations_never_overcommit():
         t.join()
     try:
         assert len(won) == 4 and len(lost) == 4
-        assert memory.used_bytes(0) == CARD
+        assert card_registry.used_bytes(0) == CARD
     finally:
         for r in won:
             r.release()
@@ -366,48 +368,48 @@ def test_concurrent_reservations_never_overcommit():
 
 def test_reused_pid_and_damaged_file_are_not_trusted(registry_dir):
     """An entry whose pid is alive but started at another time is a dead process's."""
-    r = memory.reserve(0, CARD, GiB)
+    r = card_registry.reserve(0, CARD, GiB)
     path = registry_dir / "gpu0.json"
     state = json.loads(path.read_text())
     state["entries"][0]["start_time"] += 12345     # "same pid, another process"
     path.write_text(json.dumps(state))
-    assert memory.usage(0) == []
+    assert card_registry.usage(0) == []
     assert json.loads(path.read_text())["entries"] == []   # reclaimed in the file too
     path.write_text("{ not json")
-    assert memory.usage(0) == []
-    assert memory.reserve(0, CARD, CARD).bytes == CARD
+    assert card_registry.usage(0) == []
+    assert card_registry.reserve(0, CARD, CARD).bytes == CARD
     r.release()
 
 
 def test_clear_forgets_every_card():
-    memory.reserve(0, CARD, 1)
-    memory.reserve(1, CARD, 2)
-    memory.clear(1)
-    assert memory.used_bytes(0) == 1 and memory.used_bytes(1) == 0
-    memory.clear()
-    assert memory.used_bytes(0) == 0
+    card_registry.reserve(0, CARD, 1)
+    card_registry.reserve(1, CARD, 2)
+    card_registry.clear(1)
+    assert card_registry.used_bytes(0) == 1 and card_registry.used_bytes(1) == 0
+    card_registry.clear()
+    assert card_registry.used_bytes(0) == 0
 
 
 def test_allow_growth_grows_and_never_shrinks():
     """allow_growth: the reservation follows the allocator up, never down."""
-    policy = memory.GpuMemoryPolicy(CARD, tf.GPUOptions(allow_growth=True))
-    r = memory.reserve(0, CARD, policy.initial_bytes)
+    policy = allocator.GpuMemoryPolicy(CARD, tf.GPUOptions(allow_growth=True))
+    r = card_registry.reserve(0, CARD, policy.initial_bytes)
     other = None
     try:
-        assert r.bytes == 0 and memory.usage(0)[0]["bytes"] == 0
-        a = memory.Allocator("GPU_0_bfc", GPU0, r.bytes,
-                             grow=memory.growth_callback(r, policy.limit_bytes))
+        assert r.bytes == 0 and card_registry.usage(0)[0]["bytes"] == 0
+        a = allocator.Allocator("GPU_0_bfc", GPU0, r.bytes,
+                                grow=allocator.growth_callback(r, policy.limit_bytes))
         t1 = a.allocate(1 * MiB)
         assert r.bytes == 2 * MiB == a.capacity
         t2 = a.allocate(3 * MiB)
-        assert r.bytes == 4 * MiB == a.capacity == memory.used_bytes(0)
+        assert r.bytes == 4 * MiB == a.capacity == card_registry.used_bytes(0)
         a.free(t1)
         a.free(t2)
         assert a.bytes_in_use == 0
-        assert r.bytes == 4 * MiB == memory.used_bytes(0)        # nothing given back
+        assert r.bytes == 4 * MiB == card_registry.used_bytes(0)        # nothing given back
         assert r.grow(1 * MiB) == 4 * MiB                          # growing down does nothing
         # another program takes the rest of the card: growth now fails with the driver's error
-        other = memory.reserve(0, CARD, CARD - 4 * MiB, owner="greedy")
+        other = card_registry.reserve(0, CARD, CARD - 4 * MiB, owner="greedy")
         with pytest.raises(errors.ResourceExhaustedError) as e:
             a.allocate(8 * MiB, shape=(2 * MiB,), dtype_name="float32")
         assert str(e.value).startswith("OOM when allocating tensor with shape[2097152] and "
@@ -435,7 +437,7 @@ def test_two_processes_fit_a_third_fails(registry_dir):
         p1, p2 = spawn("program-1"), spawn("program-2")
         assert wait_reserved(p1) == SHARE
         assert wait_reserved(p2) == SHARE
-        holders = {e["pid"]: e for e in memory.usage(0)}
+        holders = {e["pid"]: e for e in card_registry.usage(0)}
         assert set(holders) == {p1.pid, p2.pid}
         assert holders[p1.pid]["name"] == "program-1"
 
@@ -451,7 +453,7 @@ def test_two_processes_fit_a_third_fails(registry_dir):
 
         # and so does this process
         with pytest.raises(errors.ResourceExhaustedError, match="CUDA_ERROR_OUT_OF_MEMORY"):
-            memory.reserve(0, CARD, memory.reservation_size(
+            card_registry.reserve(0, CARD, allocator.reservation_size(
                 CARD, tf.GPUOptions(per_process_gpu_memory_fraction=0.4)))
 
         # smi shows both programs, in-process and from the command line
@@ -471,9 +473,9 @@ def test_two_processes_fit_a_third_fails(registry_dir):
         # a program that exits normally gives its memory back (atexit) ...
         p1.stdin.close()
         assert p1.wait(timeout=20) == 0
-        assert [e["pid"] for e in memory.usage(0)] == [p2.pid]
+        assert [e["pid"] for e in card_registry.usage(0)] == [p2.pid]
         # ... and a new one now fits
-        r = memory.reserve(0, CARD, SHARE, owner="program-4")
+        r = card_registry.reserve(0, CARD, SHARE, owner="program-4")
         r.release()
 
 
@@ -483,12 +485,12 @@ def test_killed_process_memory_is_reclaimed(registry_dir):
         p = spawn("doomed", fraction=1.0)
         assert wait_reserved(p) == CARD
         with pytest.raises(errors.ResourceExhaustedError, match=r"pid %d \(doomed\)" % p.pid):
-            memory.reserve(0, CARD, 1)
+            card_registry.reserve(0, CARD, 1)
         os.kill(p.pid, signal.SIGKILL)
         # not reaped yet: a zombie holds no memory either
-        assert wait_until(lambda: memory.usage(0) == [], 10)
+        assert wait_until(lambda: card_registry.usage(0) == [], 10)
         assert p.wait(timeout=10) == -signal.SIGKILL
-        r = memory.reserve(0, CARD, CARD)
+        r = card_registry.reserve(0, CARD, CARD)
         assert r.bytes == CARD
         r.release()
 
@@ -496,7 +498,7 @@ def test_killed_process_memory_is_reclaimed(registry_dir):
 # -- smi ----------------------------------------------------------------------------------------
 
 def test_smi_table_shows_cards_processes_and_memory(capsys):
-    r = memory.reserve(0, CARD, SHARE, owner="python3 train.py")
+    r = card_registry.reserve(0, CARD, SHARE, owner="python3 train.py")
     try:
         buf = io.StringIO()
         assert smi_mod.smi(file=buf) is None
@@ -527,7 +529,7 @@ def test_smi_without_processes_and_without_cards(cpu_only):
 
 
 def test_smi_data_sums_a_process_reservations():
-    rs = [memory.reserve(1, CARD, 100 * MiB), memory.reserve(1, CARD, 28 * MiB)]
+    rs = [card_registry.reserve(1, CARD, 100 * MiB), card_registry.reserve(1, CARD, 28 * MiB)]
     try:
         card1 = smi_mod.smi_data()[1]
         assert card1["id"] == 1 and card1["bus_id"] == "0000:02:00.0" and card1["emulated"]

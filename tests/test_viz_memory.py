@@ -3,7 +3,7 @@
 import xml.etree.ElementTree as ET
 
 import minitf as tf
-from minitf.runtime import devices
+from minitf.runtime import gpu_process_state
 from minitf.viz import MemoryView
 
 GIB = 1 << 30
@@ -35,7 +35,7 @@ def test_two_processes_at_04_take_two_fifths_each():
 def test_live_view_shows_this_process_after_a_run(tmp_path, monkeypatch):
     """After a session ran, the live view shows this process on both emulated cards."""
     monkeypatch.setenv("MINITF_STATE_DIR", str(tmp_path))
-    devices.release_gpu_memory()
+    gpu_process_state.release_gpu_memory()
     try:
         tf.Session(config=tf.ConfigProto(gpu_options=tf.GPUOptions(
             per_process_gpu_memory_fraction=0.25))).run(tf.constant(1.0))
@@ -45,7 +45,7 @@ def test_live_view_shows_this_process_after_a_run(tmp_path, monkeypatch):
         assert svg.count("(this process)</title>") == 2
         assert "1024 MiB / 4096 MiB" in svg
     finally:
-        devices.release_gpu_memory()
+        gpu_process_state.release_gpu_memory()
 
 
 def test_cpu_only_view_says_so():

@@ -9,14 +9,13 @@ of one session further.
 
 import os
 import random
-import threading
 
 from minitf import config as mconfig
 from minitf.framework import errors
 from minitf.runtime import device_name_utils as dnu
-from minitf.runtime import memory
 from minitf.framework.resource_mgr import ResourceMgr
 from minitf.kernels import cuda_ops, numpy_ops
+from minitf.runtime.gpu_process_state import memory_policies
 
 CPU_MEMORY_LIMIT = 256 << 20  # what TF reports for a CPU device (268435456)
 
@@ -61,7 +60,7 @@ def _real_gpus():
             try:
                 from numba import cuda
 
-                from minitf.kernels import cuda_memory
+                from minitf.runtime import cuda_memory
                 try:   # before the first context: numba's allocations capped
                     cuda_memory.install()
                 except Exception as e:  # noqa: BLE001 - e.g. a numba with another EMM version
@@ -249,27 +248,6 @@ def _virtual_limits(config, n_visible, n_used):
     return out
 
 
-def memory_policies(devices, gpu_options):
-    """{device: GpuMemoryPolicy} of the GPUs among ``devices``; checks that the logical GPUs of
-    one card fit on it together (InvalidArgumentError otherwise)."""
-    policies, per_card = {}, {}
-    for d in devices:
-        if d.device_type == "GPU":
-            card = d.physical
-            policies[d] = memory.GpuMemoryPolicy(card.memory_limit, gpu_options,
-                                                 free_bytes=card.memory_limit,
-                                                 memory_limit=d.virtual_limit)
-            if d.virtual_limit is not None:
-                per_card.setdefault(card, []).append(d.virtual_limit)
-    for card, limits in per_card.items():
-        if sum(limits) > card.memory_limit:
-            raise errors.InvalidArgumentError(
-                None, None, "The virtual devices of GPU %d ask for %s in all, more than its %s"
-                % (card.physical_id, memory._size(sum(limits)),
-                   memory._size(card.memory_limit)))
-    return policies
-
-
 def creation_lines(devices, gpu_options):
     """TF's ``Creating TensorFlow device (... with N MB memory) -> physical GPU (...)`` lines."""
     return ["Creating TensorFlow device (%s with %d MB memory) -> physical GPU (%s)"
@@ -283,69 +261,3 @@ def device_mapping_lines(devices):
     if not described:
         return ["Device mapping: no known devices."]
     return ["Device mapping:"] + ["%s -> %s" % (d.name, d.description) for d in described]
-
-
-# -- GPU memory of this process ----------------------------------------------------------------
-
-_process_gpu_lock = threading.Lock()
-_process_gpus = {}  # (physical card id, slot) -> (Reservation or None, Allocator)
-
-
-def ensure_gpu_memory(devices, gpu_options):
-    """Gives every GPU device its process-wide allocator, reserving card memory on first use.
-
-    As in TF the first session decides (its ``gpu_options``) and later sessions share the same
-    reservation.  The default takes the whole card minus TF's system reserve, computed for an
-    empty card, so a second default program on the same emulated card fails with the book's
-    ``CUDA_ERROR_OUT_OF_MEMORY`` error; ``per_process_gpu_memory_fraction`` and ``allow_growth``
-    take less.  On a real card nothing is reserved up front: numba allocates on demand, capped
-    at the same limit (``kernels/cuda_memory.py``).
-    """
-    with _process_gpu_lock:
-        policies = None
-        caps = {}
-        for d in devices:
-            if d.device_type != "GPU" or d.allocator is not None:
-                continue
-            card = d.physical
-            state = _process_gpus.get((card.physical_id, d.slot))
-            if state is None:
-                if policies is None:
-                    policies = memory_policies(devices, gpu_options)
-                policy = policies[d]
-                reservation = None
-                if card.emulated:
-                    reservation = memory.reserve(card.physical_id, card.memory_limit,
-                                                 policy.initial_bytes)
-                grow = memory.growth_callback(reservation, policy.limit_bytes) \
-                    if policy.allow_growth and reservation is not None else None
-                # a real card's memory is numba's to allocate on demand, up to the cap below
-                allocator = memory.Allocator("GPU_%d_bfc" % d.index, d.name,
-                                             policy.initial_bytes if card.emulated
-                                             else policy.limit_bytes, grow=grow)
-                state = _process_gpus[card.physical_id, d.slot] = (reservation, allocator)
-                if not card.emulated:
-                    caps[card.physical_id] = caps.get(card.physical_id, 0) + policy.limit_bytes
-            d.allocator = state[1]
-        for card_id, limit in caps.items():   # a real card: numba's own allocations too
-            from minitf.kernels import cuda_memory
-            cuda_memory.set_cap(card_id, limit)
-
-
-def process_gpu_allocators():
-    """{physical card id: [Allocator per logical GPU on it]} of this process (what the memory
-    monitor reads)."""
-    with _process_gpu_lock:
-        out = {}
-        for (card, _), (_, allocator) in sorted(_process_gpus.items()):
-            out.setdefault(card, []).append(allocator)
-        return out
-
-
-def release_gpu_memory():
-    """Gives this process's card reservations back (tests and notebooks that restart)."""
-    with _process_gpu_lock:
-        for reservation, _ in _process_gpus.values():
-            if reservation is not None:
-                reservation.release()
-        _process_gpus.clear()

@@ -20,7 +20,8 @@ import numpy as np
 from minitf.framework import errors
 from minitf.runtime import devices as devices_mod
 from minitf.framework.rendezvous import LocalRendezvous
-from minitf.runtime import executor, graph_partition, placer, pools, step_run, subgraph
+from minitf.runtime import (executor, gpu_process_state, graph_partition, placer, pools,
+                            step_run, subgraph)
 from minitf.runtime.gc_pause import gc_paused
 from minitf.runtime.step_stats import Tracer
 from minitf.runtime.session import SessionFactory, register_session_factory
@@ -46,7 +47,7 @@ class DirectSession:
         self.config = config
         self.devices = devices_mod.local_devices(config)
         # bad gpu_options fail here, before any run
-        devices_mod.memory_policies(self.devices, config.gpu_options)
+        gpu_process_state.memory_policies(self.devices, config.gpu_options)
         self.placement = None
         self.was_reset = False
         self._by_name = {d.name: d for d in self.devices}
@@ -86,7 +87,7 @@ class DirectSession:
                 return self.placement
             version = g.version
             # "TensorFlow grabs all the RAM of all visible GPUs the first time you run a graph"
-            devices_mod.ensure_gpu_memory(self.devices, self.config.gpu_options)
+            gpu_process_state.ensure_gpu_memory(self.devices, self.config.gpu_options)
             placement = self._placer.place(list(g._ops))
             if self.config.log_device_placement:
                 placer.print_log(placement)

@@ -37,9 +37,9 @@ class MemoryView(SavesToFile):
             from minitf import smi
             data = smi.smi_data()
         if in_use is None:
-            from minitf.runtime import devices
+            from minitf.runtime import gpu_process_state
             in_use = {k: (sum(a.bytes_in_use for a in al), sum(a.peak_bytes_in_use for a in al))
-                      for k, al in devices.process_gpu_allocators().items()}
+                      for k, al in gpu_process_state.process_gpu_allocators().items()}
         self.data = data
         self.this_pid = os.getpid() if this_pid is None else this_pid
         self.in_use = in_use
