@@ -1,5 +1,6 @@
-"""The single-machine examples of the blog post /work/shared/seeds/003_c7d99696124ad4b5.txt
-("GPU环境准备" / "单机单卡" / "单机多卡", lines ~210-410), run with minitf.
+"""The single-machine examples of the blog post "并行计算系列 GPU/TPU" (project seed 003,
+"GPU环境准备" / "单机单卡" / "单机多卡", lines ~210-410), run with minitf; the post's printed
+logs that the tests compare with are excerpted in tests/data/blog_003_examples.txt.
 
 GPU examples use two emulated cards (fixture ``two_gpus``); the post's "没GPU时的结果"
 (result without a GPU) uses ``cpu_only``.  Values are checked with numpy, placements by parsing
@@ -19,7 +20,7 @@ import pytest
 import minitf as tf
 from helpers import PLACEMENT_RE, placements
 
-BLOG = Path("/work/shared/seeds/003_c7d99696124ad4b5.txt")
+BLOG = Path(__file__).parent / "data" / "blog_003_examples.txt"
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"

@@ -2,7 +2,7 @@
 
 Book sections: "Multiple Devices Across Multiple Servers" and "Sharding Variables Across
 Multiple Parameter Servers".  Device strings are compared with the tables TF printed for the
-same graphs (reference/tf_outputs/ex_e_cluster.v1.stdout.txt), parsed at test time.
+same graphs (tests/data/tf_outputs/ex_e_cluster.v1.stdout.txt), parsed at test time.
 """
 
 import ast
@@ -13,7 +13,7 @@ import pytest
 
 import minitf as tf
 
-REF = pathlib.Path(__file__).resolve().parents[2] / "shared" / "reference" / "tf_outputs"
+REF = pathlib.Path(__file__).parent / "data" / "tf_outputs"
 ROW = re.compile(r"^  (\S+)\s+(\S+)\s+device='([^']*)'")
 
 

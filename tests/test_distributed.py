@@ -20,7 +20,7 @@ from minitf.distributed.master_interface import LocalMaster, RemoteMaster
 from minitf.distributed.local_cluster import free_port
 from helpers import child_pids, freed, no_cycle_collector, wait_until
 
-REF = Path("/work/shared/reference/tf_outputs")
+REF = Path(__file__).parent / "data" / "tf_outputs"
 
 
 @pytest.fixture(autouse=True)
