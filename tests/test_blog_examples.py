@@ -39,7 +39,7 @@ def blog_log_block(title):
     """The post's printed log under ``title``: the 'Device mapping' text and the placement
     lines (plain stdout copies, not the timestamped ``placer.cc`` ones) → {name: device}."""
     lines = BLOG.read_text().splitlines()
-    start = next(i for i, l in enumerate(lines) if l.startswith(title))
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
     fence = [i for i in range(start, len(lines)) if lines[i].startswith("```")][:2]
     block = lines[fence[0] + 1:fence[1]]
     placed = {}
@@ -47,7 +47,7 @@ def blog_log_block(title):
         m = PLACEMENT_RE.match(line)
         if m:
             placed[m.group("name")] = m.group("device")
-    mapping = [l for l in block if l.startswith("Device mapping")]
+    mapping = [line for line in block if line.startswith("Device mapping")]
     return mapping, placed
 
 
@@ -338,7 +338,7 @@ def test_average_gradients_across_gpu_towers(two_gpus, capsys):
     'tower_i', averaged under /cpu:0 (as the multi-GPU training code keeps shared updates on the
     CPU); towers run on their GPUs, averaging ops on CPU:0."""
     tower_grads = []
-    for i, (gk, gb) in enumerate(TOWER_GRADS):
+    for i, (gk, _gb) in enumerate(TOWER_GRADS):
         with tf.device("/gpu:%d" % i), tf.name_scope("tower_%d" % i):
             x = tf.constant(gk, name="x")
             grad = tf.multiply(x, 2.0, name="grad")  # something computed on the tower's GPU

@@ -124,7 +124,7 @@ class Outcome:
     def core_message(self):
         """The TF-core error text: TF 2.21's Python wrapper lines removed."""
         lines = self.message_lines
-        node_lines = [i for i, l in enumerate(lines) if l.startswith("Node: '")]
+        node_lines = [i for i, line in enumerate(lines) if line.startswith("Node: '")]
         if node_lines:
             lines = lines[node_lines[-1] + 1:]
         elif lines and lines[0] == "Graph execution error:":
@@ -165,7 +165,7 @@ def value_line(text, name, after=None):
     """``<name> = <number>`` lines (e.g. ``c = 12.0``) → list of floats, in file order."""
     lines = _lines_after(text, after) if after else text.splitlines()
     return [float(m.group(1)) for m in
-            (re.match(r"^%s = (\S+)$" % re.escape(name), l) for l in lines) if m]
+            (re.match(r"^%s = (\S+)$" % re.escape(name), line) for line in lines) if m]
 
 
 # =============================================================================================
