@@ -1,11 +1,18 @@
 # The two commands of the README's quick start:
 #   make lab    set everything up and open JupyterLab on the project
 #   make test   set everything up and run the whole test suite
+# While working on the code:
+#   make check  lint, the fast tests (no browser, notebooks, clusters or slow tests: under a
+#               minute on 2 cores) and the size report of minitf/ (tools/size_report.py)
+#   make lint   ruff check of minitf/, tests/, bench/ and tools/
+#   make format ruff format of the same folders (rewrites files)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+LINTED := minitf tests bench tools
+FAST   := not browser and not notebooks and not cluster and not slow
 
-.PHONY: lab test bench setup setup-lab chromium notebooks clean
+.PHONY: lab test check lint format bench setup setup-lab chromium notebooks clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +44,16 @@ chromium:
 
 test: setup chromium
 	$(BIN)/python -m pytest -q
+
+check: lint
+	$(BIN)/python -m pytest -q -m "$(FAST)"
+	$(BIN)/python tools/size_report.py
+
+lint: setup
+	$(BIN)/ruff check $(LINTED)
+
+format: setup
+	$(BIN)/ruff format $(LINTED)
 
 bench: setup
 	$(BIN)/python bench/bench_session.py

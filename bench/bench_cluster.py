@@ -182,7 +182,7 @@ def _floor(runs):
         for hops, port in ((1, ports[0]), (2, ports[1])):
             with grpc.insecure_channel("127.0.0.1:%d" % port) as channel:
                 call = _OpenCall(channel)
-                times = _run_times(lambda: call(b"x" * 100), runs, warmup=100)
+                times = _run_times(lambda call=call: call(b"x" * 100), runs, warmup=100)
                 call.close()
             print("grpcio alone, %d hop%s            p50 %6.0f us  p99 %6.0f us"
                   % (hops, "s" if hops > 1 else " ", _pct(times, 50) * 1e6,

@@ -3,7 +3,7 @@
 * every test starts from a fresh default graph (``tf.reset_default_graph()``) in a process with
   two emulated GPU cards, whatever the environment says;
 * ``cpu_only``: a process without GPUs, like the CPU-only machine that produced
-  /work/shared/reference/tf_outputs (``tf.config.emulate_gpus(0)``);
+  tests/data/tf_outputs (``tf.config.emulate_gpus(0)``);
 * ``two_gpus``: a process with two emulated GPU cards (``tf.config.emulate_gpus(2)``), for the
   book's and the blog's GPU examples.
 
@@ -59,7 +59,7 @@ def two_gpus():
 def book_setter_graph():
     """Builds the chapter's sharding example under a device function: five variables, ``s``
     and the ops ``p1``..``p4`` pinned by nested blocks (the graph of
-    reference/tf_outputs/ex_e_cluster); returns ``build(setter) -> ([s, p1, p2, p3, p4],
+    tests/data/tf_outputs/ex_e_cluster); returns ``build(setter) -> ([s, p1, p2, p3, p4],
     init)``."""
     def build(setter):
         with tf.device(setter):

@@ -1,5 +1,6 @@
-"""The single-machine examples of the blog post /work/shared/seeds/003_c7d99696124ad4b5.txt
-("GPU环境准备" / "单机单卡" / "单机多卡", lines ~210-410), run with minitf.
+"""The single-machine examples of the blog post "并行计算系列 GPU/TPU" (project seed 003,
+"GPU环境准备" / "单机单卡" / "单机多卡", lines ~210-410), run with minitf; the post's printed
+logs that the tests compare with are excerpted in tests/data/blog_003_examples.txt.
 
 GPU examples use two emulated cards (fixture ``two_gpus``); the post's "没GPU时的结果"
 (result without a GPU) uses ``cpu_only``.  Values are checked with numpy, placements by parsing
@@ -19,7 +20,7 @@ import pytest
 import minitf as tf
 from helpers import PLACEMENT_RE, placements
 
-BLOG = Path("/work/shared/seeds/003_c7d99696124ad4b5.txt")
+BLOG = Path(__file__).parent / "data" / "blog_003_examples.txt"
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
@@ -38,7 +39,7 @@ def blog_log_block(title):
     """The post's printed log under ``title``: the 'Device mapping' text and the placement
     lines (plain stdout copies, not the timestamped ``placer.cc`` ones) → {name: device}."""
     lines = BLOG.read_text().splitlines()
-    start = next(i for i, l in enumerate(lines) if l.startswith(title))
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
     fence = [i for i in range(start, len(lines)) if lines[i].startswith("```")][:2]
     block = lines[fence[0] + 1:fence[1]]
     placed = {}
@@ -46,7 +47,7 @@ def blog_log_block(title):
         m = PLACEMENT_RE.match(line)
         if m:
             placed[m.group("name")] = m.group("device")
-    mapping = [l for l in block if l.startswith("Device mapping")]
+    mapping = [line for line in block if line.startswith("Device mapping")]
     return mapping, placed
 
 
@@ -337,7 +338,7 @@ def test_average_gradients_across_gpu_towers(two_gpus, capsys):
     'tower_i', averaged under /cpu:0 (as the multi-GPU training code keeps shared updates on the
     CPU); towers run on their GPUs, averaging ops on CPU:0."""
     tower_grads = []
-    for i, (gk, gb) in enumerate(TOWER_GRADS):
+    for i, (gk, _gb) in enumerate(TOWER_GRADS):
         with tf.device("/gpu:%d" % i), tf.name_scope("tower_%d" % i):
             x = tf.constant(gk, name="x")
             grad = tf.multiply(x, 2.0, name="grad")  # something computed on the tower's GPU

@@ -2,7 +2,7 @@
 
 Book sections: "Multiple Devices Across Multiple Servers" and "Sharding Variables Across
 Multiple Parameter Servers".  Device strings are compared with the tables TF printed for the
-same graphs (reference/tf_outputs/ex_e_cluster.v1.stdout.txt), parsed at test time.
+same graphs (tests/data/tf_outputs/ex_e_cluster.v1.stdout.txt), parsed at test time.
 """
 
 import ast
@@ -13,7 +13,7 @@ import pytest
 
 import minitf as tf
 
-REF = pathlib.Path(__file__).resolve().parents[2] / "shared" / "reference" / "tf_outputs"
+REF = pathlib.Path(__file__).parent / "data" / "tf_outputs"
 ROW = re.compile(r"^  (\S+)\s+(\S+)\s+device='([^']*)'")
 
 
@@ -55,8 +55,8 @@ def test_replica_device_setter_matches_tf(heading, kwargs, book_setter_graph):
 def test_standard_ps_ops_match_tf():
     """The op types sent to parameter servers are TF 2.21's list."""
     from minitf.train import device_setter
-    line = next(l for l in (REF / "ex_e_cluster.v1.stdout.txt").read_text().splitlines()
-                if l.startswith("device_setter.STANDARD_PS_OPS = "))
+    line = next(s for s in (REF / "ex_e_cluster.v1.stdout.txt").read_text().splitlines()
+                if s.startswith("device_setter.STANDARD_PS_OPS = "))
     expected = ast.literal_eval(line.split(" = ", 1)[1])
     assert sorted(device_setter.STANDARD_PS_OPS) == expected
 

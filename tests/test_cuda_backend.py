@@ -10,6 +10,8 @@ import pytest
 
 import minitf as tf
 
+pytestmark = pytest.mark.cudasim
+
 
 @pytest.fixture(autouse=True)
 def cudasim(monkeypatch):

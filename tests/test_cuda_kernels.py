@@ -22,6 +22,8 @@ from hypothesis.extra import numpy as hnp
 
 from minitf.kernels import cuda as K
 
+pytestmark = pytest.mark.cudasim
+
 FEW = settings(max_examples=20, deadline=None)
 SOME = settings(max_examples=25, deadline=None)
 

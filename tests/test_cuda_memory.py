@@ -17,6 +17,8 @@ from minitf.runtime import cuda_memory
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+pytestmark = pytest.mark.cudasim
+
 
 def test_cap_lets_allocations_through_up_to_the_limit_then_flushes_then_refuses():
     held = [600]

@@ -20,7 +20,9 @@ from minitf.distributed.master_interface import LocalMaster, RemoteMaster
 from minitf.distributed.local_cluster import free_port
 from helpers import child_pids, freed, no_cycle_collector, wait_until
 
-REF = Path("/work/shared/reference/tf_outputs")
+pytestmark = pytest.mark.cluster
+
+REF = Path(__file__).parent / "data" / "tf_outputs"
 
 
 @pytest.fixture(autouse=True)
@@ -462,6 +464,7 @@ _METHODS = ["/minitf.%s/%s" % (service, m[0]) for service in ("MasterService", "
             for m in services.methods(service)]
 
 
+@pytest.mark.slow
 def test_malformed_and_oversized_messages_do_not_kill_the_server():
     server = tf.train.Server({"local": ["127.0.0.1:0"]})
     ch = grpc.insecure_channel(server.bound_address)

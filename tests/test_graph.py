@@ -330,7 +330,7 @@ def test_get_operation_and_tensor_by_name():
 
 def test_lookup_errors():
     """TF's as_graph_element errors: ValueError / KeyError / TypeError by case."""
-    c = tf.constant(1.0, name="c")
+    tf.constant(1.0, name="c")
     g = tf.get_default_graph()
     with pytest.raises(ValueError, match="refers to an Operation, not a Tensor"):
         g.get_tensor_by_name("c")

@@ -19,6 +19,8 @@ from minitf.distributed import LocalCluster
 from minitf.distributed.local_cluster import free_port
 from helpers import child_pids, wait_until
 
+pytestmark = pytest.mark.cluster
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -50,6 +52,7 @@ def lc():
         yield cluster
 
 
+@pytest.mark.slow
 def test_local_cluster_runs_the_blog_example(lc):
     spec = lc.cluster_spec
     assert spec.jobs == ["ps", "worker"] and spec.num_tasks("worker") == 3
@@ -82,6 +85,7 @@ SIMPLE_CLIENT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_three_client_processes_share_a_variable(tmp_path):
     """The book's simple_client.py run three times against one server (ex_f: 1.0, 2.0, 3.0)."""
     script = tmp_path / "simple_client.py"
@@ -97,6 +101,7 @@ def test_three_client_processes_share_a_variable(tmp_path):
         assert outs == [1.0, 2.0, 3.0]
 
 
+@pytest.mark.slow
 def test_worker_killed_mid_step_then_restarted():
     with LocalCluster({"ps": 2, "worker": 3}) as lc:
         _kill_mid_step(lc)
@@ -163,6 +168,7 @@ def test_children_exit_when_the_parent_is_killed(tmp_path):
     assert wait_until(lambda: not any(_alive(p) for p in pids), 10)
 
 
+@pytest.mark.slow
 def test_cli_serves_until_ctrl_c(tmp_path):
     port = free_port()
     cluster = tmp_path / "cluster.json"

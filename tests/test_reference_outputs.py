@@ -2,11 +2,11 @@
 ``import minitf as tf`` and compared with what TF printed.
 
 The expected values are parsed, at test time, out of the reference runs in
-/work/shared/reference/tf_outputs/ (``ex_*.v1.stdout.txt`` and the ``placer.cc:162]`` /
+tests/data/tf_outputs/ (``ex_*.v1.stdout.txt`` and the ``placer.cc:162]`` /
 ``direct_session.cc`` lines of the matching ``.stderr.txt``).  Those runs were made on a CPU-only
 machine, so every reference test uses the ``cpu_only`` fixture.
 
-Spec: /work/shared/reference/tf1_semantics.md §1.6-1.8 (device scopes, colocation, variables),
+Spec: tf1_semantics.md §1.6-1.8 (device scopes, colocation, variables),
 §2 (placer), §3 (log_device_placement), §5.4 (control dependencies), §8 (errors), §11 (TF 2.21
 observations).  The TF 2.21 Python wrapper around error texts ("Graph execution error:",
 "Detected at node ...") is not part of TF1 and is stripped before comparing; the TF-core text
@@ -25,7 +25,7 @@ import pytest
 import minitf as tf
 from helpers import PLACEMENT_RE, chapter_control_deps_graph, placements
 
-REF_DIR = Path("/work/shared/reference/tf_outputs")
+REF_DIR = Path(__file__).parent / "data" / "tf_outputs"
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 
@@ -124,7 +124,7 @@ class Outcome:
     def core_message(self):
         """The TF-core error text: TF 2.21's Python wrapper lines removed."""
         lines = self.message_lines
-        node_lines = [i for i, l in enumerate(lines) if l.startswith("Node: '")]
+        node_lines = [i for i, line in enumerate(lines) if line.startswith("Node: '")]
         if node_lines:
             lines = lines[node_lines[-1] + 1:]
         elif lines and lines[0] == "Graph execution error:":
@@ -165,7 +165,7 @@ def value_line(text, name, after=None):
     """``<name> = <number>`` lines (e.g. ``c = 12.0``) → list of floats, in file order."""
     lines = _lines_after(text, after) if after else text.splitlines()
     return [float(m.group(1)) for m in
-            (re.match(r"^%s = (\S+)$" % re.escape(name), l) for l in lines) if m]
+            (re.match(r"^%s = (\S+)$" % re.escape(name), line) for line in lines) if m]
 
 
 # =============================================================================================

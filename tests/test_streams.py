@@ -21,6 +21,8 @@ from minitf.framework import errors
 from minitf.runtime import step_run
 from helpers import wait_until
 
+pytestmark = pytest.mark.cluster
+
 METHOD = "/minitf.WorkerService/RunGraphs"
 
 
@@ -408,6 +410,7 @@ def test_an_interrupted_local_step_stops(monkeypatch):
         assert sess.run(q)[0, 0] == 0.0
 
 
+@pytest.mark.slow
 def test_an_interrupted_direct_step_stops_every_partition(long_remote_step, monkeypatch):
     """Interrupting a step that calls the master of this process directly: the client's
     thread was running the master's own partition, which stops, and the master cancels the

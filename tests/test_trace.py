@@ -1,7 +1,7 @@
 """Chrome-trace export of a traced step ("Parallel Execution", Figure 12-5 made visible).
 
 The StepStats are built by hand, so these tests pin the format of
-/work/shared/reference/tf1_semantics.md §7.2 independently of the executor.
+tf1_semantics.md §7.2 independently of the executor.
 """
 
 import json

@@ -68,6 +68,7 @@ def test_views_save_the_format_their_file_extension_names(tmp_path):
         assert not (tmp_path / "v.png").exists()
 
 
+@pytest.mark.cluster
 def test_cluster_view_of_a_real_traced_step():
     """A real 3-task cluster on 127.0.0.1: the ps task holds the variable, the worker ran the
     matmul, and the view counts the bytes that went from ps to worker."""

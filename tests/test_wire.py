@@ -112,7 +112,8 @@ def test_generated_modules_define_the_services_and_messages():
     assert kinds["RunGraphs"] == "stream_stream" and kinds["RunGraph"] == "stream_stream"
     # the raw methods' messages travel as bytes (parsers None), the others are parsed
     parsers = {m[0]: m[2:] for m in services.methods("WorkerService")}
-    assert parsers["RunGraph"] == parsers["RunGraphs"] == (None, None) and parsers["RecvTensor"][1] is None
+    assert parsers["RunGraph"] == parsers["RunGraphs"] == (None, None)
+    assert parsers["RecvTensor"][1] is None
     assert parsers["RecvTensor"][0] == pb.RecvTensorRequest.FromString
     # a RunGraphResponse's bytes are a RunStepResponse (a master forwards them unparsed)
     for field in ("recv", "recv_part", "step_stats"):
@@ -208,8 +209,8 @@ def test_bad_shapes():
 
 def test_huge_declared_shapes_allocate_nothing():
     for dims in ([1 << 40, 1 << 40], [1 << 62], [0, 1 << 62], [2] * 32, [(1 << 63) - 1, 0]):
-        small_max_alloc(lambda: wire.proto_to_tensor(tensor_msg("float64", dims)))
-        small_max_alloc(lambda: wire.proto_to_tensor(tensor_msg("string", dims)))
+        small_max_alloc(lambda dims=dims: wire.proto_to_tensor(tensor_msg("float64", dims)))
+        small_max_alloc(lambda dims=dims: wire.proto_to_tensor(tensor_msg("string", dims)))
     # within the default cap but above a caller's
     with pytest.raises(IAE, match="limit of 1000"):
         wire.proto_to_tensor(wire.tensor_to_proto(np.zeros(1000, np.int16)), max_bytes=1000)

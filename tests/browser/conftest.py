@@ -42,6 +42,15 @@ USER_SETTINGS = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)   # before `-m` deselects by mark
+def pytest_collection_modifyitems(items):
+    """Every test under tests/browser is a ``browser`` test (``make check`` leaves them out)."""
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if here in Path(item.path).resolve().parents:
+            item.add_marker(pytest.mark.browser)
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

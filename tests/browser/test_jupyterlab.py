@@ -135,6 +135,7 @@ def _assigned(explorer, op):
     return row.locator("td").nth(2)
 
 
+@pytest.mark.slow
 def test_widgets_in_jupyterlab(browser, jupyterlab, notebook, screenshot_dir):
     from playwright.sync_api import expect
 
@@ -215,6 +216,7 @@ def test_widgets_in_jupyterlab(browser, jupyterlab, notebook, screenshot_dir):
         page.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("course_notebook", ["00_start_here.ipynb", "03_placing_operations.ipynb"])
 def test_course_notebooks_run_in_jupyterlab(browser, jupyterlab, tmp_path, course_notebook):
     """The workshop's own notebooks 00 and 03, outputs cleared, run top to bottom in JupyterLab
