@@ -44,7 +44,7 @@ from minitf.runtime.session import InteractiveSession, Session
 from minitf.runtime import direct_session as _direct_session  # noqa: F401  (DIRECT_SESSION)
 from minitf import distributed as _distributed  # noqa: F401  (registers GRPC_SESSION)
 
-__version__ = "0.1.0"
+from minitf.version import __version__  # noqa: E402,F401
 
 import sys as _sys  # noqa: E402
 

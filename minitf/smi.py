@@ -17,6 +17,7 @@ import time
 import types
 
 from minitf.runtime import devices as _devices
+from minitf.version import __version__
 from minitf.runtime import card_registry as _registry
 from minitf.runtime.allocator import MiB
 
@@ -35,31 +36,9 @@ def _mib(nbytes):
 
 
 def smi_data():
-    """The machine's cards as a list of dicts, one per card, in physical order::
-
-        {"id": 0, "name": "minitf emulated GPU", "bus_id": "0000:01:00.0", "emulated": True,
-         "memory_total": 4294967296, "memory_used": 1717986918, "memory_free": ...,
-         "processes": [{"pid": 4242, "name": "python3 train.py", "memory": 1717986918,
-                        "sessions": 1}]}
-
-    Memory is in bytes; a process holding several reservations on one card is listed once
-    with their sum.  Dead processes' reservations are reclaimed while reading.
-    """
-    cards = []
-    for card in _devices.machine_gpus():
-        per_pid = {}
-        for e in _registry.usage(card.physical_id):
-            p = per_pid.setdefault(e["pid"], {"pid": e["pid"], "name": e.get("name") or "?",
-                                              "memory": 0, "sessions": 0})
-            p["memory"] += int(e["bytes"])
-            p["sessions"] += int(e.get("sessions", 0))
-        procs = [per_pid[pid] for pid in sorted(per_pid)]
-        used = sum(p["memory"] for p in procs)
-        cards.append({"id": card.physical_id, "name": card.name, "bus_id": card.pci_bus_id,
-                      "emulated": bool(card.emulated), "memory_total": int(card.memory_limit),
-                      "memory_used": used, "memory_free": max(0, card.memory_limit - used),
-                      "processes": procs})
-    return cards
+    """The machine's cards and who holds their memory, as plain data
+    (``minitf.runtime.devices.card_usage``)."""
+    return _devices.card_usage()
 
 
 def _line(text=""):
@@ -79,7 +58,6 @@ def _row(columns, values):
 
 def smi_lines(data=None):
     """The table as a list of lines (all ``WIDTH`` characters except the date line)."""
-    from minitf import __version__
     data = smi_data() if data is None else data
     lines = [time.strftime("%a %b %d %H:%M:%S %Y"), _rule()]
     emulated = bool(data) and all(c["emulated"] for c in data)

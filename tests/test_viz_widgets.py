@@ -5,8 +5,11 @@ Book sections: "Placing Operations on Devices" and "Parallel Execution" (Figure 
 
 import re
 
+import pytest
+
 import minitf as tf
 from minitf.runtime.simulate import figure_12_5
+from minitf.viz.timeline_view import TimelineView
 from minitf.viz.widgets import PlacementExplorer, StepThrough
 
 
@@ -78,5 +81,10 @@ def test_step_through_figure_12_5():
     st.buttons[0].click()  # Next event
     assert st.last is not None and st.last.kind == "start"
     x = float(re.search(r'<line x1="([\d.]+)"[^>]*stroke="red"', st.timeline_svg()).group(1))
-    assert x >= 0
+    view = TimelineView(st.final)
+    assert x == pytest.approx(view.x_of(view.t0 + st.sim.time), abs=0.1)   # the cursor: now
     assert "text/html" in st._repr_mimebundle_()
+    # the _Recv of each fetched value waits with no thread, and the widget says so
+    while st.sim.waiting() == [] and not st.sim.done:
+        st.next()
+    assert st.sim.waiting() and "_Recv waiting for its tensor" in st.html()

@@ -5,7 +5,6 @@ and runs it over the cluster; feeds and fetches travel as raw bytes in chunks.  
 reached over gRPC, or directly when it is a server of this process (master_interface.py).
 """
 
-import os
 import re
 import threading
 

@@ -13,7 +13,6 @@ gets the abort's error: a failure spreads through the cluster instead of leaving
 
 from __future__ import annotations
 
-import concurrent.futures
 import threading
 import time
 

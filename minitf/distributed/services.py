@@ -14,7 +14,6 @@ responses to the client without parsing them.  Everything a server sends goes th
 :func:`wire.serialize`, so a handler may yield messages or bytes.
 """
 
-import os
 
 import grpc
 

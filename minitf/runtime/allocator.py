@@ -27,12 +27,24 @@ import functools
 import math
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from minitf.framework import errors
 
+
+class Reservation(Protocol):
+    """What allow_growth asks of a card reservation (``card_registry.Reservation`` is one):
+    its card, its size, and to grow it."""
+
+    card_id: int
+
+    @property
+    def bytes(self) -> int: ...
+
+    def grow(self, new_total: int) -> int: ...
+
+
 if TYPE_CHECKING:
-    from minitf.runtime.card_registry import Reservation
     from minitf.runtime.config_proto import GPUOptions
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30

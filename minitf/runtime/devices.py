@@ -15,7 +15,7 @@ from minitf.framework import errors
 from minitf.runtime import device_name_utils as dnu
 from minitf.framework.resource_mgr import ResourceMgr
 from minitf.kernels import cuda_ops, numpy_ops
-from minitf.runtime.gpu_process_state import memory_policies
+from minitf.runtime import card_registry
 
 CPU_MEMORY_LIMIT = 256 << 20  # what TF reports for a CPU device (268435456)
 
@@ -248,16 +248,37 @@ def _virtual_limits(config, n_visible, n_used):
     return out
 
 
-def creation_lines(devices, gpu_options):
-    """TF's ``Creating TensorFlow device (... with N MB memory) -> physical GPU (...)`` lines."""
-    return ["Creating TensorFlow device (%s with %d MB memory) -> physical GPU (%s)"
-            % (d.name, policy.limit_bytes >> 20, d.description)
-            for d, policy in memory_policies(devices, gpu_options).items()]
-
-
 def device_mapping_lines(devices):
     """The ``Device mapping:`` block TF prints when a session is created with logging on."""
     described = [d for d in devices if d.description]
     if not described:
         return ["Device mapping: no known devices."]
     return ["Device mapping:"] + ["%s -> %s" % (d.name, d.description) for d in described]
+
+
+def card_usage():
+    """The machine's cards as a list of dicts, one per card, in physical order::
+
+        {"id": 0, "name": "minitf emulated GPU", "bus_id": "0000:01:00.0", "emulated": True,
+         "memory_total": 4294967296, "memory_used": 1717986918, "memory_free": ...,
+         "processes": [{"pid": 4242, "name": "python3 train.py", "memory": 1717986918,
+                        "sessions": 1}]}
+
+    Memory is in bytes; a process holding several reservations on one card is listed once
+    with their sum.  Dead processes' reservations are reclaimed while reading.
+    """
+    cards = []
+    for card in machine_gpus():
+        per_pid = {}
+        for e in card_registry.usage(card.physical_id):
+            p = per_pid.setdefault(e["pid"], {"pid": e["pid"], "name": e.get("name") or "?",
+                                              "memory": 0, "sessions": 0})
+            p["memory"] += int(e["bytes"])
+            p["sessions"] += int(e.get("sessions", 0))
+        procs = [per_pid[pid] for pid in sorted(per_pid)]
+        used = sum(p["memory"] for p in procs)
+        cards.append({"id": card.physical_id, "name": card.name, "bus_id": card.pci_bus_id,
+                      "emulated": bool(card.emulated), "memory_total": int(card.memory_limit),
+                      "memory_used": used, "memory_free": max(0, card.memory_limit - used),
+                      "processes": procs})
+    return cards

@@ -61,7 +61,7 @@ class DirectSession:
         self._pool_sets, self._owned_pools = pools.session_pools(config)
         self._op_timeout = config.operation_timeout_in_ms
         if config.log_device_placement:
-            _log(devices_mod.creation_lines(self.devices, config.gpu_options) +
+            _log(gpu_process_state.creation_lines(self.devices, config.gpu_options) +
                  devices_mod.device_mapping_lines(self.devices))
         _live.add(self)
 

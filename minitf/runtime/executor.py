@@ -19,7 +19,6 @@ loop; ``step_run.py`` runs any other (``step_run.run_step`` chooses).
 
 from __future__ import annotations
 
-import threading
 import time
 
 from minitf.framework import errors

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 from minitf.framework import errors
 from minitf.runtime import card_registry, cuda_memory
-from minitf.runtime.allocator import Allocator, GpuMemoryPolicy, describe_size, growth_callback
+from minitf.runtime.allocator import (Allocator, GpuMemoryPolicy, Reservation, describe_size,
+                                      growth_callback)
 
 if TYPE_CHECKING:
-    from minitf.runtime.card_registry import Reservation
     from minitf.runtime.config_proto import GPUOptions
     from minitf.runtime.devices import Device, PhysicalGPU
 
@@ -118,3 +118,10 @@ def release_gpu_memory() -> None:
             if reservation is not None:
                 reservation.release()
         _process_gpus.clear()
+
+
+def creation_lines(devices, gpu_options):
+    """TF's ``Creating TensorFlow device (... with N MB memory) -> physical GPU (...)`` lines."""
+    return ["Creating TensorFlow device (%s with %d MB memory) -> physical GPU (%s)"
+            % (d.name, policy.limit_bytes >> 20, d.description)
+            for d, policy in memory_policies(devices, gpu_options).items()]

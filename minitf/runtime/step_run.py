@@ -235,7 +235,7 @@ class StepRun:
             self.ctx.rendezvous.abort(node_error(exc, self.eplan, i))
 
 
-# -- BLAS threads, and choosing a driver ----------------------------------------------------------------------------
+# -- BLAS threads, and choosing a driver -------------------------------------------------------
 
 _blas_lock = threading.Lock()
 _blas_users = 0

@@ -34,8 +34,8 @@ class MemoryView(SavesToFile):
 
     def __init__(self, data=None, this_pid=None, in_use=None):
         if data is None:
-            from minitf import smi
-            data = smi.smi_data()
+            from minitf.runtime import devices
+            data = devices.card_usage()
         if in_use is None:
             from minitf.runtime import gpu_process_state
             in_use = {k: (sum(a.bytes_in_use for a in al), sum(a.peak_bytes_in_use for a in al))

@@ -199,13 +199,13 @@ class StepThrough:
     """Figure 12-5, one scheduling event at a time (a :class:`Simulation` behind buttons)."""
 
     def __init__(self, session, fetches, feed_dict=None, inter_op_threads=None,
-                 intra_op_threads=None, cost_model=None):
-        self.sim = Simulation(session, fetches, feed_dict, cost_model=cost_model,
-                              inter_op_threads=inter_op_threads,
-                              intra_op_threads=intra_op_threads)
-        self.final = Simulation(session, fetches, feed_dict, cost_model=cost_model,
-                                inter_op_threads=inter_op_threads,
-                                intra_op_threads=intra_op_threads).run()
+                 intra_op_threads=None, cost_model=None, gpu_thread_mode=None,
+                 gpu_thread_count=None):
+        options = dict(cost_model=cost_model, inter_op_threads=inter_op_threads,
+                       intra_op_threads=intra_op_threads, gpu_thread_mode=gpu_thread_mode,
+                       gpu_thread_count=gpu_thread_count)
+        self.sim = Simulation(session, fetches, feed_dict, **options)
+        self.final = Simulation(session, fetches, feed_dict, **options).run()
         self.last = None
         buttons = [w.Button(description=d) for d in ("Next event", "Play", "Reset")]
         for b, fn in zip(buttons, (self.next, self.play, self.reset)):
@@ -242,9 +242,13 @@ class StepThrough:
         rows.append("<table><tr><th>thread</th><th>running</th></tr>%s</table>" % "".join(
             "<tr><td>%s</td><td>%s</td></tr>" % (escape(t), escape(n))
             for t, n in sorted(sim.running().items())))
-        rows.append("<table><tr><th>device</th><th>ready queue</th></tr>%s</table>" % "".join(
+        rows.append("<table><tr><th>pool</th><th>ready queue</th></tr>%s</table>" % "".join(
             "<tr><td>%s</td><td>%s</td></tr>" % (escape(d), escape(", ".join(q) or "-"))
             for d, q in sim.ready_queues().items()))
+        waiting = sim.waiting()
+        if waiting:
+            rows.append("<p>_Recv waiting for its tensor (no thread): %s</p>"
+                        % escape(", ".join(waiting)))
         pending = sim.pending_counts()
         rows.append("<table><tr><th>waiting op</th><th>inputs still awaited</th></tr>%s"
                     "</table>" % "".join("<tr><td>%s</td><td>%d</td></tr>" % (escape(n), c)

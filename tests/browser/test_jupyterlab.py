@@ -40,10 +40,12 @@ NOTEBOOK_CELLS = [
     "fig = tf.Graph()\n"
     "ops = figure_12_5(fig)\n"
     "sess = tf.Session(graph=fig)\n"
-    "fetches = [ops['D'], ops['E'], ops['A'], ops['B']]\n"
-    "StepThrough(sess, fetches, inter_op_threads=2, intra_op_threads=2)",
+    "fetches = [ops[n].op for n in 'DEAB']\n"
+    "book = dict(inter_op_threads=2, intra_op_threads=2, gpu_thread_mode='gpu_private',\n"
+    "            gpu_thread_count=2)\n"
+    "StepThrough(sess, fetches, **book)",
     # 4: the whole step as a static SVG
-    "TimelineView(simulate(sess, fetches, inter_op_threads=2, intra_op_threads=2))",
+    "TimelineView(simulate(sess, fetches, **book))",
 ]
 
 
