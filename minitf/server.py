@@ -1,5 +1,7 @@
 """``python -m minitf.server --cluster cluster.json --job worker --task 0``: one cluster task.
 
+Book section: "Multiple Devices Across Multiple Servers" (a task on a real machine).
+
 ``--cluster`` is a JSON file (or inline JSON) mapping job names to lists of "host:port"
 addresses.  The server binds the address of its own entry (port 0: a free port), prints
 ``minitf-server <job> <task> listening on <host:port>`` on one stdout line, and serves until

@@ -711,3 +711,29 @@ def test_server_config_is_the_default_of_its_sessions(capsys):
         assert "mul: (Mul): /job:local/replica:0/task:0/device:GPU:0" in out
     finally:
         server.stop()
+
+
+def test_a_worker_splits_its_partition_by_device_again():
+    """A worker splits the piece a master registered on it by device (TF's GraphMgr uses the
+    same partitioner): within one task, a value crossing from a GPU to the CPU goes through a
+    _Send/_Recv pair named ``<op>_G<n>``, in the step stats like the master's ``_S<n>`` pairs
+    between tasks."""
+    server = tf.train.Server.create_local_server()    # this process's 2 emulated GPUs
+    try:
+        with tf.device("/gpu:0"):
+            b = tf.constant([1.0, 2.0], name="a_gpu") * 2.0
+        with tf.device("/cpu:0"):
+            c = tf.reduce_sum(b, name="c_cpu")
+        md = tf.RunMetadata()
+        with tf.Session(server.target, config=_rpc()) as sess:
+            assert sess.run(c, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                            run_metadata=md) == 6.0
+        where = {n.node_name: (n.op_type, d.device.rsplit("/", 1)[-1])
+                 for d in md.step_stats.dev_stats for n in d.node_stats}
+        pairs = {name: v for name, v in where.items() if re.fullmatch(r"mul_G\d+", name)}
+        assert sorted(pairs.values()) == [("_Recv", "device:CPU:0"), ("_Send", "device:GPU:0")]
+        (t,) = [t for t in md.step_stats.transfers if t.tensor_name == b.name]
+        assert t.src_device.endswith("/job:local/replica:0/task:0/device:GPU:0")
+        assert t.dst_device.endswith("/job:local/replica:0/task:0/device:CPU:0")
+    finally:
+        server.stop()

@@ -345,3 +345,73 @@ def test_split_reductions_and_add_n_match_numpy(axis, keep):
     np.testing.assert_allclose(nv, xs[0] + xs[1] + xs[2])
     assert len(nodes["n"].chunks) == 2
     assert len(nodes["s"].chunks) == (0 if axis == 0 else 2)
+
+
+def test_a_recv_waiting_for_its_value_holds_no_thread():
+    """One inter-op thread, and a CPU matmul that needs a GPU matmul's result: the CPU side's
+    _Recv is issued first and waits; were it holding the only thread, the GPU matmul could never
+    run.  It holds none (an asynchronous kernel): the step completes, the wait shows in the
+    _Recv's span, and both matmuls ran on the one thread."""
+    tf.config.emulate_gpus(2)
+    a_np = np.random.RandomState(2).rand(200, 200).astype(np.float32) / 200
+    with tf.device("/gpu:0"):
+        b = tf.matmul(tf.constant(a_np, name="a"), tf.constant(a_np, name="a2"), name="b")
+    with tf.device("/cpu:0"):
+        c = tf.matmul(b, b, name="c")
+    with tf.Session(config=_config(1, operation_timeout_in_ms=60000)) as sess:
+        value, nodes, md = _traced(sess, c)
+    np.testing.assert_allclose(value, (a_np @ a_np) @ (a_np @ a_np), rtol=1e-4)
+    (recv,) = [n for n in nodes.values() if n.op_type == "_Recv"]
+    (send,) = [n for n in nodes.values() if n.op_type == "_Send"]
+    assert recv.all_start_micros <= nodes["b"].all_start_micros
+    assert recv.end_micros >= send.all_start_micros        # it ended when the value came
+    assert nodes["b"].thread_name == nodes["c"].thread_name == "inter-op #0"
+    assert send.thread_name == "inter-op #0"                # inline after b, on its thread
+
+
+def _matmul_pair():
+    tf.config.emulate_gpus(2)
+    ones = np.ones((256, 256), np.float32)
+    with tf.device("/gpu:0"):
+        g = tf.matmul(tf.constant(ones, name="ga"), tf.constant(ones, name="gb"), name="g")
+    with tf.device("/cpu:0"):
+        c = tf.matmul(tf.constant(ones, name="ca"), tf.constant(ones, name="cb"), name="c")
+    return g, c
+
+
+def test_default_threads_one_shared_pool_and_cpu_kernels_split():
+    """TF 1.15's default: every device's ops run on the one shared inter-op pool; a CPU kernel
+    splits over the intra-op pool; a GPU kernel (the card's work) does not."""
+    g, c = _matmul_pair()
+    with tf.Session(config=_config(2, intra=2)) as sess:
+        values, nodes, _ = _traced(sess, [g.op, c.op])
+    assert nodes["g"].thread_name.startswith("inter-op #")
+    assert nodes["c"].thread_name.startswith("inter-op #")
+    assert nodes["g"].chunks == []
+    assert {ch.thread_name.split(" #")[0] for ch in nodes["c"].chunks if ch.index > 0} == {
+        "intra-op"}
+
+
+def test_gpu_private_mode_gives_each_gpu_threads_of_its_own(monkeypatch):
+    """TF_GPU_THREAD_MODE=gpu_private: a GPU's ops run on its TF_GPU_THREAD_COUNT threads of its
+    own (the book's Figure 12-5), and an emulated card splits its kernels over an intra-op pool
+    of its own; CPU ops keep the shared pools."""
+    monkeypatch.setenv("TF_GPU_THREAD_MODE", "gpu_private")
+    monkeypatch.setenv("TF_GPU_THREAD_COUNT", "1")
+    g, c = _matmul_pair()
+    with tf.Session(config=_config(2, intra=2)) as sess:
+        pool_set = sess._impl._pool_sets[0]
+        assert pool_set.queue_of(GPU0_NAME) == "GPU:0" and pool_set.queue_of(CPU0_NAME) == \
+            "inter-op"
+        values, nodes, _ = _traced(sess, [g.op, c.op])
+    assert nodes["g"].thread_name == "GPU:0 inter-op #0"
+    assert {ch.thread_name.split(" #")[0] for ch in nodes["g"].chunks
+            if ch.index > 0} == {"GPU:0 intra-op"}
+    assert nodes["c"].thread_name.startswith("inter-op #")
+    monkeypatch.setenv("TF_GPU_THREAD_COUNT", "zero")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Invalid TF_GPU_THREAD_COUNT"):
+        tf.Session(config=_config(1))
+
+
+GPU0_NAME = "/job:localhost/replica:0/task:0/device:GPU:0"
+CPU0_NAME = "/job:localhost/replica:0/task:0/device:CPU:0"

@@ -850,3 +850,43 @@ def test_broadcast_error_at_run_time():
                            match=re.escape("Incompatible shapes: [2] vs. [3]")) as e:
             sess.run(s, {a: [1, 2], b: [1, 2, 3]})
     assert e.value.op.name == "s"
+
+
+def test_session_factories_choose_the_implementation_by_target(monkeypatch):
+    """``tf.Session(target)`` asks the registered factories (TF's SessionFactory): the one that
+    accepts the target makes the session's implementation, and ``Session.reset`` goes to the
+    same factory.  The client class does the fetch and feed handling for every kind."""
+    from minitf.runtime import session as session_mod
+    made, resets = [], []
+
+    class Fake:
+        def __init__(self, target, graph, config):
+            made.append(target)
+
+        def run(self, fetch_tensors, target_ops, feed_tensors, feed_values, options,
+                run_metadata):
+            return [float(len(feed_values)) for _ in fetch_tensors]
+
+        def list_devices(self):
+            return []
+
+        def close(self):
+            made.append("closed")
+
+    monkeypatch.setitem(session_mod._factories, "FAKE_SESSION", session_mod.SessionFactory(
+        "FAKE_SESSION", lambda target: target.startswith("fake://"), Fake,
+        lambda target, containers, config: resets.append((target, containers))))
+    c = tf.constant(1.0)
+    p = tf.placeholder(tf.float32)
+    with tf.Session("fake://x") as sess:
+        assert sess.run([c, {"k": c}], {p: 3.0}) == [1.0, {"k": 1.0}]
+        assert sess.placement is None
+        with pytest.raises(tf.errors.UnimplementedError, match="no local plan"):
+            sess.plan(c)
+    assert made == ["fake://x", "closed"]
+    tf.Session.reset("fake://x", ["c1"])
+    assert resets == [("fake://x", ["c1"])]
+    with pytest.raises(tf.errors.NotFoundError) as info:
+        tf.Session("foo://x:1")
+    assert "Registered factories are {DIRECT_SESSION, FAKE_SESSION, GRPC_SESSION}." in \
+        info.value.message

@@ -1,8 +1,10 @@
 """What TF calls distributed_runtime: cluster specs, servers, the master and worker services,
 and the ``GRPC_SESSION`` behind ``tf.Session("grpc://host:port")``.
 
-Importing this package registers that session factory with the runtime (as TF's gRPC session
-library does when it loads); grpcio itself is imported on first use only.
+Book sections: "Multiple Devices Across Multiple Servers" to "Sharing State Across Sessions
+Using Resource Containers".  Importing this package registers that session factory with the
+runtime (as TF's gRPC session library does when it loads); grpcio itself is imported on first
+use only.
 """
 
 import os

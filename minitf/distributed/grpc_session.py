@@ -1,5 +1,8 @@
 """``tf.Session("grpc://host:port")``: a session whose master is the task listening there.
 
+Book section: "Opening a Session" (a session on any server of the cluster places and runs the
+graph over all of it).
+
 The client sends its graph (and extensions when it grew) to the master, which places, splits
 and runs it over the cluster; feeds and fetches travel as raw bytes in chunks.  The master is
 reached over gRPC, or directly when it is a server of this process (master_interface.py).

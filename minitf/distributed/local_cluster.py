@@ -1,5 +1,8 @@
 """``LocalCluster({"ps": 2, "worker": 3})``: the tasks of a cluster as subprocess servers.
 
+Book section: "Multiple Devices Across Multiple Servers" (a cluster of real processes on one
+machine; minitf only: TF leaves starting its tasks to you).
+
 How the tasks find each other: the parent picks a free port per task on 127.0.0.1 (bind to
 port 0, read it, close), writes the whole cluster into every child's command line, and each
 child binds its own entry (``python -m minitf.server --cluster <json> --job j --task i``).

@@ -1,5 +1,7 @@
 """``tf.train.Server``: a gRPC server hosting a master service and a worker service.
 
+Book sections: "Multiple Devices Across Multiple Servers" (one server per task of the
+cluster) and "The Master and Worker Services".
 Unlike TF, a server can be stopped (``stop()``) and port 0 picks a free port (``target`` and
 ``bound_address`` report the port chosen).  It binds the host of its own cluster entry.
 An optional shared-secret token (``token=`` or env ``MINITF_CLUSTER_TOKEN``) must then come
@@ -14,8 +16,10 @@ import threading
 import grpc
 
 from minitf.distributed import master_interface, services, wire
-from minitf.distributed.worker_cache import TOKEN_HEADER
 from minitf.distributed.cluster_spec import ClusterSpec
+from minitf.distributed.master import Master
+from minitf.distributed.worker import Worker
+from minitf.distributed.worker_cache import TOKEN_HEADER
 from minitf.framework import errors
 from minitf.runtime import devices as devices_mod
 from minitf.runtime.config_proto import ConfigProto
@@ -71,44 +75,56 @@ def _split_address(address):
     return host, int(port)
 
 
+def _server_def(server_or_cluster_def, job_name, task_index, protocol, config):
+    """``(ClusterSpec, job name, task index, config)`` of a Server's arguments, with TF's
+    checks and messages."""
+    if isinstance(server_or_cluster_def, ServerDef):
+        sd = server_or_cluster_def
+        spec = ClusterSpec(sd.cluster)
+        job_name = sd.job_name if job_name is None else job_name
+        task_index = sd.task_index if task_index is None else task_index
+        protocol = protocol or sd.protocol
+        config = config if config is not None else sd.default_session_config
+    else:
+        spec = ClusterSpec(server_or_cluster_def)
+    job_name, task_index = _task_of(spec, job_name, task_index)
+    protocol = protocol or "grpc"
+    if protocol != "grpc":
+        raise errors.InvalidArgumentError(None, None, "No server factory registered for the "
+                                          "given ServerDef: protocol %r" % protocol)
+    if config is not None and not isinstance(config, ConfigProto):
+        raise TypeError("config must be a tf.ConfigProto, but got %s" % type(config))
+    return spec, job_name, task_index, config
+
+
+def _task_of(spec, job_name, task_index):
+    if job_name is None:
+        if len(spec.jobs) != 1:
+            raise ValueError("Must specify an explicit `job_name`.")
+        job_name = spec.jobs[0]
+    if job_name not in spec.jobs:
+        raise ValueError("No such job in cluster: %r" % job_name)
+    if task_index is None:
+        indices = spec.task_indices(job_name)
+        if len(indices) != 1:
+            raise ValueError("Must specify an explicit `task_index`.")
+        task_index = indices[0]
+    if task_index not in spec.task_indices(job_name):
+        raise errors.InvalidArgumentError(
+            None, None, 'Task %d was not defined in job "%s"' % (task_index, job_name))
+    return job_name, task_index
+
+
 class Server:
     """``tf.train.Server(server_or_cluster_def, job_name=None, task_index=None, protocol=None,
     config=None, start=True, token=None)``."""
 
     def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None,
                  config=None, start=True, token=None):
-        if isinstance(server_or_cluster_def, ServerDef):
-            sd = server_or_cluster_def
-            spec = ClusterSpec(sd.cluster)
-            job_name = sd.job_name if job_name is None else job_name
-            task_index = sd.task_index if task_index is None else task_index
-            protocol = protocol or sd.protocol
-            config = config if config is not None else sd.default_session_config
-        else:
-            spec = ClusterSpec(server_or_cluster_def)
-        if job_name is None:
-            if len(spec.jobs) != 1:
-                raise ValueError("Must specify an explicit `job_name`.")
-            job_name = spec.jobs[0]
-        if job_name not in spec.jobs:
-            raise ValueError("No such job in cluster: %r" % job_name)
-        if task_index is None:
-            indices = spec.task_indices(job_name)
-            if len(indices) != 1:
-                raise ValueError("Must specify an explicit `task_index`.")
-            task_index = indices[0]
-        if task_index not in spec.task_indices(job_name):
-            raise errors.InvalidArgumentError(
-                None, None, 'Task %d was not defined in job "%s"' % (task_index, job_name))
-        protocol = protocol or "grpc"
-        if protocol != "grpc":
-            raise errors.InvalidArgumentError(None, None, "No server factory registered for the "
-                                              "given ServerDef: protocol %r" % protocol)
-        if config is not None and not isinstance(config, ConfigProto):
-            raise TypeError("config must be a tf.ConfigProto, but got %s" % type(config))
+        spec, job_name, task_index, config = _server_def(server_or_cluster_def, job_name,
+                                                         task_index, protocol, config)
         self._config = config if config is not None else ConfigProto()
-        address = spec.task_address(job_name, task_index)
-        host, port = _split_address(address)
+        host, port = _split_address(spec.task_address(job_name, task_index))
         self.job_name, self.task_index = job_name, task_index
         self._cluster = {j: dict((i, spec.task_address(j, i)) for i in spec.task_indices(j))
                          for j in spec.jobs}
@@ -118,20 +134,33 @@ class Server:
         self._stopped = False
         self._joined = False
         self._stop_event = threading.Event()
-
-        from minitf.distributed.master import Master
-        from minitf.distributed.worker import Worker
         devices = devices_mod.local_devices(self._config, job_name, task_index)
         self.worker = Worker(self, devices)
         self.master = Master(self)
+        self._executor, self._grpc = self._grpc_server(job_name, task_index)
+        bound = self._bind(host, port)
+        self.bound_port = bound
+        self.bound_address = "%s:%d" % (host, bound)
+        self._cluster[job_name][task_index] = self.bound_address
+        if start:
+            self.start()
+
+    def _grpc_server(self, job_name, task_index):
+        """The grpcio server with the master and worker services (256 handler threads: each
+        open step call holds one), checking the cluster token if there is one."""
         interceptors = [_TokenInterceptor(self.token)] if self.token else []
-        self._executor = concurrent.futures.ThreadPoolExecutor(
+        executor = concurrent.futures.ThreadPoolExecutor(
             256, thread_name_prefix="minitf-grpc-%s-%d" % (job_name, task_index))
-        self._grpc = grpc.server(self._executor, interceptors=interceptors,
-                                 options=wire.GRPC_OPTIONS + (("grpc.so_reuseport", 0),),
-                                 maximum_concurrent_rpcs=1024)
-        services.add_to_server(self._grpc, "MasterService", self.master)
-        services.add_to_server(self._grpc, "WorkerService", self.worker)
+        server = grpc.server(executor, interceptors=interceptors,
+                             options=wire.GRPC_OPTIONS + (("grpc.so_reuseport", 0),),
+                             maximum_concurrent_rpcs=1024)
+        services.add_to_server(server, "MasterService", self.master)
+        services.add_to_server(server, "WorkerService", self.worker)
+        return executor, server
+
+    def _bind(self, host, port):
+        """Binds the host of the server's own cluster entry (``localhost``: 127.0.0.1); the
+        port bound (``port`` 0: a free one)."""
         bind_host = "127.0.0.1" if host == "localhost" else host
         bind = "[%s]:%d" % (bind_host, port) if ":" in bind_host else "%s:%d" % (bind_host, port)
         try:
@@ -141,11 +170,7 @@ class Server:
         if not bound:
             self._shutdown()
             raise errors.UnknownError(None, None, "Could not start gRPC server")
-        self.bound_port = bound
-        self.bound_address = "%s:%d" % (host, bound)
-        self._cluster[job_name][task_index] = self.bound_address
-        if start:
-            self.start()
+        return bound
 
     # -- TF API ------------------------------------------------------------------------------
     @staticmethod

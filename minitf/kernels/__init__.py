@@ -5,6 +5,8 @@ surface each device's backend offers (``numpy_ops.py``: CPU and emulated cards; 
 numba.cuda on a real card or the simulator; ``cuda.py``: the numba.cuda kernels themselves); the
 ``*_kernels.py`` modules register the kernels of each op family, written once against that
 surface.  Importing this package registers them all.
+
+Book section: "Operations and kernels".
 """
 
 from minitf.kernels import array_kernels, math_kernels, random_kernels  # noqa: F401

@@ -22,6 +22,11 @@ kernel's chunks on the intra-op pool), ``rendezvous`` (``_Send``/``_Recv``), ``a
 values of ``_Arg`` nodes) and ``record_transfer`` (tracing).
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
 from minitf.framework import dtypes
 from minitf.framework import dtypes as D
 from minitf.ops.op_def import get_op_def
@@ -60,12 +65,19 @@ class KernelDef:
         return self.dtypes is None or dtype is None or dtype in self.dtypes
 
 
-def register(op_type, factory, cpu=None, gpu=None, cost="cheap", splittable=False,
-             is_async=False):
+DtypesSpec = Iterable[dtypes.DType] | str | None
+
+
+def register(op_type: str, factory: Callable[[Any, Any], Callable], cpu: DtypesSpec = None,
+             gpu: DtypesSpec = None, cost: str = "cheap", splittable: bool = False,
+             is_async: bool = False) -> None:
     """Registers ``factory`` for CPU with dtypes ``cpu`` and for GPU with dtypes ``gpu``.
 
     ``cpu``/``gpu``: an iterable of DTypes, ``"any"`` (no constraint) or None (no kernel).
+    ``cost``: ``"cheap"``, ``"expensive"`` or ``"inline"`` (see KernelDef).
     """
+    if cost not in ("cheap", "expensive", "inline"):
+        raise ValueError("cost must be 'cheap', 'expensive' or 'inline', got %r" % (cost,))
     for device_type, allowed in (("CPU", cpu), ("GPU", gpu)):
         if allowed is None:
             continue
@@ -96,21 +108,22 @@ def _lookup(op):
     return hit
 
 
-def supported_device_types(op):
+def supported_device_types(op) -> list[str]:
     """Device types with a kernel for ``op`` (its dtype attr included), highest priority first."""
     return list(_lookup(op)[0])
 
 
-def find_kernel(op, device_type):
+def find_kernel(op, device_type: str) -> KernelDef | None:
+    """The kernel of ``op`` (an Operation or a step graph Node) for ``device_type``."""
     return _lookup(op)[1].get(device_type)
 
 
-def registered_devices():
+def registered_devices() -> list[str]:
     types = {k.device_type for ks in _KERNELS.values() for k in ks}
     return sorted(types, key=lambda t: -DEVICE_PRIORITY.get(t, 50))
 
 
-def registered_kernels_text(op):
+def registered_kernels_text(op) -> str:
     """TF's ``Registered kernels:`` listing for an op type (one line per kernel)."""
     attr = get_op_def(op.type).type_attr
     lines = []

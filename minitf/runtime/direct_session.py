@@ -11,17 +11,22 @@ It is registered as the ``DIRECT_SESSION`` factory of ``session.py`` for the tar
 
 from __future__ import annotations
 
+from __future__ import annotations
+
 import sys
 import threading
 import weakref
+from collections.abc import Sequence
 
 import numpy as np
 
 from minitf.framework import errors
+from minitf.framework.graph import Graph, Operation, Tensor
 from minitf.runtime import devices as devices_mod
 from minitf.framework.rendezvous import LocalRendezvous
 from minitf.runtime import (executor, gpu_process_state, graph_partition, placer, pools,
                             step_run, subgraph)
+from minitf.runtime.config_proto import ConfigProto, RunMetadata, RunOptions
 from minitf.runtime.gc_pause import gc_paused
 from minitf.runtime.step_stats import Tracer
 from minitf.runtime.session import SessionFactory, register_session_factory
@@ -42,7 +47,7 @@ def _fetched(value, device):
 class DirectSession:
     """Places a graph on the devices of this process and runs steps of it."""
 
-    def __init__(self, target, graph, config):
+    def __init__(self, target: str, graph: Graph, config: ConfigProto):
         self.graph = graph
         self.config = config
         self.devices = devices_mod.local_devices(config)
@@ -65,11 +70,11 @@ class DirectSession:
                  devices_mod.device_mapping_lines(self.devices))
         _live.add(self)
 
-    def list_devices(self):
+    def list_devices(self) -> list[devices_mod.DeviceAttributes]:
         return [devices_mod.DeviceAttributes(d.name, d.device_type, d.memory_limit, i + 1)
                 for i, d in enumerate(self.devices)]
 
-    def close(self):
+    def close(self) -> None:
         """Frees the session's kernels (and the variables only they held) and its own pools."""
         self._kernels.clear()
         self._plans.clear()
@@ -96,7 +101,8 @@ class DirectSession:
             self._placed_version = version
             return placement
 
-    def plan(self, fetch_tensors, target_ops, feed_tensors):
+    def plan(self, fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operation],
+             feed_tensors: Sequence[Tensor]) -> executor.ExecutionPlan:
         """The execution plan of one (fetches, targets, feeds) signature, made once: the step
         graph split by device (TF's DirectSession), a _Send/_Recv pair per crossing edge."""
         placement = self._ensure_placed()
@@ -122,7 +128,9 @@ class DirectSession:
         return self._by_name[device_name].incarnation
 
     # -- running -------------------------------------------------------------------------------
-    def run(self, fetch_tensors, target_ops, feed_tensors, feed_values, options, run_metadata):
+    def run(self, fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operation],
+            feed_tensors: Sequence[Tensor], feed_values: Sequence, options: RunOptions | None,
+            run_metadata: RunMetadata | None) -> list:
         eplan = self.plan(fetch_tensors, target_ops, feed_tensors)
         if options is None:    # (most runs: no option to read)
             pool_set, tracer, timeout = self._pool_sets[0], None, self._op_timeout

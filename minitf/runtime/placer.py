@@ -13,12 +13,17 @@ Book section: "Placing Operations on Devices" ("Simple placement", "Logging plac
 5. when no candidate is left, ``allow_soft_placement`` retries without the device type and
    index; otherwise placement fails with TF's "Cannot assign a device" error.
 
-reference/tf1_semantics.md §2 is the specification this module follows.
+TF 1.15's ``placer.cc`` and ``colocation_graph.cc`` are what these rules follow (the
+specification the tests check against: recorded TF outputs in ``tests/data/tf_outputs``).
 """
 
+from __future__ import annotations
+
 import sys
+from collections.abc import Sequence
 
 from minitf.framework import errors
+from minitf.framework.graph import Operation
 from minitf.kernels import registry
 from minitf.ops.op_def import get_op_def
 from minitf.runtime import device_name_utils as dnu
@@ -56,18 +61,38 @@ class Placement:
         self.log_lines = log_lines
 
 
-def place(ops, devices, allow_soft_placement=False, preassigned=None, has_cuda=False):
+def place(ops: Sequence[Operation], devices: Sequence, allow_soft_placement: bool = False,
+          preassigned: dict | None = None, has_cuda: bool = False) -> Placement:
     """Places every op of ``ops`` (graph order) on one of ``devices``.
 
     ``preassigned`` maps op names to device names kept from an earlier placement.
     """
     if not devices:
         raise errors.FailedPreconditionError(None, None, "No devices are registered")
-    preassigned = preassigned or {}
+    requests, types = _requests_and_types(ops)
+    group_of = _colocation_groups(ops, requests, types, allow_soft_placement)
+    assigner = _Assigner(devices, group_of, requests, types, allow_soft_placement, has_cuda)
     by_name = {d.name: d for d in devices}
-    ops_by_name = {op.name: op for op in ops}
-    requests = {}
-    types = {}
+    preassigned = preassigned or {}
+    postponed = []
+    for op in ops:
+        kept = preassigned.get(op.name)
+        if kept is not None and kept in by_name:
+            assigner.assign(op, by_name[kept])
+        elif not op._inputs and len(op._outputs) == 1 and \
+                not op._outputs[0].dtype.is_ref_dtype:
+            postponed.append(op)    # rule 4: a generator goes last, next to its consumers
+        else:
+            assigner.assign(op, assigner.candidates(op)[0])
+    consumers = _consumers(ops)
+    for op in postponed:
+        assigner.assign(op, assigner.generator_device(op, consumers.get(op)))
+    return Placement(ops, assigner.device_of, assigner.log)
+
+
+def _requests_and_types(ops):
+    """Per op: its requested device (parsed) and the device types with a kernel for it."""
+    requests, types = {}, {}
     for op in ops:
         t = registry.supported_device_types(op)
         if not t:
@@ -83,52 +108,65 @@ def place(ops, devices, allow_soft_placement=False, preassigned=None, has_cuda=F
                 "Malformed device specification '%s' in node: {{node %s}}" % (op.device, op.name),
                 op.name))
         requests[op] = req
+    return requests, types
 
-    # -- colocation groups (union-find over _class attributes and reference edges) -----------
-    parent = {op: op for op in ops}
 
-    def find(op):
+class _UnionFind:
+    """Colocation groups: ops joined by ``_class`` attributes and reference edges (the group's
+    root is its earliest op)."""
+
+    def __init__(self, ops):
+        self.parent = {op: op for op in ops}
+
+    def find(self, op):
+        parent = self.parent
         while parent[op] is not op:
             parent[op] = parent[parent[op]]
             op = parent[op]
         return op
 
-    def union(a, b):
-        ra, rb = find(a), find(b)
+    def union(self, a, b):
+        ra, rb = self.find(a), self.find(b)
         if ra is not rb:
             if ra._id > rb._id:
                 ra, rb = rb, ra
-            parent[rb] = ra
+            self.parent[rb] = ra
 
+
+def _join_colocated(ops, requests):
+    """Rule 2: the union-find of ``_class`` colocations and reference edges (a write to a
+    variable goes where the variable is: its device wins a conflicting request)."""
+    uf = _UnionFind(ops)
+    ops_by_name = {op.name: op for op in ops}
     for op in ops:
         for cls in op.colocation_groups():
-            target = ops_by_name.get(cls.decode()[len("loc:@"):] if isinstance(cls, bytes)
-                                     else cls[len("loc:@"):])
+            name = cls.decode() if isinstance(cls, bytes) else cls
+            target = ops_by_name.get(name[len("loc:@"):])
             if target is not None and target is not op:
-                union(op, target)
+                uf.union(op, target)
     for op in ops:
-        ref_flags = get_op_def(op.type).ref_inputs
-        for t, is_ref in zip(op._inputs, ref_flags):
+        for t, is_ref in zip(op._inputs, get_op_def(op.type).ref_inputs):
             if is_ref and t.dtype.is_ref_dtype:
-                src = t.op
-                rs, rd = requests[src], requests[op]
+                rs, rd = requests[t.op], requests[op]
                 if _has_details(rs) and _has_details(rd) and not _compatible(rs, rd):
                     requests[op] = rs.copy()  # the variable's device wins
-                union(src, op)
+                uf.union(t.op, op)
+    return uf
 
-    groups = {}
+
+def _colocation_groups(ops, requests, types, soft):
+    """``{op: _Group}``: each group's merged request and the device types all members
+    support (TF's "Cannot colocate nodes" errors otherwise)."""
+    uf = _join_colocated(ops, requests)
+    groups, group_of = {}, {}
     for op in ops:
-        g = groups.get(find(op))
-        if g is None:
-            g = groups[find(op)] = _Group()
+        group_of[op] = g = groups.setdefault(uf.find(op), _Group())
         g.members.append(op)
-    group_of = {}
     for g in groups.values():
         first = g.members[0]
         for op in g.members:
-            group_of[op] = g
             try:
-                dnu.merge_dev_names(g.request, requests[op], allow_soft_placement)
+                dnu.merge_dev_names(g.request, requests[op], soft)
             except errors.InvalidArgumentError as e:
                 raise errors.InvalidArgumentError(None, op, attach_node(
                     "Cannot colocate nodes {{colocation_node %s}} and {{colocation_node %s}}: %s"
@@ -141,64 +179,63 @@ def place(ops, devices, allow_soft_placement=False, preassigned=None, has_cuda=F
                     "colocated with them.%s" % (first.name, op.name, _debug_info(g, types)),
                     op.name))
             g.types = t
+    return group_of
 
-    # -- consumers, for the generator heuristic ------------------------------------------------
+
+def _consumers(ops):
+    """``{op: [ops reading it, by data or control edge]}``."""
     consumers = {}
     for op in ops:
         for t in op._inputs:
             consumers.setdefault(t.op, []).append(op)
         for c in op._control_inputs:
             consumers.setdefault(c, []).append(op)
+    return consumers
 
-    device_of = {}
-    log = []
 
-    def assign(op, device):
-        device_of[op] = device
-        group_of[op].assigned = device
-        log.append("%s: (%s): %s" % (op.name, op.type, device.name))
+class _Assigner:
+    """Rule 3: each group's candidate devices, best first; ``assign`` records the choice and
+    TF's log line.  Groups that ask alike share one candidate list (most of a big graph)."""
 
-    shared = {}  # (request, types) -> candidates: most groups of a big graph ask alike
+    def __init__(self, devices, group_of, requests, types, soft, has_cuda):
+        self.devices, self.group_of = devices, group_of
+        self.requests, self.types = requests, types
+        self.soft, self.has_cuda = soft, has_cuda
+        self.device_of, self.log = {}, []
+        self._shared = {}  # (request, types) -> candidates
 
-    def candidates(op):
-        g = group_of[op]
+    def assign(self, op, device):
+        self.device_of[op] = device
+        self.group_of[op].assigned = device
+        self.log.append("%s: (%s): %s" % (op.name, op.type, device.name))
+
+    def candidates(self, op):
+        g = self.group_of[op]
         if g.assigned is not None:
             return [g.assigned]
         if g.candidates is None:
-            key = (g.request.to_string(), tuple(g.types), len(g.members) == 1 and
-                   requests[op] == g.request)
-            g.candidates = shared.get(key) if key[2] else None
+            alone = len(g.members) == 1 and self.requests[op] == g.request
+            key = (g.request.to_string(), tuple(g.types))
+            g.candidates = self._shared.get(key) if alone else None
             if g.candidates is None:
-                g.candidates = _candidates(op, g, devices, allow_soft_placement, requests,
-                                           types, has_cuda)
-                if key[2]:
-                    shared[key] = g.candidates
+                g.candidates = _candidates(op, g, self.devices, self.soft, self.requests,
+                                           self.types, self.has_cuda)
+                if alone:
+                    self._shared[key] = g.candidates
         return g.candidates
 
-    postponed = []
-    for op in ops:
-        kept = preassigned.get(op.name)
-        if kept is not None and kept in by_name:
-            assign(op, by_name[kept])
-            continue
-        if not op._inputs and len(op._outputs) == 1 and not op._outputs[0].dtype.is_ref_dtype:
-            postponed.append(op)
-            continue
-        cands = candidates(op)
-        assign(op, cands[0])
-    for op in postponed:
-        cands = candidates(op)
-        chosen = cands[0]
-        users = consumers.get(op)
-        if users and all(u in device_of for u in users):
-            first = device_of[users[0]]
-            if all(device_of[u] is first for u in users) and first in cands:
-                chosen = first
-        assign(op, chosen)
-    return Placement(ops, device_of, log)
+    def generator_device(self, op, users):
+        """Rule 4: a generator goes with its consumers when they all went to one device it
+        may use; else to its own best candidate."""
+        cands = self.candidates(op)
+        if users and all(u in self.device_of for u in users):
+            first = self.device_of[users[0]]
+            if all(self.device_of[u] is first for u in users) and first in cands:
+                return first
+        return cands[0]
 
 
-def print_log(placement):
+def print_log(placement: Placement) -> None:
     """``log_device_placement``: one ``name: (type): device`` line per op, on stdout (in a
     notebook, the cell's output; TF writes them to the terminal's stderr)."""
     sys.stdout.write("\n".join(placement.log_lines) + "\n")

@@ -19,6 +19,8 @@ session asks for its own (``use_per_session_threads=True``) or names pools in
 :meth:`~PoolSet.queue_of` names the ready queue each device's ops wait in.
 """
 
+from __future__ import annotations
+
 import itertools
 import os
 import queue
@@ -235,7 +237,7 @@ _global_default = {}     # gpu thread mode -> the process-wide pools, sized by t
 _global_named = {}       # session_inter_op_thread_pool entries with a global_name
 
 
-def session_pools(config):
+def session_pools(config) -> tuple[list[PoolSet], list[PoolSet]]:
     """The pool sets of a session, one per inter-op pool option (index 0 = default), and the
     ones the session owns (and must close when it closes)."""
     inter = default_threads(config.inter_op_parallelism_threads)

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 import time
 from collections import deque
 
 from minitf.framework import errors
 from minitf.runtime import pools
-from minitf.runtime.executor import (NodeContext, node_error, now_micros, raise_node_error,
-                                     run_serial)
+from minitf.runtime.executor import (ExecutionPlan, NodeContext, StepContext, node_error,
+                                     now_micros, raise_node_error, run_serial)
+from minitf.runtime.pools import PoolSet
 from minitf.runtime.scheduler import Step, runs_inline
 
 
@@ -269,7 +271,8 @@ class _SingleThreadedBlas:
         return False
 
 
-def run_step(eplan, ctx, pool_set=None, timeout_ms=0, on_start=None):
+def run_step(eplan: ExecutionPlan, ctx: StepContext, pool_set: PoolSet | None = None,
+             timeout_ms: int = 0, on_start: Callable | None = None) -> list:
     """Runs one step with ``ctx`` (a :class:`StepContext`); returns every node's outputs.
 
     A plan of cheap synchronous nodes runs inline on the caller; any other runs in a

@@ -5,6 +5,7 @@ Book section: "The Master and Worker Services" (the client's graph to the master
 partition per task to the workers).
 """
 
+import contextlib
 import heapq
 from typing import NamedTuple
 
@@ -19,6 +20,7 @@ from minitf.distributed.wire.tensors import (_dims_from_proto, _dtype_from_name,
                                             tensor_to_proto)
 from minitf.framework import dtypes, errors, tensor_shape
 from minitf.framework import graph as ops_graph
+from minitf.ops import op_def as op_def_mod
 from minitf.runtime.subgraph import Node
 
 #: Attrs that :func:`graph_to_proto` adds to every node and :func:`import_graph_def` consumes.
@@ -340,70 +342,78 @@ def import_graph_def(graph_def, graph=None, max_tensor_bytes=MAX_TENSOR_BYTES):
     one: nodes must be in topological order) or a missing output, duplicate node name, missing
     ``_output_types``, or any malformed attr.
     """
-    from minitf.ops import op_def as op_def_mod   # the op registry lives above the graph layer
     graph = ops_graph.get_default_graph() if graph is None else graph
     if graph.finalized:
         raise RuntimeError("Graph is finalized and cannot be modified.")
     records = proto_to_node_records(graph_def, max_tensor_bytes)
-
     n_outputs = {op.name: len(op.outputs) for op in graph.get_operations()}
-    plan = []
-    for r in records:
-        if r.name in n_outputs:
-            raise _invalid("Duplicate node name in graph: %s." % _short(r.name))
-        try:
-            op_def = op_def_mod.get_op_def(r.op)
-        except KeyError:
-            raise _invalid("Op type not registered %s (node %s)." % (_short(r.op), r.name)) \
-                from None
-        if r.output_types is None:
-            raise _invalid("Node %s has no %s attr: import only GraphDefs made by "
-                           "graph_to_proto." % (r.name, OUTPUT_TYPES_ATTR))
-        shapes = r.output_shapes or [tensor_shape.unknown_shape()] * len(r.output_types)
-        data, control = [], []
-        for text in r.inputs:
-            kind, src, index = _parse_input(text, r.name)
-            if src not in n_outputs:
-                raise _invalid("Node %s has input %s, which names no earlier node."
-                               % (r.name, _short(text)))
-            if kind == "control":
-                control.append(src)
-                continue
-            if control:
-                raise _invalid("Node %s has data input %s after a control input."
-                               % (r.name, _short(text)))
-            if index >= n_outputs[src]:
-                raise _invalid("Node %s has input %s, but %s has %d outputs."
-                               % (r.name, _short(text), src, n_outputs[src]))
-            data.append((src, index))
-        n_outputs[r.name] = len(r.output_types)
-        plan.append((r, op_def, list(zip(r.output_types, shapes)), data, control))
-
+    plan = [_checked_node(r, n_outputs) for r in records]
     created = []
-    with graph._lock:
-        saved = (graph._device_function_stack, graph._colocation_stack,
-                 graph._control_dependencies_stack, graph._default_attrs, graph._container,
-                 graph._name_stack)
-        graph._device_function_stack, graph._colocation_stack = [], []
-        graph._control_dependencies_stack, graph._default_attrs = [], {}
-        graph._container, graph._name_stack = "", ""
-        try:
-            for r, op_def, specs, data, control in plan:
-                inputs = [graph.get_operation_by_name(src).outputs[i] for src, i in data]
-                op = graph.create_op(r.op, inputs, specs, r.name + "/", dict(r.attrs),
-                                     op_def=op_def)
-                op._device = r.device
-                op._attrs = dict(r.attrs)
-                op._control_inputs = []
-                for src in control:
-                    op._add_control_input(graph.get_operation_by_name(src))
-                _mark_name_used(graph, r.name)
-                created.append(op)
-        finally:
-            (graph._device_function_stack, graph._colocation_stack,
-             graph._control_dependencies_stack, graph._default_attrs, graph._container,
-             graph._name_stack) = saved
+    with _build_stacks_aside(graph):
+        for r, op_def, specs, data, control in plan:
+            inputs = [graph.get_operation_by_name(src).outputs[i] for src, i in data]
+            op = graph.create_op(r.op, inputs, specs, r.name + "/", dict(r.attrs),
+                                 op_def=op_def)
+            op._device = r.device
+            op._attrs = dict(r.attrs)
+            op._control_inputs = []
+            for src in control:
+                op._add_control_input(graph.get_operation_by_name(src))
+            _mark_name_used(graph, r.name)
+            created.append(op)
     return created
+
+
+def _checked_node(r, n_outputs):
+    """``(record, op def, output specs, data inputs, control inputs)`` of one node, every
+    reference checked against the nodes before it (``n_outputs``: name -> outputs, updated)."""
+    if r.name in n_outputs:
+        raise _invalid("Duplicate node name in graph: %s." % _short(r.name))
+    try:
+        op_def = op_def_mod.get_op_def(r.op)
+    except KeyError:
+        raise _invalid("Op type not registered %s (node %s)." % (_short(r.op), r.name)) \
+            from None
+    if r.output_types is None:
+        raise _invalid("Node %s has no %s attr: import only GraphDefs made by "
+                       "graph_to_proto." % (r.name, OUTPUT_TYPES_ATTR))
+    shapes = r.output_shapes or [tensor_shape.unknown_shape()] * len(r.output_types)
+    data, control = [], []
+    for text in r.inputs:
+        kind, src, index = _parse_input(text, r.name)
+        if src not in n_outputs:
+            raise _invalid("Node %s has input %s, which names no earlier node."
+                           % (r.name, _short(text)))
+        if kind == "control":
+            control.append(src)
+            continue
+        if control:
+            raise _invalid("Node %s has data input %s after a control input."
+                           % (r.name, _short(text)))
+        if index >= n_outputs[src]:
+            raise _invalid("Node %s has input %s, but %s has %d outputs."
+                           % (r.name, _short(text), src, n_outputs[src]))
+        data.append((src, index))
+    n_outputs[r.name] = len(r.output_types)
+    return r, op_def, list(zip(r.output_types, shapes)), data, control
+
+
+@contextlib.contextmanager
+def _build_stacks_aside(graph):
+    """The graph's device, colocation, control-dependency, attr, container and name-scope
+    stacks emptied while imported ops are created (they keep what the GraphDef says)."""
+    names = ("_device_function_stack", "_colocation_stack", "_control_dependencies_stack",
+             "_default_attrs", "_container", "_name_stack")
+    empty = ([], [], [], {}, "", "")
+    with graph._lock:
+        saved = [getattr(graph, n) for n in names]
+        for n, value in zip(names, empty):
+            setattr(graph, n, value)
+        try:
+            yield
+        finally:
+            for n, value in zip(names, saved):
+                setattr(graph, n, value)
 
 
 def _mark_name_used(graph, name):
