@@ -67,3 +67,16 @@ def test_no_tracked_file_points_outside_the_repository():
                     found.append("%s:%d: %s: %s" % (path.relative_to(ROOT).as_posix(), number,
                                                     what, line.strip()[:120]))
     assert not found, "files that depend on what lies outside the repository:\n" + "\n".join(found)
+
+
+def test_the_design_doc_names_every_module_and_no_other():
+    """docs/design.md's module map stays true: every module of the package is named there (by
+    its path under minitf/), and every path it names exists."""
+    text = (ROOT / "docs" / "design.md").read_text()
+    text = text.split("## Module map", 1)[1].split("\n## ", 1)[0]
+    modules = {str(p.relative_to(ROOT / "minitf")) for p in (ROOT / "minitf").rglob("*.py")
+               if "__pycache__" not in p.parts}
+    named = set(re.findall(r"`((?:[a-z_]+/)*[a-z_0-9]+\.py)`", text))
+    named = {n[len("minitf/"):] if n.startswith("minitf/") else n for n in named}
+    assert sorted(modules - named) == [], "modules missing from docs/design.md"
+    assert sorted(named - modules) == [], "docs/design.md names modules that do not exist"
