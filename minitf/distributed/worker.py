@@ -50,7 +50,7 @@ class StepState:
     (the caller went away) or a failing partition elsewhere (``cancel``)."""
 
     def __init__(self, rendezvous):
-        self.rendezvous = rendezvous
+        self.rendezvous = rendezvous    # the step's RpcRendezvous (None: it has no _Send/_Recv)
         self.lock = threading.Lock()
         self.aborted = None
         self.done = False
@@ -79,7 +79,8 @@ class StepState:
             if self.aborted is None:
                 self.aborted = err
             stop = self._stop
-        self.rendezvous.abort(err)
+        if self.rendezvous is not None:
+            self.rendezvous.abort(err)
         if stop is not None:
             stop(err)
 
@@ -166,7 +167,8 @@ class Worker:
             timeout_s = wire.DEFAULT_STEP_SECONDS if remaining is None else remaining
             if header.options.timeout_in_ms > 0:
                 timeout_s = min(timeout_s, header.options.timeout_in_ms / 1000.0)
-            rendezvous = RpcRendezvous(self, header.step_id, time.monotonic() + timeout_s)
+            rendezvous = (RpcRendezvous(self, header.step_id, time.monotonic() + timeout_s)
+                          if eplan.has_rendezvous else None)
             step = StepState(rendezvous)
             if on_step is not None:
                 on_step(step)

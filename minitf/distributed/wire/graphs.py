@@ -5,9 +5,12 @@ Book section: "The Master and Worker Services" (the client's graph to the master
 partition per task to the workers).
 """
 
+from __future__ import annotations
+
 import contextlib
 import heapq
-from typing import NamedTuple
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -61,7 +64,7 @@ def _check_int64(v, where):
     return v
 
 
-def attr_to_proto(value, where):
+def attr_to_proto(value: Any, where: str) -> pb.AttrValue:
     msg = pb.AttrValue()
     if value is None:
         return msg
@@ -115,7 +118,7 @@ def _shape_from_proto(msg):
     return tensor_shape.TensorShape(_dims_from_proto(msg))
 
 
-def attr_from_proto(msg, max_tensor_bytes):
+def attr_from_proto(msg: pb.AttrValue, max_tensor_bytes: int) -> Any:
     which = msg.WhichOneof("value")
     if which is None:
         return None
@@ -179,7 +182,7 @@ def _topological(ops):
     return out
 
 
-def node_to_proto(op, msg):
+def node_to_proto(op: ops_graph.Operation | Node, msg: pb.NodeDef) -> None:
     """Fills NodeDef ``msg`` from an Operation or a step graph Node (runtime/subgraph.py):
     every attr, plus its output dtypes and shapes."""
     nd = op.node_def
@@ -196,7 +199,7 @@ def node_to_proto(op, msg):
     msg.attr[OUTPUT_SHAPES_ATTR].CopyFrom(attr_to_proto([shape for _, shape in specs], ""))
 
 
-def topological(node_defs):
+def topological(node_defs: Sequence[pb.NodeDef]) -> list[pb.NodeDef]:
     """NodeDefs ordered so that every input comes first (import_graph_def needs it)."""
     by_name = {n.name: n for n in node_defs}
     out, state = [], {}
@@ -222,7 +225,8 @@ def topological(node_defs):
     return out
 
 
-def graph_to_proto(graph_or_ops, since_version=0):
+def graph_to_proto(graph_or_ops: ops_graph.Graph | Iterable[ops_graph.Operation],
+                   since_version: int = 0) -> pb.GraphDef:
     """A :class:`GraphDef` of a minitf Graph (or of a list of its Operations).
 
     Nodes come in topological order (creation order, adjusted only where a later control edge
@@ -300,7 +304,8 @@ def _node_record(node, max_tensor_bytes):
                       out_shapes)
 
 
-def proto_to_node_records(graph_def, max_tensor_bytes=MAX_TENSOR_BYTES):
+def proto_to_node_records(graph_def: pb.GraphDef,
+                          max_tensor_bytes: int = MAX_TENSOR_BYTES) -> list[NodeRecord]:
     """The nodes of a received :class:`GraphDef` as :class:`NodeRecord` s, in order.
 
     Attr values are decoded through the whitelists (dtype names, shapes, tensors checked as in
@@ -327,7 +332,8 @@ def _parse_input(text, node):
     return kind, src, index
 
 
-def import_graph_def(graph_def, graph=None, max_tensor_bytes=MAX_TENSOR_BYTES):
+def import_graph_def(graph_def: pb.GraphDef, graph: ops_graph.Graph | None = None,
+                     max_tensor_bytes: int = MAX_TENSOR_BYTES) -> list[ops_graph.Operation]:
     """Rebuilds the nodes of ``graph_def`` as Operations of ``graph`` (default: the default graph).
 
     Every op keeps its name, type, device, attrs (``_class`` included), data inputs, control
@@ -424,7 +430,8 @@ def _mark_name_used(graph, name):
         graph._names_in_use.setdefault("/".join(parts[:i]).lower(), 1)
 
 
-def iter_graph_def_chunks(graph_def, chunk_bytes=DEFAULT_CHUNK_BYTES):
+def iter_graph_def_chunks(graph_def: pb.GraphDef,
+                          chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[bytes]:
     """The serialized ``graph_def`` in pieces of at most ``chunk_bytes`` (at least one piece)."""
     if chunk_bytes < 1:
         raise ValueError("chunk_bytes must be positive, got %d" % chunk_bytes)
@@ -434,7 +441,7 @@ def iter_graph_def_chunks(graph_def, chunk_bytes=DEFAULT_CHUNK_BYTES):
         yield data[offset:offset + chunk_bytes]
 
 
-def assemble_graph_def(pieces, max_bytes=MAX_GRAPH_BYTES):
+def assemble_graph_def(pieces: Iterable[bytes], max_bytes: int = MAX_GRAPH_BYTES) -> pb.GraphDef:
     """The GraphDef whose serialization is the concatenation of ``pieces`` (bytes).
 
     InvalidArgumentError if the pieces add up to more than ``max_bytes`` (checked as they come)
