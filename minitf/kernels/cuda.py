@@ -320,7 +320,7 @@ def device_copy(stream, dev_array):
 
 
 # ---------------------------------------------------------------------------------------
-# Elementwise kernels
+# Elementwise kernels: one factory; an op is a scalar function plus a call to it
 # ---------------------------------------------------------------------------------------
 
 _factory_lock = threading.Lock()
@@ -335,7 +335,83 @@ def _cached(key, build):
     return kernel
 
 
-def _binary_device_fn(op, ctype):
+@cuda.jit(device=True)
+def _broadcast_offsets(i, meta, ndim):
+    """The offsets in ``a`` and ``b`` of output element ``i`` of a broadcasting op.
+
+    ``meta`` is [out_shape(ndim), a_strides(ndim), b_strides(ndim)], with stride 0 on the
+    dimensions an input is broadcast along; one pass over the dimensions gives both offsets
+    (the integer divisions are what costs).
+    """
+    rem = i
+    ia = 0
+    ib = 0
+    for d in range(ndim - 1, -1, -1):
+        extent = meta[d]
+        coord = rem % extent
+        rem //= extent
+        ia += coord * meta[ndim + d]
+        ib += coord * meta[2 * ndim + d]
+    return ia, ib
+
+
+def _elementwise(key, fn, nin, broadcast=False):
+    """The grid-stride kernel of an elementwise op whose scalar function is ``fn``.
+
+    ``fn`` is a plain Python function of ``nin`` scalars, compiled here as a device
+    function.  The kernel stores ``fn(...)`` into every element ``i`` of the flat output
+    ``out``, one thread per element in a grid-stride loop: a thread starts at its global
+    index and steps by the grid's size, so a bounded grid covers any size and consecutive
+    threads touch consecutive addresses.  Its arguments are flat device arrays, output first:
+
+    * ``nin=0``: ``kernel(out, value)``: ``out[i] = fn(value)``, ``value`` a scalar;
+    * ``nin=1``: ``kernel(out, a)``: ``out[i] = fn(a[i])``;
+    * ``nin=2``: ``kernel(out, a, b)``: ``out[i] = fn(a[i], b[i])``; ``out`` may be ``a``
+      (every element is read and written by the same thread);
+    * ``nin=2, broadcast=True``: ``kernel(out, a, b, meta, ndim)``: ``out[i] = fn(a[ia],
+      b[ib])``, the offsets from :func:`_broadcast_offsets`.
+
+    A store converts to ``out``'s dtype.  The kernel is built once per ``key`` (the op and
+    the dtype ``fn`` computes in) and cached.
+    """
+    def build():
+        f = cuda.jit(device=True)(fn)
+        if broadcast:
+            def kernel(out, a, b, meta, ndim):
+                for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+                    ia, ib = _broadcast_offsets(i, meta, ndim)
+                    out[i] = f(a[ia], b[ib])
+        elif nin == 2:
+            def kernel(out, a, b):
+                for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+                    out[i] = f(a[i], b[i])
+        elif nin == 1:
+            def kernel(out, a):
+                for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+                    out[i] = f(a[i])
+        else:
+            def kernel(out, value):
+                for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+                    out[i] = f(value)
+        return cuda.jit(kernel)
+    return _cached(("elementwise", nin, bool(broadcast)) + tuple(key), build)
+
+
+def _launch(stream, kernel, out, *args):
+    """Launch an :func:`_elementwise` kernel over every element of ``out``."""
+    blocks, threads = _launch_1d(out.size)
+    kernel[blocks, threads, stream](_flat(out), *args)
+
+
+def _identity(x):
+    return x                    # converted on store (floats truncate toward 0)
+
+
+def _nonzero(x):
+    return x != 0
+
+
+def _binary_fn(op, ctype):
     """The scalar function of a binary op, computing in numpy scalar type ``ctype``."""
     is_float = np.dtype(ctype).kind == "f"
     if op == "add":
@@ -371,43 +447,25 @@ def _binary_device_fn(op, ctype):
             return ctype(x) // ctype(y)   # Python-style floor division
     else:
         raise ValueError("unknown binary op %r (known: %s)" % (op, ", ".join(BINARY_OPS)))
-    return cuda.jit(device=True)(f)
+    return f
 
 
-def _binary_same_kernel(op, ctype):
-    def build():
-        f = _binary_device_fn(op, ctype)
-
-        def kernel(a, b, out):
-            start = cuda.grid(1)
-            step = cuda.gridsize(1)
-            for i in range(start, out.shape[0], step):
-                out[i] = f(a[i], b[i])
-        return cuda.jit(kernel)
-    return _cached(("binary_same", op, np.dtype(ctype).str), build)
+def _binary_kernel(op, ctype, broadcast=False):
+    return _elementwise(("binary", op, np.dtype(ctype).str), _binary_fn(op, ctype), 2,
+                        broadcast)
 
 
-def _binary_bcast_kernel(op, ctype):
-    def build():
-        f = _binary_device_fn(op, ctype)
-
-        def kernel(a, b, meta, ndim, out):
-            # meta = [out_shape(ndim), a_strides(ndim), b_strides(ndim)]
-            start = cuda.grid(1)
-            step = cuda.gridsize(1)
-            for i in range(start, out.shape[0], step):
-                rem = i
-                ia = 0
-                ib = 0
-                for d in range(ndim - 1, -1, -1):
-                    extent = meta[d]
-                    coord = rem % extent
-                    rem //= extent
-                    ia += coord * meta[ndim + d]
-                    ib += coord * meta[2 * ndim + d]
-                out[i] = f(a[ia], b[ib])
-        return cuda.jit(kernel)
-    return _cached(("binary_bcast", op, np.dtype(ctype).str), build)
+def _unary_fn(op, ctype):
+    """The scalar function of a unary op, computing in numpy scalar type ``ctype``."""
+    if op == "neg":
+        def f(x):
+            return -ctype(x)
+    elif op == "square":
+        def f(x):
+            return ctype(x) * ctype(x)
+    else:
+        return _identity
+    return f
 
 
 def _collapse(shape, *stride_lists):
@@ -448,43 +506,18 @@ def binary(stream, op, a, b):
         raise ValueError("%s: incompatible shapes %s and %s"
                          % (op, list(a.shape), list(b.shape))) from None
     out = _empty(stream, out_shape, out_dtype)
-    n = out.size
-    if n == 0:
+    if out.size == 0:
         return out
     ctype = _compute_dtype(out_dtype).type
-    flat_out = _flat(out)
-    blocks, threads = _launch_1d(n)
     if tuple(a.shape) == tuple(b.shape):
-        _binary_same_kernel(op, ctype)[blocks, threads, stream](_flat(a), _flat(b), flat_out)
+        _launch(stream, _binary_kernel(op, ctype), out, _flat(a), _flat(b))
         return out
     shape, (sa, sb) = _collapse(out_shape, _broadcast_strides(a.shape, out_shape),
                                 _broadcast_strides(b.shape, out_shape))
     meta = _meta(stream, shape + sa + sb)
-    _binary_bcast_kernel(op, ctype)[blocks, threads, stream](
-        _flat(a), _flat(b), meta, len(shape), flat_out)
+    _launch(stream, _binary_kernel(op, ctype, broadcast=True), out, _flat(a), _flat(b),
+            meta, len(shape))
     return out
-
-
-def _unary_kernel(op, ctype):
-    def build():
-        if op == "neg":
-            def f(x):
-                return -ctype(x)
-        elif op == "square":
-            def f(x):
-                return ctype(x) * ctype(x)
-        else:
-            def f(x):
-                return x
-        g = cuda.jit(device=True)(f)
-
-        def kernel(a, out):
-            start = cuda.grid(1)
-            step = cuda.gridsize(1)
-            for i in range(start, out.shape[0], step):
-                out[i] = g(a[i])
-        return cuda.jit(kernel)
-    return _cached(("unary", op, np.dtype(ctype).str), build)
 
 
 def unary(stream, op, a):
@@ -495,36 +528,17 @@ def unary(stream, op, a):
         _check_numeric(a.dtype, op)
     out = _empty(stream, a.shape, a.dtype)
     if out.size:
-        blocks, threads = _launch_1d(out.size)
         ctype = _compute_dtype(a.dtype).type
-        _unary_kernel(op, ctype)[blocks, threads, stream](_flat(a), _flat(out))
+        kernel = _elementwise(("unary", op, np.dtype(ctype).str), _unary_fn(op, ctype), 1)
+        _launch(stream, kernel, out, _flat(a))
     return out
 
 
-def _convert_kernel(to_bool):
-    def build():
-        if to_bool:
-            def kernel(src, out):
-                start = cuda.grid(1)
-                step = cuda.gridsize(1)
-                for i in range(start, out.shape[0], step):
-                    out[i] = src[i] != 0
-        else:
-            def kernel(src, out):
-                start = cuda.grid(1)
-                step = cuda.gridsize(1)
-                for i in range(start, out.shape[0], step):
-                    out[i] = src[i]      # converted on store (floats truncate toward 0)
-        return cuda.jit(kernel)
-    return _cached(("convert", bool(to_bool)), build)
-
-
 def _convert_into(stream, src, dst):
-    n = dst.size
-    if n:
-        blocks, threads = _launch_1d(n)
-        _convert_kernel(np.dtype(dst.dtype) == np.bool_)[blocks, threads, stream](
-            _flat(src), _flat(dst))
+    if dst.size:
+        to_bool = np.dtype(dst.dtype) == np.bool_
+        kernel = _elementwise(("convert", to_bool), _nonzero if to_bool else _identity, 1)
+        _launch(stream, kernel, dst, _flat(src))
     return dst
 
 
@@ -550,17 +564,6 @@ def assign(stream, dst, src):
     return _convert_into(stream, src, dst)
 
 
-def _fill_kernel():
-    def build():
-        def kernel(out, value):
-            start = cuda.grid(1)
-            step = cuda.gridsize(1)
-            for i in range(start, out.shape[0], step):
-                out[i] = value
-        return cuda.jit(kernel)
-    return _cached(("fill",), build)
-
-
 def fill(stream, shape, value, dtype):
     """A new device array of ``shape`` and ``dtype`` with every element ``value``."""
     dtype = np.dtype(dtype)
@@ -571,22 +574,10 @@ def fill(stream, shape, value, dtype):
         raise ValueError("fill: negative dimension in shape %s" % (list(shape),))
     out = _empty(stream, shape, dtype)
     if out.size:
-        blocks, threads = _launch_1d(out.size)
         # the value travels in the compute dtype (float16 as float32) and converts on store
         value = np.array(value, dtype=dtype).astype(_compute_dtype(dtype))[()]
-        _fill_kernel()[blocks, threads, stream](_flat(out), value)
+        _launch(stream, _elementwise(("fill",), _identity, 0), out, value)
     return out
-
-
-def _accumulate_kernel(ctype):
-    def build():
-        def kernel(dst, src):
-            start = cuda.grid(1)
-            step = cuda.gridsize(1)
-            for i in range(start, dst.shape[0], step):
-                dst[i] = ctype(dst[i]) + ctype(src[i])
-        return cuda.jit(kernel)
-    return _cached(("accumulate", np.dtype(ctype).str), build)
 
 
 def add_n(stream, arrays):
@@ -603,11 +594,11 @@ def add_n(stream, arrays):
             raise TypeError("add_n: dtypes %s and %s differ" % (dtype, x.dtype))
     out = device_copy(stream, arrays[0])
     if out.size and len(arrays) > 1:
-        blocks, threads = _launch_1d(out.size)
-        kernel = _accumulate_kernel(_compute_dtype(dtype).type)
+        # out += x in place: the binary add kernel in the compute dtype, with out as its a
+        kernel = _binary_kernel("add", _compute_dtype(dtype).type)
         flat_out = _flat(out)
         for x in arrays[1:]:
-            kernel[blocks, threads, stream](flat_out, _flat(x))
+            _launch(stream, kernel, out, flat_out, _flat(x))
     return out
 
 
