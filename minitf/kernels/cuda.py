@@ -606,17 +606,57 @@ def add_n(stream, arrays):
 # Matrix multiplication
 # ---------------------------------------------------------------------------------------
 
+@cuda.jit(device=True)
+def _load_tile(tile, src, r0, c0):
+    """Stage ``src[r0:r0 + TILE, c0:c0 + TILE]`` in the shared ``tile`` (0 past the edges).
+
+    Thread (tx, ty) copies element [ty, tx]: the threads of a warp (consecutive tx) read
+    consecutive addresses along ``src``'s last, contiguous axis, so the loads coalesce.
+    """
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    i = r0 + ty
+    j = c0 + tx
+    if i < src.shape[0] and j < src.shape[1]:
+        tile[ty, tx] = src[i, j]
+    else:
+        tile[ty, tx] = 0
+
+
+@cuda.jit(device=True)
+def _load_tile_transposed(tile, src, r0, c0):
+    """Stage the tile of ``src``'s transpose ``src.T[r0:r0 + TILE, c0:c0 + TILE]`` in ``tile``.
+
+    Thread (tx, ty) reads ``src[c0 + ty, r0 + tx]``: still along ``src``'s contiguous axis,
+    so the loads coalesce; it writes the element transposed, to ``tile[tx, ty]``.  Those
+    writes step through shared memory by a whole (padded) tile row, which is why the rows
+    are TILE + 1 long: with TILE they would all fall in the same bank.
+    """
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    i = c0 + ty
+    j = r0 + tx
+    if i < src.shape[0] and j < src.shape[1]:
+        tile[tx, ty] = src[i, j]
+    else:
+        tile[tx, ty] = 0
+
+
 def _matmul_kernel(transpose_a, transpose_b, acc_dtype):
+    """The tiled shared-memory matmul kernel ``kernel(a, b, out)``, accumulating in
+    ``acc_dtype``, for the given transposes (built once per variant and cached)."""
     acc_nb = _numba_type(acc_dtype)
     acc = np.dtype(acc_dtype).type
     T = TILE
     TP = TILE + 1              # padded row length: shared-array shapes must be literals
+    load_a = _load_tile_transposed if transpose_a else _load_tile
+    load_b = _load_tile_transposed if transpose_b else _load_tile
 
     def build():
         def kernel(a, b, out):
             # out[M, N] = A[M, K] @ B[K, N]; a is stored as A (M, K) or, transposed, (K, M);
-            # b as B (K, N) or (N, K).  The thread with threadIdx.x = tx always reads along
-            # the stored array's last (contiguous) axis, so global loads are coalesced.
+            # b as B (K, N) or (N, K).  A block computes TILE x TILE tiles of out (a
+            # grid-stride loop over the tiles); thread (tx, ty) computes element [ty, tx].
             tile_a = cuda.shared.array((T, TP), acc_nb)   # tile_a[row, k]
             tile_b = cuda.shared.array((T, TP), acc_nb)   # tile_b[k, col]
             tx = cuda.threadIdx.x
@@ -635,38 +675,12 @@ def _matmul_kernel(transpose_a, transpose_b, acc_dtype):
                     col0 = tn * T
                     total = acc(0)
                     for k0 in range(0, K, T):
-                        if transpose_a:
-                            r = row0 + tx
-                            k = k0 + ty
-                            if r < M and k < K:
-                                tile_a[tx, ty] = a[k, r]
-                            else:
-                                tile_a[tx, ty] = 0
-                        else:
-                            r = row0 + ty
-                            k = k0 + tx
-                            if r < M and k < K:
-                                tile_a[ty, tx] = a[r, k]
-                            else:
-                                tile_a[ty, tx] = 0
-                        if transpose_b:
-                            c = col0 + ty
-                            k = k0 + tx
-                            if c < N and k < K:
-                                tile_b[tx, ty] = b[c, k]
-                            else:
-                                tile_b[tx, ty] = 0
-                        else:
-                            c = col0 + tx
-                            k = k0 + ty
-                            if c < N and k < K:
-                                tile_b[ty, tx] = b[k, c]
-                            else:
-                                tile_b[ty, tx] = 0
-                        cuda.syncthreads()
+                        load_a(tile_a, a, row0, k0)     # A[row0:row0 + T, k0:k0 + T]
+                        load_b(tile_b, b, k0, col0)     # B[k0:k0 + T, col0:col0 + T]
+                        cuda.syncthreads()              # both tiles are complete
                         for kk in range(T):
                             total += tile_a[ty, kk] * tile_b[kk, tx]
-                        cuda.syncthreads()
+                        cuda.syncthreads()              # everyone is done with them
                     r = row0 + ty
                     c = col0 + tx
                     if r < M and c < N:
