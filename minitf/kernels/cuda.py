@@ -17,19 +17,25 @@ Conventions
 * Dtypes follow numpy: ``binary`` computes in ``np.result_type`` of its inputs, every other
   function keeps its input's dtype.  float16 is computed (and accumulated) in float32 and
   stored back as float16.
-* Kernels are specialised per op, dtype family and block size by small factories, cached,
-  so each variant is compiled once per process on a real GPU.
+* Kernels are written MiniTorch-style: an elementwise op is a scalar function (plain
+  Python, e.g. ``_binary_fn``) plus a call to one factory, :func:`_elementwise`, which
+  compiles it as a device function and wraps it in the shared grid-stride loop; matmul
+  and reduce have their own factories.  Kernels are specialised per op, dtype family and
+  block size, and cached, so each variant is compiled once per process on a real GPU.
 
 Performance notes (the code is written for real hardware; the simulator only checks it)
 ----------------------------------------------------------------------------------------
-* Elementwise kernels use one thread per output element with a grid-stride loop, so a
-  bounded grid covers any size and consecutive threads touch consecutive addresses.
-  Broadcasting is done by index arithmetic with stride 0 on broadcast dimensions; the
-  shapes and strides travel in one small int64 device array.
+* Elementwise kernels (all built by ``_elementwise``) use one thread per output element
+  with a grid-stride loop, so a bounded grid covers any size and consecutive threads touch
+  consecutive addresses.  Broadcasting is done by index arithmetic with stride 0 on
+  broadcast dimensions; the shapes and strides travel in one small int64 device array.
+  The scalar functions (and matmul's tile loads) are device functions, which the CUDA
+  compiler inlines: the kernels' PTX has no calls left.  ``add_n`` accumulates in place
+  with the binary ``add`` kernel (``out`` passed as its first input too).
 * ``matmul`` stages TILE x TILE tiles of both operands in shared memory; transposed
   operands are read in their stored layout (so the global loads stay coalesced) and
-  transposed while being written to shared memory; the tiles are padded by one column
-  to avoid shared-memory bank conflicts.
+  transposed while being written to shared memory (``_load_tile_transposed``); the tiles
+  are padded by one column to avoid shared-memory bank conflicts.
 * ``reduce`` gathers the reduced elements by strides (no transposed copy) and reduces
   them with a shared-memory tree; each row of a 2-D block reduces one output element.
 * Under the simulator (``NUMBA_ENABLE_CUDASIM=1``) blocks have at most 64 threads and
