@@ -16,7 +16,8 @@ Conventions
   kernel here produce).  Results are new arrays, except for :func:`assign`.
 * Dtypes follow numpy: ``binary`` computes in ``np.result_type`` of its inputs, every other
   function keeps its input's dtype.  float16 is computed (and accumulated) in float32 and
-  stored back as float16.
+  stored back as float16 (a floordiv rounds its quotient to float16 before the floor, as
+  TF and numpy do).
 * Kernels are written MiniTorch-style: an elementwise op is a scalar function (plain
   Python, e.g. ``_binary_fn``) plus a call to one factory, :func:`_elementwise`, which
   compiles it as a device function and wraps it in the shared grid-stride loop; matmul
@@ -417,8 +418,11 @@ def _nonzero(x):
     return x != 0
 
 
-def _binary_fn(op, ctype):
-    """The scalar function of a binary op, computing in numpy scalar type ``ctype``."""
+def _binary_fn(op, out_dtype):
+    """The scalar function of a binary op whose result has dtype ``out_dtype``; it computes
+    in ``ctype``, the compute dtype of ``out_dtype``."""
+    ctype = _compute_dtype(out_dtype).type
+    stype = np.dtype(out_dtype).type
     is_float = np.dtype(ctype).kind == "f"
     if op == "add":
         def f(x, y):
@@ -441,6 +445,13 @@ def _binary_fn(op, ctype):
             if r < 0 and r * q != p:
                 r += 1
             return r
+    elif op == "floordiv" and is_float and stype is not ctype:
+        # float16: the quotient is rounded to float16 before the floor, as TF and numpy do
+        def f(x, y):
+            r = ctype(stype(ctype(x) / ctype(y)))
+            if r - r != 0:          # inf or nan
+                return r
+            return ctype(math.floor(r))
     elif op == "floordiv" and is_float:
         # TF's FloorDiv on floats: floor(x / y); inf and nan pass through
         def f(x, y):
@@ -456,8 +467,8 @@ def _binary_fn(op, ctype):
     return f
 
 
-def _binary_kernel(op, ctype, broadcast=False):
-    return _elementwise(("binary", op, np.dtype(ctype).str), _binary_fn(op, ctype), 2,
+def _binary_kernel(op, out_dtype, broadcast=False):
+    return _elementwise(("binary", op, np.dtype(out_dtype).str), _binary_fn(op, out_dtype), 2,
                         broadcast)
 
 
@@ -514,14 +525,13 @@ def binary(stream, op, a, b):
     out = _empty(stream, out_shape, out_dtype)
     if out.size == 0:
         return out
-    ctype = _compute_dtype(out_dtype).type
     if tuple(a.shape) == tuple(b.shape):
-        _launch(stream, _binary_kernel(op, ctype), out, _flat(a), _flat(b))
+        _launch(stream, _binary_kernel(op, out_dtype), out, _flat(a), _flat(b))
         return out
     shape, (sa, sb) = _collapse(out_shape, _broadcast_strides(a.shape, out_shape),
                                 _broadcast_strides(b.shape, out_shape))
     meta = _meta(stream, shape + sa + sb)
-    _launch(stream, _binary_kernel(op, ctype, broadcast=True), out, _flat(a), _flat(b),
+    _launch(stream, _binary_kernel(op, out_dtype, broadcast=True), out, _flat(a), _flat(b),
             meta, len(shape))
     return out
 
@@ -601,7 +611,7 @@ def add_n(stream, arrays):
     out = device_copy(stream, arrays[0])
     if out.size and len(arrays) > 1:
         # out += x in place: the binary add kernel in the compute dtype, with out as its a
-        kernel = _binary_kernel("add", _compute_dtype(dtype).type)
+        kernel = _binary_kernel("add", dtype)
         flat_out = _flat(out)
         for x in arrays[1:]:
             _launch(stream, kernel, out, flat_out, _flat(x))
