@@ -379,7 +379,7 @@ def _elementwise(key, fn, nin, broadcast=False):
       b[ib])``, the offsets from :func:`_broadcast_offsets`.
 
     A store converts to ``out``'s dtype.  The kernel is built once per ``key`` (the op and
-    the dtype ``fn`` computes in) and cached.
+    the dtypes ``fn`` depends on) and cached.
     """
     def build():
         f = cuda.jit(device=True)(fn)
