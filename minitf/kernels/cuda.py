@@ -16,20 +16,27 @@ Conventions
   kernel here produce).  Results are new arrays, except for :func:`assign`.
 * Dtypes follow numpy: ``binary`` computes in ``np.result_type`` of its inputs, every other
   function keeps its input's dtype.  float16 is computed (and accumulated) in float32 and
-  stored back as float16.
-* Kernels are specialised per op, dtype family and block size by small factories, cached,
-  so each variant is compiled once per process on a real GPU.
+  stored back as float16 (a floordiv rounds its quotient to float16 before the floor, as
+  TF and numpy do).
+* Kernels are written MiniTorch-style: an elementwise op is a scalar function (plain
+  Python, e.g. ``_binary_fn``) plus a call to one factory, :func:`_elementwise`, which
+  compiles it as a device function and wraps it in the shared grid-stride loop; matmul
+  and reduce have their own factories.  Kernels are specialised per op, dtype family and
+  block size, and cached, so each variant is compiled once per process on a real GPU.
 
 Performance notes (the code is written for real hardware; the simulator only checks it)
 ----------------------------------------------------------------------------------------
-* Elementwise kernels use one thread per output element with a grid-stride loop, so a
-  bounded grid covers any size and consecutive threads touch consecutive addresses.
-  Broadcasting is done by index arithmetic with stride 0 on broadcast dimensions; the
-  shapes and strides travel in one small int64 device array.
+* Elementwise kernels (all built by ``_elementwise``) use one thread per output element
+  with a grid-stride loop, so a bounded grid covers any size and consecutive threads touch
+  consecutive addresses.  Broadcasting is done by index arithmetic with stride 0 on
+  broadcast dimensions; the shapes and strides travel in one small int64 device array.
+  The scalar functions (and matmul's tile loads) are device functions, which the CUDA
+  compiler inlines: the kernels' PTX has no calls left.  ``add_n`` accumulates in place
+  with the binary ``add`` kernel (``out`` passed as its first input too).
 * ``matmul`` stages TILE x TILE tiles of both operands in shared memory; transposed
   operands are read in their stored layout (so the global loads stay coalesced) and
-  transposed while being written to shared memory; the tiles are padded by one column
-  to avoid shared-memory bank conflicts.
+  transposed while being written to shared memory (``_load_tile_transposed``); the tiles
+  are padded by one column to avoid shared-memory bank conflicts.
 * ``reduce`` gathers the reduced elements by strides (no transposed copy) and reduces
   them with a shared-memory tree; each row of a 2-D block reduces one output element.
 * Under the simulator (``NUMBA_ENABLE_CUDASIM=1``) blocks have at most 64 threads and
@@ -320,7 +327,7 @@ def device_copy(stream, dev_array):
 
 
 # ---------------------------------------------------------------------------------------
-# Elementwise kernels
+# Elementwise kernels: one factory; an op is a scalar function plus a call to it
 # ---------------------------------------------------------------------------------------
 
 _factory_lock = threading.Lock()
@@ -335,8 +342,87 @@ def _cached(key, build):
     return kernel
 
 
-def _binary_device_fn(op, ctype):
-    """The scalar function of a binary op, computing in numpy scalar type ``ctype``."""
+@cuda.jit(device=True)
+def _broadcast_offsets(i, meta, ndim):
+    """The offsets in ``a`` and ``b`` of output element ``i`` of a broadcasting op.
+
+    ``meta`` is [out_shape(ndim), a_strides(ndim), b_strides(ndim)], with stride 0 on the
+    dimensions an input is broadcast along; one pass over the dimensions gives both offsets
+    (the integer divisions are what costs).
+    """
+    rem = i
+    ia = 0
+    ib = 0
+    for d in range(ndim - 1, -1, -1):
+        extent = meta[d]
+        coord = rem % extent
+        rem //= extent
+        ia += coord * meta[ndim + d]
+        ib += coord * meta[2 * ndim + d]
+    return ia, ib
+
+
+def _elementwise(key, fn, nin, broadcast=False):
+    """The grid-stride kernel of an elementwise op whose scalar function is ``fn``.
+
+    ``fn`` is a plain Python function of ``nin`` scalars, compiled here as a device
+    function.  The kernel stores ``fn(...)`` into every element ``i`` of the flat output
+    ``out``, one thread per element in a grid-stride loop: a thread starts at its global
+    index and steps by the grid's size, so a bounded grid covers any size and consecutive
+    threads touch consecutive addresses.  Its arguments are flat device arrays, output first:
+
+    * ``nin=0``: ``kernel(out, value)``: ``out[i] = fn(value)``, ``value`` a scalar;
+    * ``nin=1``: ``kernel(out, a)``: ``out[i] = fn(a[i])``;
+    * ``nin=2``: ``kernel(out, a, b)``: ``out[i] = fn(a[i], b[i])``; ``out`` may be ``a``
+      (every element is read and written by the same thread);
+    * ``nin=2, broadcast=True``: ``kernel(out, a, b, meta, ndim)``: ``out[i] = fn(a[ia],
+      b[ib])``, the offsets from :func:`_broadcast_offsets`.
+
+    A store converts to ``out``'s dtype.  The kernel is built once per ``key`` (the op and
+    the dtypes ``fn`` depends on) and cached.
+    """
+    def build():
+        f = cuda.jit(device=True)(fn)
+        if broadcast:
+            def kernel(out, a, b, meta, ndim):
+                for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+                    ia, ib = _broadcast_offsets(i, meta, ndim)
+                    out[i] = f(a[ia], b[ib])
+        elif nin == 2:
+            def kernel(out, a, b):
+                for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+                    out[i] = f(a[i], b[i])
+        elif nin == 1:
+            def kernel(out, a):
+                for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+                    out[i] = f(a[i])
+        else:
+            def kernel(out, value):
+                for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+                    out[i] = f(value)
+        return cuda.jit(kernel)
+    return _cached(("elementwise", nin, bool(broadcast)) + tuple(key), build)
+
+
+def _launch(stream, kernel, out, *args):
+    """Launch an :func:`_elementwise` kernel over every element of ``out``."""
+    blocks, threads = _launch_1d(out.size)
+    kernel[blocks, threads, stream](_flat(out), *args)
+
+
+def _identity(x):
+    return x                    # converted on store (floats truncate toward 0)
+
+
+def _nonzero(x):
+    return x != 0
+
+
+def _binary_fn(op, out_dtype):
+    """The scalar function of a binary op whose result has dtype ``out_dtype``; it computes
+    in ``ctype``, the compute dtype of ``out_dtype``."""
+    ctype = _compute_dtype(out_dtype).type
+    stype = np.dtype(out_dtype).type
     is_float = np.dtype(ctype).kind == "f"
     if op == "add":
         def f(x, y):
@@ -359,6 +445,13 @@ def _binary_device_fn(op, ctype):
             if r < 0 and r * q != p:
                 r += 1
             return r
+    elif op == "floordiv" and is_float and stype is not ctype:
+        # float16: the quotient is rounded to float16 before the floor, as TF and numpy do
+        def f(x, y):
+            r = ctype(stype(ctype(x) / ctype(y)))
+            if r - r != 0:          # inf or nan
+                return r
+            return ctype(math.floor(r))
     elif op == "floordiv" and is_float:
         # TF's FloorDiv on floats: floor(x / y); inf and nan pass through
         def f(x, y):
@@ -371,43 +464,25 @@ def _binary_device_fn(op, ctype):
             return ctype(x) // ctype(y)   # Python-style floor division
     else:
         raise ValueError("unknown binary op %r (known: %s)" % (op, ", ".join(BINARY_OPS)))
-    return cuda.jit(device=True)(f)
+    return f
 
 
-def _binary_same_kernel(op, ctype):
-    def build():
-        f = _binary_device_fn(op, ctype)
-
-        def kernel(a, b, out):
-            start = cuda.grid(1)
-            step = cuda.gridsize(1)
-            for i in range(start, out.shape[0], step):
-                out[i] = f(a[i], b[i])
-        return cuda.jit(kernel)
-    return _cached(("binary_same", op, np.dtype(ctype).str), build)
+def _binary_kernel(op, out_dtype, broadcast=False):
+    return _elementwise(("binary", op, np.dtype(out_dtype).str), _binary_fn(op, out_dtype), 2,
+                        broadcast)
 
 
-def _binary_bcast_kernel(op, ctype):
-    def build():
-        f = _binary_device_fn(op, ctype)
-
-        def kernel(a, b, meta, ndim, out):
-            # meta = [out_shape(ndim), a_strides(ndim), b_strides(ndim)]
-            start = cuda.grid(1)
-            step = cuda.gridsize(1)
-            for i in range(start, out.shape[0], step):
-                rem = i
-                ia = 0
-                ib = 0
-                for d in range(ndim - 1, -1, -1):
-                    extent = meta[d]
-                    coord = rem % extent
-                    rem //= extent
-                    ia += coord * meta[ndim + d]
-                    ib += coord * meta[2 * ndim + d]
-                out[i] = f(a[ia], b[ib])
-        return cuda.jit(kernel)
-    return _cached(("binary_bcast", op, np.dtype(ctype).str), build)
+def _unary_fn(op, ctype):
+    """The scalar function of a unary op, computing in numpy scalar type ``ctype``."""
+    if op == "neg":
+        def f(x):
+            return -ctype(x)
+    elif op == "square":
+        def f(x):
+            return ctype(x) * ctype(x)
+    else:
+        return _identity
+    return f
 
 
 def _collapse(shape, *stride_lists):
@@ -448,43 +523,17 @@ def binary(stream, op, a, b):
         raise ValueError("%s: incompatible shapes %s and %s"
                          % (op, list(a.shape), list(b.shape))) from None
     out = _empty(stream, out_shape, out_dtype)
-    n = out.size
-    if n == 0:
+    if out.size == 0:
         return out
-    ctype = _compute_dtype(out_dtype).type
-    flat_out = _flat(out)
-    blocks, threads = _launch_1d(n)
     if tuple(a.shape) == tuple(b.shape):
-        _binary_same_kernel(op, ctype)[blocks, threads, stream](_flat(a), _flat(b), flat_out)
+        _launch(stream, _binary_kernel(op, out_dtype), out, _flat(a), _flat(b))
         return out
     shape, (sa, sb) = _collapse(out_shape, _broadcast_strides(a.shape, out_shape),
                                 _broadcast_strides(b.shape, out_shape))
     meta = _meta(stream, shape + sa + sb)
-    _binary_bcast_kernel(op, ctype)[blocks, threads, stream](
-        _flat(a), _flat(b), meta, len(shape), flat_out)
+    _launch(stream, _binary_kernel(op, out_dtype, broadcast=True), out, _flat(a), _flat(b),
+            meta, len(shape))
     return out
-
-
-def _unary_kernel(op, ctype):
-    def build():
-        if op == "neg":
-            def f(x):
-                return -ctype(x)
-        elif op == "square":
-            def f(x):
-                return ctype(x) * ctype(x)
-        else:
-            def f(x):
-                return x
-        g = cuda.jit(device=True)(f)
-
-        def kernel(a, out):
-            start = cuda.grid(1)
-            step = cuda.gridsize(1)
-            for i in range(start, out.shape[0], step):
-                out[i] = g(a[i])
-        return cuda.jit(kernel)
-    return _cached(("unary", op, np.dtype(ctype).str), build)
 
 
 def unary(stream, op, a):
@@ -495,36 +544,17 @@ def unary(stream, op, a):
         _check_numeric(a.dtype, op)
     out = _empty(stream, a.shape, a.dtype)
     if out.size:
-        blocks, threads = _launch_1d(out.size)
         ctype = _compute_dtype(a.dtype).type
-        _unary_kernel(op, ctype)[blocks, threads, stream](_flat(a), _flat(out))
+        kernel = _elementwise(("unary", op, np.dtype(ctype).str), _unary_fn(op, ctype), 1)
+        _launch(stream, kernel, out, _flat(a))
     return out
 
 
-def _convert_kernel(to_bool):
-    def build():
-        if to_bool:
-            def kernel(src, out):
-                start = cuda.grid(1)
-                step = cuda.gridsize(1)
-                for i in range(start, out.shape[0], step):
-                    out[i] = src[i] != 0
-        else:
-            def kernel(src, out):
-                start = cuda.grid(1)
-                step = cuda.gridsize(1)
-                for i in range(start, out.shape[0], step):
-                    out[i] = src[i]      # converted on store (floats truncate toward 0)
-        return cuda.jit(kernel)
-    return _cached(("convert", bool(to_bool)), build)
-
-
 def _convert_into(stream, src, dst):
-    n = dst.size
-    if n:
-        blocks, threads = _launch_1d(n)
-        _convert_kernel(np.dtype(dst.dtype) == np.bool_)[blocks, threads, stream](
-            _flat(src), _flat(dst))
+    if dst.size:
+        to_bool = np.dtype(dst.dtype) == np.bool_
+        kernel = _elementwise(("convert", to_bool), _nonzero if to_bool else _identity, 1)
+        _launch(stream, kernel, dst, _flat(src))
     return dst
 
 
@@ -550,17 +580,6 @@ def assign(stream, dst, src):
     return _convert_into(stream, src, dst)
 
 
-def _fill_kernel():
-    def build():
-        def kernel(out, value):
-            start = cuda.grid(1)
-            step = cuda.gridsize(1)
-            for i in range(start, out.shape[0], step):
-                out[i] = value
-        return cuda.jit(kernel)
-    return _cached(("fill",), build)
-
-
 def fill(stream, shape, value, dtype):
     """A new device array of ``shape`` and ``dtype`` with every element ``value``."""
     dtype = np.dtype(dtype)
@@ -571,22 +590,10 @@ def fill(stream, shape, value, dtype):
         raise ValueError("fill: negative dimension in shape %s" % (list(shape),))
     out = _empty(stream, shape, dtype)
     if out.size:
-        blocks, threads = _launch_1d(out.size)
         # the value travels in the compute dtype (float16 as float32) and converts on store
         value = np.array(value, dtype=dtype).astype(_compute_dtype(dtype))[()]
-        _fill_kernel()[blocks, threads, stream](_flat(out), value)
+        _launch(stream, _elementwise(("fill",), _identity, 0), out, value)
     return out
-
-
-def _accumulate_kernel(ctype):
-    def build():
-        def kernel(dst, src):
-            start = cuda.grid(1)
-            step = cuda.gridsize(1)
-            for i in range(start, dst.shape[0], step):
-                dst[i] = ctype(dst[i]) + ctype(src[i])
-        return cuda.jit(kernel)
-    return _cached(("accumulate", np.dtype(ctype).str), build)
 
 
 def add_n(stream, arrays):
@@ -603,11 +610,11 @@ def add_n(stream, arrays):
             raise TypeError("add_n: dtypes %s and %s differ" % (dtype, x.dtype))
     out = device_copy(stream, arrays[0])
     if out.size and len(arrays) > 1:
-        blocks, threads = _launch_1d(out.size)
-        kernel = _accumulate_kernel(_compute_dtype(dtype).type)
+        # out += x in place: the binary add kernel in the compute dtype, with out as its a
+        kernel = _binary_kernel("add", dtype)
         flat_out = _flat(out)
         for x in arrays[1:]:
-            kernel[blocks, threads, stream](flat_out, _flat(x))
+            _launch(stream, kernel, out, flat_out, _flat(x))
     return out
 
 
@@ -615,17 +622,57 @@ def add_n(stream, arrays):
 # Matrix multiplication
 # ---------------------------------------------------------------------------------------
 
+@cuda.jit(device=True)
+def _load_tile(tile, src, r0, c0):
+    """Stage ``src[r0:r0 + TILE, c0:c0 + TILE]`` in the shared ``tile`` (0 past the edges).
+
+    Thread (tx, ty) copies element [ty, tx]: the threads of a warp (consecutive tx) read
+    consecutive addresses along ``src``'s last, contiguous axis, so the loads coalesce.
+    """
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    i = r0 + ty
+    j = c0 + tx
+    if i < src.shape[0] and j < src.shape[1]:
+        tile[ty, tx] = src[i, j]
+    else:
+        tile[ty, tx] = 0
+
+
+@cuda.jit(device=True)
+def _load_tile_transposed(tile, src, r0, c0):
+    """Stage the tile of ``src``'s transpose ``src.T[r0:r0 + TILE, c0:c0 + TILE]`` in ``tile``.
+
+    Thread (tx, ty) reads ``src[c0 + ty, r0 + tx]``: still along ``src``'s contiguous axis,
+    so the loads coalesce; it writes the element transposed, to ``tile[tx, ty]``.  Those
+    writes step through shared memory by a whole (padded) tile row, which is why the rows
+    are TILE + 1 long: with TILE they would all fall in the same bank.
+    """
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    i = c0 + ty
+    j = r0 + tx
+    if i < src.shape[0] and j < src.shape[1]:
+        tile[tx, ty] = src[i, j]
+    else:
+        tile[tx, ty] = 0
+
+
 def _matmul_kernel(transpose_a, transpose_b, acc_dtype):
+    """The tiled shared-memory matmul kernel ``kernel(a, b, out)``, accumulating in
+    ``acc_dtype``, for the given transposes (built once per variant and cached)."""
     acc_nb = _numba_type(acc_dtype)
     acc = np.dtype(acc_dtype).type
     T = TILE
     TP = TILE + 1              # padded row length: shared-array shapes must be literals
+    load_a = _load_tile_transposed if transpose_a else _load_tile
+    load_b = _load_tile_transposed if transpose_b else _load_tile
 
     def build():
         def kernel(a, b, out):
             # out[M, N] = A[M, K] @ B[K, N]; a is stored as A (M, K) or, transposed, (K, M);
-            # b as B (K, N) or (N, K).  The thread with threadIdx.x = tx always reads along
-            # the stored array's last (contiguous) axis, so global loads are coalesced.
+            # b as B (K, N) or (N, K).  A block computes TILE x TILE tiles of out (a
+            # grid-stride loop over the tiles); thread (tx, ty) computes element [ty, tx].
             tile_a = cuda.shared.array((T, TP), acc_nb)   # tile_a[row, k]
             tile_b = cuda.shared.array((T, TP), acc_nb)   # tile_b[k, col]
             tx = cuda.threadIdx.x
@@ -644,38 +691,12 @@ def _matmul_kernel(transpose_a, transpose_b, acc_dtype):
                     col0 = tn * T
                     total = acc(0)
                     for k0 in range(0, K, T):
-                        if transpose_a:
-                            r = row0 + tx
-                            k = k0 + ty
-                            if r < M and k < K:
-                                tile_a[tx, ty] = a[k, r]
-                            else:
-                                tile_a[tx, ty] = 0
-                        else:
-                            r = row0 + ty
-                            k = k0 + tx
-                            if r < M and k < K:
-                                tile_a[ty, tx] = a[r, k]
-                            else:
-                                tile_a[ty, tx] = 0
-                        if transpose_b:
-                            c = col0 + ty
-                            k = k0 + tx
-                            if c < N and k < K:
-                                tile_b[tx, ty] = b[c, k]
-                            else:
-                                tile_b[tx, ty] = 0
-                        else:
-                            c = col0 + tx
-                            k = k0 + ty
-                            if c < N and k < K:
-                                tile_b[ty, tx] = b[k, c]
-                            else:
-                                tile_b[ty, tx] = 0
-                        cuda.syncthreads()
+                        load_a(tile_a, a, row0, k0)     # A[row0:row0 + T, k0:k0 + T]
+                        load_b(tile_b, b, k0, col0)     # B[k0:k0 + T, col0:col0 + T]
+                        cuda.syncthreads()              # both tiles are complete
                         for kk in range(T):
                             total += tile_a[ty, kk] * tile_b[kk, tx]
-                        cuda.syncthreads()
+                        cuda.syncthreads()              # everyone is done with them
                     r = row0 + ty
                     c = col0 + tx
                     if r < M and c < N:

@@ -45,8 +45,9 @@ class CudaOps:
         return self._launcher
 
     def _call(self, fn_name, *args):
-        from minitf.kernels import cuda
-        return self.launcher.call(getattr(cuda, fn_name), *args)
+        launcher = self.launcher    # first: an emulated card switches the simulator on before
+        from minitf.kernels import cuda     # numba.cuda is imported
+        return launcher.call(getattr(cuda, fn_name), *args)
 
     # -- the surface ---------------------------------------------------------------------------
     def map(self, fn: str):
