@@ -5,7 +5,7 @@ kernel).  It implements ``tensor_ops.TensorOps`` with numpy.  Scalars travel as 
 and arrays as ndarrays; results are new values (kernels never write into their inputs), so a
 tensor can be shared by all its consumers without copies.
 
-Intra-op parallelism: an elementwise op on two same-shaped operands of at least
+Intra-op parallelism: an add, sub, mul or realdiv of two same-shaped operands of at least
 ``SPLIT_ELEMENTS`` elements, an ``add_n`` of such operands, a large sum, and a matmul of at least
 ``SPLIT_FLOPS`` multiply-adds split their work into chunks that ``ctx.parallel_for`` runs on the
 device's intra-op pool (numpy releases the GIL, so the chunks really run in parallel).
