@@ -34,6 +34,9 @@ from minitf.runtime.pools import PoolSet
 from minitf.runtime.scheduler import Step, runs_inline
 
 
+_SIGNAL_SLICE = 0.2   # seconds: how late a KeyboardInterrupt may reach a waiting caller
+
+
 class StepRun:
     """One run of an execution plan with a :class:`~minitf.runtime.executor.StepContext`, over
     ``pool_set`` (None: every node on the caller's thread)."""
@@ -91,7 +94,10 @@ class StepRun:
                         self.cancel_locked(errors.DeadlineExceededError(
                             None, None, "Timed out waiting for notification"))
                         return
-                    self.cond.wait(remaining)
+                    # in slices: a Ctrl-C that the OS hands to another thread of the process
+                    # (gRPC's, BLAS's) only interrupts this wait when it wakes up
+                    self.cond.wait(_SIGNAL_SLICE if remaining is None
+                                   else min(remaining, _SIGNAL_SLICE))
                 if self._finished():
                     return
                 ready = list(self.handoff)
