@@ -511,51 +511,59 @@ class Graph:
             if t._op._graph is not self:
                 raise ValueError("Tensor %s must be from the same graph as the op %s's other "
                                  "inputs." % (t, name))
-        if name.endswith("/"):
-            name = name[:-1]
-        else:
-            if not _VALID_OP_NAME.match(name):
-                raise ValueError("'%s' is not a valid node name" % name)
-            name = self.unique_name(name)
+        name = self._new_op_name(name)
         attrs = dict(attrs or {})
         for k, v in self._default_attrs.items():
             attrs.setdefault(k, v)
-        input_ops = {t._op for t in inputs}
-        control = self._control_dependencies_for_inputs(input_ops)
+        control = self._control_dependencies_for_inputs({t._op for t in inputs})
         ref_inputs = [t for t, is_ref in zip(inputs, op_def.ref_inputs if op_def else ())
                       if is_ref]
         with contextlib.ExitStack() as stack:
             for t in ref_inputs:  # an op that takes a reference lives with the variable
                 stack.enter_context(self.colocate_with(t.op))
             op = Operation(self, op_type, name, inputs, output_specs, attrs, [], op_def)
-            seen = set()
-            for c in control:
-                if c not in seen:
-                    seen.add(c)
-                    op._control_inputs.append(c)
+            op._control_inputs.extend(dict.fromkeys(control))  # each once, in order
             for controller in self._control_dependencies_stack:
                 controller.seen.add(op)
             # The op joins the graph before device functions run: as in TF, an op whose device
             # function raised stays in the graph (with no device).
-            with self._lock:
-                if name in self._nodes_by_name:
-                    raise ValueError("Duplicate node name in graph: '%s'" % name)
-                op._id = len(self._ops)
-                self._ops.append(op)
-                self._nodes_by_name[name] = op
-                self._version += 1
+            self._add_op(op)
             self._apply_device_functions(op)
-            if self._colocation_stack:
-                groups = set()
-                for cop in self._colocation_stack:
-                    groups.update(cop.colocation_groups())
-                    if cop._device:
-                        op._device = cop._device
-                op._attrs["_class"] = sorted(groups)
+            self._apply_colocation(op)
             if self._container and op_def is not None and op_def.has_container:
                 if not op._attrs.get("container"):
                     op._attrs["container"] = self._container
         return op
+
+    def _new_op_name(self, name):
+        """The name of a new op: ``name`` ending in ``/`` as is (less the ``/``), else a
+        unique name under the current name scope."""
+        if name.endswith("/"):
+            return name[:-1]
+        if not _VALID_OP_NAME.match(name):
+            raise ValueError("'%s' is not a valid node name" % name)
+        return self.unique_name(name)
+
+    def _add_op(self, op):
+        with self._lock:
+            if op._name in self._nodes_by_name:
+                raise ValueError("Duplicate node name in graph: '%s'" % op._name)
+            op._id = len(self._ops)
+            self._ops.append(op)
+            self._nodes_by_name[op._name] = op
+            self._version += 1
+
+    def _apply_colocation(self, op):
+        """Inside ``colocate_with`` blocks: the op gets their ops' colocation groups (its
+        ``_class`` attribute) and the device of the innermost placed one."""
+        if not self._colocation_stack:
+            return
+        groups = set()
+        for cop in self._colocation_stack:
+            groups.update(cop.colocation_groups())
+            if cop._device:
+                op._device = cop._device
+        op._attrs["_class"] = sorted(groups)
 
     def _apply_device_functions(self, op):
         for entry in reversed(self._device_function_stack):
