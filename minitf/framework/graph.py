@@ -46,11 +46,12 @@ def _user_frame():
 
 
 class NodeDef:
-    """A plain record of an op, shaped like TF's ``NodeDef`` proto (name, op, input, device, attr)."""
+    """A plain record of an op, shaped like TF's ``NodeDef`` proto (name, op, input, device,
+    attr)."""
 
     __slots__ = ("name", "op", "input", "device", "attr")
 
-    def __init__(self, name, op, input, device, attr):
+    def __init__(self, name, op, input, device, attr):  # noqa: A002 - NodeDef's field names
         self.name, self.op, self.input, self.device, self.attr = name, op, input, device, attr
 
     def __str__(self):
@@ -144,7 +145,8 @@ class Tensor:
 
     def __str__(self):
         dev = ", device=%s" % self._op._device if self._op._device else ""
-        return 'Tensor("%s", shape=%s, dtype=%s%s)' % (self.name, self._shape, self._dtype.name, dev)
+        return 'Tensor("%s", shape=%s, dtype=%s%s)' % (self.name, self._shape, self._dtype.name,
+                                                       dev)
 
     def __bool__(self):
         raise TypeError(
@@ -227,7 +229,8 @@ class Operation:
         try:
             return self._attrs[name]
         except KeyError:
-            raise ValueError("Operation '%s' has no attr named '%s'." % (self._name, name)) from None
+            raise ValueError("Operation '%s' has no attr named '%s'."
+                             % (self._name, name)) from None
 
     def _set_attr(self, name, value):
         self._attrs[name] = value
@@ -770,7 +773,7 @@ def name_scope(name, default_name=None, values=None):
         if isinstance(v, (Tensor, Operation)):
             g = v.graph
             break
-        if hasattr(v, "graph") and isinstance(getattr(v, "graph"), Graph):
+        if hasattr(v, "graph") and isinstance(v.graph, Graph):
             g = v.graph
             break
     if g is None:
