@@ -12,10 +12,11 @@ that cannot bind exits and the cluster is started again on fresh ports.)
 
 No orphans: on Linux every child sets ``PR_SET_PDEATHSIG = SIGKILL`` for itself as it starts
 (it dies with its parent; set in the child, not in a ``preexec_fn``, so spawning runs no Python
-between fork and exec next to gRPC's threads), and a watchdog thread in the child exits when its stdin (a pipe from the parent)
-closes; ``stop()`` / the context manager terminate and reap every child.  (Linux sends the
-death signal when the *thread* that started the child exits: start clusters from a thread that
-lives as long as the cluster, e.g. the main thread of a notebook kernel.)
+between fork and exec next to gRPC's threads), and a watchdog thread in the child exits when
+its stdin (a pipe from the parent) closes; ``stop()`` / the context manager terminate and reap
+every child.  (Linux sends the death signal when the *thread* that started the child exits:
+start clusters from a thread that lives as long as the cluster, e.g. the main thread of a
+notebook kernel.)
 """
 
 import ctypes

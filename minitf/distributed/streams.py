@@ -265,13 +265,14 @@ class Step:
 class StreamPool:
     """Open calls of one streaming method to one peer, reused step after step.
 
-    ``open(request_iterator)`` starts a call (a ``grpc.StreamStreamMultiCallable`` with its
-    metadata bound).  ``acquire()`` gives a call for the caller's sole use: ``call.step(request,
-    timeout)`` runs one step on it (a :class:`Step`) and gives it back when the step ended.
+    ``open_call(request_iterator)`` starts a call (a ``grpc.StreamStreamMultiCallable`` with
+    its metadata bound; kept as ``pool.open``).  ``acquire()`` gives a call for the caller's
+    sole use: ``call.step(request, timeout)`` runs one step on it (a :class:`Step`) and gives it
+    back when the step ended.
     """
 
-    def __init__(self, open):
-        self.open = open
+    def __init__(self, open_call):
+        self.open = open_call
         self._idle = []
         self._lock = threading.Lock()
         self._closed = False

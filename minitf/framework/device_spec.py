@@ -18,7 +18,10 @@ Parsing is cached per input string: building a graph of thousands of ops parses 
 strings again and again.
 """
 
+from __future__ import annotations
+
 import functools
+from typing import Any
 
 __all__ = ["DeviceSpec", "MergeDevice", "canonical_name", "check_valid", "merge_device"]
 
@@ -135,7 +138,9 @@ class DeviceSpec:
 
     __slots__ = ("_job", "_replica", "_task", "_device_type", "_device_index")
 
-    def __init__(self, job=None, replica=None, task=None, device_type=None, device_index=None):
+    def __init__(self, job: str | None = None, replica: int | None = None,
+                 task: int | None = None, device_type: str | None = None,
+                 device_index: int | None = None) -> None:
         self._job = _str_or_none(job)
         self._replica = _int_or_none(replica)
         self._task = _int_or_none(task)
@@ -143,16 +148,45 @@ class DeviceSpec:
         self._device_index = _int_or_none(device_index)
 
     # Mutable properties, with the same coercions as the constructor.
-    job = property(lambda self: self._job,
-                   lambda self, v: setattr(self, "_job", _str_or_none(v)))
-    replica = property(lambda self: self._replica,
-                       lambda self, v: setattr(self, "_replica", _int_or_none(v)))
-    task = property(lambda self: self._task,
-                    lambda self, v: setattr(self, "_task", _int_or_none(v)))
-    device_type = property(lambda self: self._device_type,
-                           lambda self, v: setattr(self, "_device_type", _type_or_none(v)))
-    device_index = property(lambda self: self._device_index,
-                            lambda self, v: setattr(self, "_device_index", _int_or_none(v)))
+    @property
+    def job(self) -> str | None:
+        return self._job
+
+    @job.setter
+    def job(self, v: str | None) -> None:
+        self._job = _str_or_none(v)
+
+    @property
+    def replica(self) -> int | None:
+        return self._replica
+
+    @replica.setter
+    def replica(self, v: int | None) -> None:
+        self._replica = _int_or_none(v)
+
+    @property
+    def task(self) -> int | None:
+        return self._task
+
+    @task.setter
+    def task(self, v: int | None) -> None:
+        self._task = _int_or_none(v)
+
+    @property
+    def device_type(self) -> str | None:
+        return self._device_type
+
+    @device_type.setter
+    def device_type(self, v: str | None) -> None:
+        self._device_type = _type_or_none(v)
+
+    @property
+    def device_index(self) -> int | None:
+        return self._device_index
+
+    @device_index.setter
+    def device_index(self, v: int | None) -> None:
+        self._device_index = _int_or_none(v)
 
     def _fields(self):
         return (self._job, self._replica, self._task, self._device_type, self._device_index)
@@ -162,22 +196,22 @@ class DeviceSpec:
          self._device_index) = fields
 
     @classmethod
-    def from_string(cls, spec):
+    def from_string(cls, spec: str | bytes) -> DeviceSpec:
         """A new spec parsed from ``spec`` (``ValueError`` if malformed)."""
         result = cls()
         result._set_fields(_parse(_as_text(spec)))
         return result
 
-    def parse_from_string(self, spec):
+    def parse_from_string(self, spec: str | bytes) -> DeviceSpec:
         """Reset every field, then parse ``spec`` into this object; returns ``self``."""
         self._set_fields(_parse(_as_text(spec)))
         return self
 
-    def to_string(self):
+    def to_string(self) -> str:
         """The canonical form, e.g. ``/job:worker/task:1/device:GPU:0``; ``""`` if nothing set."""
         return _to_string(*self._fields())
 
-    def merge_from(self, other):
+    def merge_from(self, other: DeviceSpec) -> None:
         """Overwrite each field that is set in ``other``; leave the rest alone.
 
         Strictly field by field: merging ``/device:GPU:*`` into ``/device:CPU:7`` gives
@@ -186,41 +220,41 @@ class DeviceSpec:
         self._set_fields(tuple(o if o is not None else s
                                for s, o in zip(self._fields(), other._fields())))
 
-    def make_merged_spec(self, other):
+    def make_merged_spec(self, other: DeviceSpec) -> DeviceSpec:
         """Like :meth:`merge_from`, but returns a new spec and leaves ``self`` unchanged."""
         result = self.__class__()
         result._set_fields(self._fields())
         result.merge_from(other)
         return result
 
-    def replace(self, **kwargs):
+    def replace(self, **kwargs: str | int | None) -> DeviceSpec:
         """A copy with some fields replaced, e.g. ``spec.replace(task=2)``."""
         fields = dict(job=self._job, replica=self._replica, task=self._task,
                       device_type=self._device_type, device_index=self._device_index)
         fields.update(kwargs)
         return self.__class__(**fields)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, DeviceSpec):
             return NotImplemented
         return self.to_string() == other.to_string()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         # Like TF: hashes the current string, so do not mutate a spec used as a dict key.
         return hash(self.to_string())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         names = ("job", "replica", "task", "device_type", "device_index")
         args = ", ".join("%s=%r" % (n, v) for n, v in zip(names, self._fields()) if v is not None)
         return "DeviceSpec(%s)" % args
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.to_string()
 
 
 # -- module helpers -----------------------------------------------------------------------------
 
-def canonical_name(device):
+def canonical_name(device: str | bytes | DeviceSpec | None) -> str:
     """``""`` for None, ``to_string()`` for a DeviceSpec, parse-then-print for a string."""
     if device is None:
         return ""
@@ -229,7 +263,7 @@ def canonical_name(device):
     return _to_string(*_parse(_as_text(device)))
 
 
-def check_valid(spec):
+def check_valid(spec: str | bytes) -> None:
     """Raise ``ValueError`` if ``spec`` is not a well-formed device string; else return None."""
     _parse(_as_text(spec))
 
@@ -259,8 +293,10 @@ class MergeDevice:
     """
 
     __slots__ = ("_spec", "_fields")
+    _spec: DeviceSpec | None
+    _fields: tuple | None
 
-    def __init__(self, spec):
+    def __init__(self, spec: str | bytes | DeviceSpec) -> None:
         if isinstance(spec, DeviceSpec):
             self._spec = spec
             self._fields = None
@@ -271,24 +307,24 @@ class MergeDevice:
     def _block_fields(self):
         return self._fields if self._spec is None else self._spec._fields()
 
-    def merge(self, current):
+    def merge(self, current: str | None) -> str:
         """The device an op gets from this block, given its ``current`` device string."""
         return _merge(self._fields if self._spec is None else self._spec._fields(),
                       current or "")
 
-    def __call__(self, op):
+    def __call__(self, op: Any) -> str:
         return self.merge(op.device)
 
     @property
-    def is_null_merge(self):
+    def is_null_merge(self) -> bool:
         """True when the block's spec prints as ``""``: applying it would change nothing, and
         TF 1.15 skips such blocks entirely."""
         return not _to_string(*self._block_fields())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "MergeDevice(%r)" % (_to_string(*self._block_fields()),)
 
 
-def merge_device(spec):
+def merge_device(spec: str | bytes | DeviceSpec) -> MergeDevice:
     """The merge function for a ``tf.device`` block given a string or a DeviceSpec."""
     return MergeDevice(spec)

@@ -82,7 +82,8 @@ class DType:
         try:
             return _INTERN[_py_int(type_enum)]
         except (KeyError, TypeError, ValueError):
-            raise TypeError("type_enum is not a valid types_pb2.DataType: %s" % (type_enum,))
+            raise TypeError("type_enum is not a valid types_pb2.DataType: %s"
+                            % (type_enum,)) from None
 
     def __setattr__(self, name, value):
         raise AttributeError("DType objects are immutable")
@@ -108,7 +109,8 @@ class DType:
 
     @property
     def type_string(self):
-        """TF's C++ ``DataTypeString``: ``"float"``, ``"double"``, ``"half"``, ``"float_ref"`` ..."""
+        """TF's C++ ``DataTypeString``: ``"float"``, ``"double"``, ``"half"``,
+        ``"float_ref"`` ..."""
         return _INFO[self._type_enum][2]
 
     @property
@@ -238,7 +240,7 @@ for _enum in _INFO:
 float16, float32, float64 = _INTERN[19], _INTERN[1], _INTERN[2]
 int8, int16, int32, int64 = _INTERN[6], _INTERN[5], _INTERN[3], _INTERN[9]
 uint8, uint16, uint32, uint64 = _INTERN[4], _INTERN[17], _INTERN[22], _INTERN[23]
-bool, string = _INTERN[10], _INTERN[7]  # pylint: disable=redefined-builtin
+bool, string = _INTERN[10], _INTERN[7]  # noqa: A001 - tf.bool is TF's own dtype name
 complex64, complex128 = _INTERN[8], _INTERN[18]
 float16_ref, float32_ref, float64_ref = _INTERN[119], _INTERN[101], _INTERN[102]
 int8_ref, int16_ref, int32_ref, int64_ref = _INTERN[106], _INTERN[105], _INTERN[103], _INTERN[109]

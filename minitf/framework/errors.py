@@ -8,6 +8,13 @@ Every class derives from :class:`OpError` and carries ``node_def``, ``op`` (the 
 Operation or ``None``), ``message`` and ``error_code``.  ``str(e)`` is the message.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from minitf.framework.graph import NodeDef, Operation
+
 OK = 0
 CANCELLED = 1
 UNKNOWN = 2
@@ -37,7 +44,8 @@ class OpError(Exception):
 
     derived = False
 
-    def __init__(self, node_def, op, message, error_code=UNKNOWN):
+    def __init__(self, node_def: NodeDef | None, op: Operation | None, message: str,
+                 error_code: int = UNKNOWN) -> None:
         super().__init__(message)
         self._node_def = node_def
         self._op = op
@@ -45,31 +53,32 @@ class OpError(Exception):
         self._error_code = error_code
 
     @property
-    def message(self):
+    def message(self) -> str:
         return self._message
 
     @property
-    def op(self):
+    def op(self) -> Operation | None:
         return self._op
 
     @property
-    def node_def(self):
+    def node_def(self) -> NodeDef | None:
         return self._node_def
 
     @property
-    def error_code(self):
+    def error_code(self) -> int:
         return self._error_code
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self._message
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple:
         # Keeps errors picklable across process boundaries, code included.
         return (type(self), (self._node_def, self._op, self._message, self._error_code))
 
 
-def _make(name, code, doc):
-    def __init__(self, node_def, op, message, *args):
+def _make(name: str, code: int, doc: str) -> type[OpError]:
+    def __init__(self: OpError, node_def: NodeDef | None, op: Operation | None, message: str,
+                 *args: int) -> None:
         # Only UnknownError keeps a code given to it (TF's signature); the others are fixed.
         given = args[0] if args and code == UNKNOWN else code
         OpError.__init__(self, node_def, op, message, given)
@@ -116,17 +125,17 @@ _CODE_TO_CLASS = {
 _CLASS_TO_CODE = {cls: code for code, cls in _CODE_TO_CLASS.items()}
 
 
-def exception_type_from_error_code(error_code):
+def exception_type_from_error_code(error_code: int) -> type[OpError]:
     """The OpError subclass for a canonical code (``KeyError`` for an unknown code, as TF)."""
     return _CODE_TO_CLASS[error_code]
 
 
-def error_code_from_exception_type(cls):
+def error_code_from_exception_type(cls: type) -> int:
     """The canonical code of an OpError subclass (``UNKNOWN`` for anything else)."""
     return _CLASS_TO_CODE.get(cls, UNKNOWN)
 
 
-def as_op_error(exc):
+def as_op_error(exc: BaseException) -> OpError:
     """``exc`` itself when it is an OpError; any other exception (one no kernel or service
     turned into a TF error: a bug of minitf's) as InternalError ``"<Type>: <text>"``."""
     if isinstance(exc, OpError):

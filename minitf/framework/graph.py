@@ -9,14 +9,27 @@ attributes and a *requested* device string.  Sessions (``minitf.runtime.session`
 graphs.
 """
 
+from __future__ import annotations
+
 import contextlib
 import re
 import sys
 import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, NoReturn
 
 from minitf.framework import device_spec as pydev
 from minitf.framework import dtypes as dtypes_mod
 from minitf.framework import tensor_shape
+from minitf.framework.dtypes import DType
+from minitf.framework.tensor_shape import TensorShape
+
+# What the annotations below call these (all Any: kept simple, and the last two live in layers
+# above this one, which this module must not import):
+DTypeLike = Any    # a DType or what dtypes.as_dtype converts: np.float32, "float32", float ...
+ShapeLike = Any    # a TensorShape or what tensor_shape.as_shape converts: [2, None], (3,) ...
+SessionLike = Any  # a tf.Session (minitf.runtime)
+OpDefLike = Any    # an OpDef of minitf.ops.op_def, or None
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\-/>]*$")
@@ -46,14 +59,16 @@ def _user_frame():
 
 
 class NodeDef:
-    """A plain record of an op, shaped like TF's ``NodeDef`` proto (name, op, input, device, attr)."""
+    """A plain record of an op, shaped like TF's ``NodeDef`` proto (name, op, input, device,
+    attr)."""
 
     __slots__ = ("name", "op", "input", "device", "attr")
 
-    def __init__(self, name, op, input, device, attr):
+    def __init__(self, name: str, op: str, input: list[str],  # noqa: A002 - NodeDef's fields
+                 device: str, attr: dict[str, Any]) -> None:
         self.name, self.op, self.input, self.device, self.attr = name, op, input, device, attr
 
-    def __str__(self):
+    def __str__(self) -> str:
         lines = ['name: "%s"' % self.name, 'op: "%s"' % self.op]
         lines += ['input: "%s"' % i for i in self.input]
         if self.device:
@@ -87,81 +102,82 @@ class Tensor:
     __slots__ = ("_op", "_value_index", "_dtype", "_shape", "__weakref__")
     __array_priority__ = 100  # numpy scalars defer to Tensor operators (np.float32(2) * t)
 
-    def __init__(self, op, value_index, dtype, shape):
+    def __init__(self, op: Operation, value_index: int, dtype: DType, shape: TensorShape) -> None:
         self._op = op
         self._value_index = value_index
         self._dtype = dtype
         self._shape = shape
 
     @property
-    def op(self):
+    def op(self) -> Operation:
         return self._op
 
     @property
-    def value_index(self):
+    def value_index(self) -> int:
         return self._value_index
 
     @property
-    def dtype(self):
+    def dtype(self) -> DType:
         return self._dtype
 
     @property
-    def graph(self):
+    def graph(self) -> Graph:
         return self._op._graph
 
     @property
-    def name(self):
+    def name(self) -> str:
         return "%s:%d" % (self._op._name, self._value_index)
 
     @property
-    def device(self):
+    def device(self) -> str:
         return self._op._device
 
     @property
-    def shape(self):
+    def shape(self) -> TensorShape:
         return self._shape
 
-    def get_shape(self):
+    def get_shape(self) -> TensorShape:
         return self._shape
 
-    def set_shape(self, shape):
+    def set_shape(self, shape: ShapeLike) -> None:
         self._shape = self._shape.merge_with(tensor_shape.as_shape(shape))
 
-    def consumers(self):
+    def consumers(self) -> list[Operation]:
         """Operations that take this tensor as a data input, in creation order."""
         return [op for op in self._op._graph._ops
                 if any(t is self for t in op._inputs)]
 
-    def eval(self, feed_dict=None, session=None):
+    def eval(self, feed_dict: dict | None = None, session: SessionLike = None) -> Any:
         """Runs the graph up to this tensor in ``session`` (default: the default session)."""
         return _session_for(self, session, "evaluate tensor").run(self, feed_dict)
 
     def _as_node_def_input(self):
         return self._op._name if self._value_index == 0 else self.name
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<tf.Tensor '%s' shape=%s dtype=%s>" % (self.name, self._shape, self._dtype.name)
 
-    def __str__(self):
+    def __str__(self) -> str:
         dev = ", device=%s" % self._op._device if self._op._device else ""
-        return 'Tensor("%s", shape=%s, dtype=%s%s)' % (self.name, self._shape, self._dtype.name, dev)
+        return 'Tensor("%s", shape=%s, dtype=%s%s)' % (self.name, self._shape, self._dtype.name,
+                                                       dev)
 
-    def __bool__(self):
+    def __bool__(self) -> NoReturn:
         raise TypeError(
             "Using a `tf.Tensor` as a Python `bool` is not allowed. Use `if t is not None:` "
             "instead of `if t:` to test if a tensor is defined, and use TensorFlow ops such as "
             "tf.cond to execute subgraphs conditioned on the value of a tensor.")
 
-    def __iter__(self):
+    def __iter__(self) -> NoReturn:
         raise TypeError("Tensor objects are only iterable when eager execution is enabled. "
                         "To iterate over this tensor use tf.map_fn.")
 
     __hash__ = object.__hash__
 
-    def __eq__(self, other):  # TF1: identity, so tensors can be dict keys
+    def __eq__(self, other: object) -> bool:  # TF1: identity, so tensors can be dict keys
         return self is other
 
-    def __ne__(self, other):
+    def __ne__(self, other: object) -> bool:
         return self is not other
 
 
@@ -192,7 +208,9 @@ def _kind(obj):
 class Operation:
     """A node of the graph: a type, data inputs, control inputs, attributes, a requested device."""
 
-    def __init__(self, graph, op_type, name, inputs, output_specs, attrs, control_inputs, op_def):
+    def __init__(self, graph: Graph, op_type: str, name: str, inputs: Iterable[Tensor],
+                 output_specs: Iterable[tuple[DType, TensorShape]], attrs: dict[str, Any],
+                 control_inputs: Iterable[Operation], op_def: OpDefLike) -> None:
         self._graph = graph
         self._type = op_type
         self._name = name
@@ -206,28 +224,49 @@ class Operation:
         self._outputs = [Tensor(self, i, dt, sh) for i, (dt, sh) in enumerate(output_specs)]
 
     # -- read-only views ---------------------------------------------------------------------
-    name = property(lambda self: self._name)
-    type = property(lambda self: self._type)
-    graph = property(lambda self: self._graph)
-    device = property(lambda self: self._device)
-    outputs = property(lambda self: list(self._outputs))
-    inputs = property(lambda self: tuple(self._inputs))
-    control_inputs = property(lambda self: list(self._control_inputs))
+    @property
+    def name(self) -> str:
+        return self._name
 
-    def values(self):
+    @property
+    def type(self) -> str:
+        return self._type
+
+    @property
+    def graph(self) -> Graph:
+        return self._graph
+
+    @property
+    def device(self) -> str:
+        return self._device
+
+    @property
+    def outputs(self) -> list[Tensor]:
+        return list(self._outputs)
+
+    @property
+    def inputs(self) -> tuple[Tensor, ...]:
+        return tuple(self._inputs)
+
+    @property
+    def control_inputs(self) -> list[Operation]:
+        return list(self._control_inputs)
+
+    def values(self) -> tuple[Tensor, ...]:
         return tuple(self._outputs)
 
     @property
-    def node_def(self):
+    def node_def(self) -> NodeDef:
         inputs = [t._as_node_def_input() for t in self._inputs]
         inputs += ["^" + c._name for c in self._control_inputs]
         return NodeDef(self._name, self._type, inputs, self._device, dict(self._attrs))
 
-    def get_attr(self, name):
+    def get_attr(self, name: str) -> Any:
         try:
             return self._attrs[name]
         except KeyError:
-            raise ValueError("Operation '%s' has no attr named '%s'." % (self._name, name)) from None
+            raise ValueError("Operation '%s' has no attr named '%s'."
+                             % (self._name, name)) from None
 
     def _set_attr(self, name, value):
         self._attrs[name] = value
@@ -236,14 +275,14 @@ class Operation:
         self._device = pydev.canonical_name(device) if isinstance(device, pydev.DeviceSpec) \
             else device
 
-    def colocation_groups(self):
+    def colocation_groups(self) -> list[bytes]:
         """The ``loc:@<op>`` classes this op must share a device with (its own name if none)."""
         cls = self._attrs.get("_class")
         if cls:
             return list(cls)
         return [("loc:@" + self._name).encode()]
 
-    def run(self, feed_dict=None, session=None):
+    def run(self, feed_dict: dict | None = None, session: SessionLike = None) -> None:
         """Runs this op (and what it depends on) in ``session`` (default: the default session)."""
         _session_for(self, session, "execute operation").run(self, feed_dict)
 
@@ -252,10 +291,10 @@ class Operation:
             self._control_inputs.append(op)
             self._graph._version += 1
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<tf.Operation '%s' type=%s>" % (self._name, self._type)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return str(self.node_def)
 
 
@@ -322,26 +361,27 @@ class Graph:
     """A TensorFlow computation graph: operations in creation order plus the build-time stacks
     (name scope, devices, control dependencies, colocation, container)."""
 
-    def __init__(self):
-        self._ops = []
-        self._nodes_by_name = {}
-        self._names_in_use = {}
+    def __init__(self) -> None:
+        self._ops: list[Operation] = []
+        self._nodes_by_name: dict[str, Operation] = {}
+        self._names_in_use: dict[str, int] = {}
         self._name_stack = ""
-        self._device_function_stack = []       # _DeviceFunction entries; None = barrier
-        self._control_dependencies_stack = []
-        self._colocation_stack = []
+        # _DeviceFunction entries; None = barrier
+        self._device_function_stack: list[_DeviceFunction | None] = []
+        self._control_dependencies_stack: list[_ControlDependencies] = []
+        self._colocation_stack: list[Operation] = []
         self._container = ""
-        self._default_attrs = {}
-        self._collections = {}
+        self._default_attrs: dict[str, Any] = {}
+        self._collections: dict[str, list] = {}
         self._version = 0
         self._finalized = False
-        self.seed = None
+        self.seed: int | None = None
         self._lock = threading.RLock()
         self._variable_store = None  # created by variable_scope on first use
 
     # -- default graph -------------------------------------------------------------------------
     @contextlib.contextmanager
-    def as_default(self):
+    def as_default(self) -> Iterator[Graph]:
         """Makes this graph the default graph of the current thread inside the block."""
         stack = _graph_stack()
         stack.append(self)
@@ -354,19 +394,19 @@ class Graph:
                 raise AssertionError("Nesting violated for default graph")
 
     @property
-    def version(self):
+    def version(self) -> int:
         """Grows whenever an op or edge is added (sessions re-place when it changed)."""
         return self._version
 
     @property
-    def finalized(self):
+    def finalized(self) -> bool:
         return self._finalized
 
-    def finalize(self):
+    def finalize(self) -> None:
         self._finalized = True
 
     # -- names ---------------------------------------------------------------------------------
-    def unique_name(self, name, mark_as_used=True):
+    def unique_name(self, name: str, mark_as_used: bool = True) -> str:
         """TF's unique names: ``add``, ``add_1`` ... made case-insensitively, under the scope."""
         if self._name_stack:
             name = self._name_stack + "/" + name
@@ -384,11 +424,11 @@ class Graph:
             name = "%s_%d" % (name, i - 1)
         return name
 
-    def get_name_scope(self):
+    def get_name_scope(self) -> str:
         return self._name_stack
 
     @contextlib.contextmanager
-    def name_scope(self, name):
+    def name_scope(self, name: str | bytes | None) -> Iterator[str]:
         """Opens a name scope; yields its name with a trailing ``/`` (``""`` at the top)."""
         old = self._name_stack
         if name:
@@ -415,7 +455,8 @@ class Graph:
 
     # -- device, colocation, container, control dependencies -----------------------------------
     @contextlib.contextmanager
-    def device(self, device_name_or_function):
+    def device(self, device_name_or_function: str | pydev.DeviceSpec | Callable | None
+               ) -> Iterator[None]:
         """``with g.device(x)``: a string, a DeviceSpec, a function of the op, or None."""
         entry = None if device_name_or_function is None else _DeviceFunction(
             device_name_or_function)
@@ -431,7 +472,7 @@ class Graph:
             self._device_function_stack.pop()
 
     @contextlib.contextmanager
-    def colocate_with(self, op, ignore_existing=False):
+    def colocate_with(self, op: Any, ignore_existing: bool = False) -> Iterator[None]:
         """Ops created inside share ``op``'s device (and get a ``_class`` loc:@ attribute)."""
         if op is None and not ignore_existing:
             raise ValueError("Trying to reset colocation (op is None) but ignore_existing is "
@@ -456,7 +497,7 @@ class Graph:
             self._device_function_stack = saved_devices
 
     @contextlib.contextmanager
-    def container(self, container_name):
+    def container(self, container_name: str) -> Iterator[str]:
         """Stateful ops created inside keep their resources in ``container_name``."""
         old = self._container
         self._container = container_name
@@ -471,7 +512,8 @@ class Graph:
             ret.update(c.control_inputs)
         return ret
 
-    def control_dependencies(self, control_inputs):
+    def control_dependencies(self, control_inputs: Iterable[Any] | None
+                             ) -> _ControlDependencies:
         """Ops created in the block run only after ``control_inputs`` (None clears outer blocks)."""
         if control_inputs is None:
             return _ControlDependencies(self, None)
@@ -503,7 +545,9 @@ class Graph:
         return ret
 
     # -- op creation ---------------------------------------------------------------------------
-    def create_op(self, op_type, inputs, output_specs, name, attrs=None, op_def=None):
+    def create_op(self, op_type: str, inputs: Sequence[Tensor],
+                  output_specs: Sequence[tuple[DType, TensorShape]], name: str,
+                  attrs: dict[str, Any] | None = None, op_def: OpDefLike = None) -> Operation:
         """Adds an op.  ``name`` ending in ``/`` is used as is (it came from a name scope)."""
         if self._finalized:
             raise RuntimeError("Graph is finalized and cannot be modified.")
@@ -511,51 +555,59 @@ class Graph:
             if t._op._graph is not self:
                 raise ValueError("Tensor %s must be from the same graph as the op %s's other "
                                  "inputs." % (t, name))
-        if name.endswith("/"):
-            name = name[:-1]
-        else:
-            if not _VALID_OP_NAME.match(name):
-                raise ValueError("'%s' is not a valid node name" % name)
-            name = self.unique_name(name)
+        name = self._new_op_name(name)
         attrs = dict(attrs or {})
         for k, v in self._default_attrs.items():
             attrs.setdefault(k, v)
-        input_ops = {t._op for t in inputs}
-        control = self._control_dependencies_for_inputs(input_ops)
+        control = self._control_dependencies_for_inputs({t._op for t in inputs})
         ref_inputs = [t for t, is_ref in zip(inputs, op_def.ref_inputs if op_def else ())
                       if is_ref]
         with contextlib.ExitStack() as stack:
             for t in ref_inputs:  # an op that takes a reference lives with the variable
                 stack.enter_context(self.colocate_with(t.op))
             op = Operation(self, op_type, name, inputs, output_specs, attrs, [], op_def)
-            seen = set()
-            for c in control:
-                if c not in seen:
-                    seen.add(c)
-                    op._control_inputs.append(c)
+            op._control_inputs.extend(dict.fromkeys(control))  # each once, in order
             for controller in self._control_dependencies_stack:
                 controller.seen.add(op)
             # The op joins the graph before device functions run: as in TF, an op whose device
             # function raised stays in the graph (with no device).
-            with self._lock:
-                if name in self._nodes_by_name:
-                    raise ValueError("Duplicate node name in graph: '%s'" % name)
-                op._id = len(self._ops)
-                self._ops.append(op)
-                self._nodes_by_name[name] = op
-                self._version += 1
+            self._add_op(op)
             self._apply_device_functions(op)
-            if self._colocation_stack:
-                groups = set()
-                for cop in self._colocation_stack:
-                    groups.update(cop.colocation_groups())
-                    if cop._device:
-                        op._device = cop._device
-                op._attrs["_class"] = sorted(groups)
+            self._apply_colocation(op)
             if self._container and op_def is not None and op_def.has_container:
                 if not op._attrs.get("container"):
                     op._attrs["container"] = self._container
         return op
+
+    def _new_op_name(self, name):
+        """The name of a new op: ``name`` ending in ``/`` as is (less the ``/``), else a
+        unique name under the current name scope."""
+        if name.endswith("/"):
+            return name[:-1]
+        if not _VALID_OP_NAME.match(name):
+            raise ValueError("'%s' is not a valid node name" % name)
+        return self.unique_name(name)
+
+    def _add_op(self, op):
+        with self._lock:
+            if op._name in self._nodes_by_name:
+                raise ValueError("Duplicate node name in graph: '%s'" % op._name)
+            op._id = len(self._ops)
+            self._ops.append(op)
+            self._nodes_by_name[op._name] = op
+            self._version += 1
+
+    def _apply_colocation(self, op):
+        """Inside ``colocate_with`` blocks: the op gets their ops' colocation groups (its
+        ``_class`` attribute) and the device of the innermost placed one."""
+        if not self._colocation_stack:
+            return
+        groups = set()
+        for cop in self._colocation_stack:
+            groups.update(cop.colocation_groups())
+            if cop._device:
+                op._device = cop._device
+        op._attrs["_class"] = sorted(groups)
 
     def _apply_device_functions(self, op):
         for entry in reversed(self._device_function_stack):
@@ -564,22 +616,23 @@ class Graph:
             entry.apply(op)
 
     # -- lookup --------------------------------------------------------------------------------
-    def get_operations(self):
+    def get_operations(self) -> list[Operation]:
         return list(self._ops)
 
-    def get_operation_by_name(self, name):
+    def get_operation_by_name(self, name: str) -> Operation:
         if not isinstance(name, str):
             raise TypeError("Operation names are strings (or similar), not %s."
                             % type(name).__name__)
         return self.as_graph_element(name, allow_tensor=False, allow_operation=True)
 
-    def get_tensor_by_name(self, name):
+    def get_tensor_by_name(self, name: str) -> Tensor:
         if not isinstance(name, str):
             raise TypeError("Tensor names are strings (or similar), not %s."
                             % type(name).__name__)
         return self.as_graph_element(name, allow_tensor=True, allow_operation=False)
 
-    def as_graph_element(self, obj, allow_tensor=True, allow_operation=True):
+    def as_graph_element(self, obj: Any, allow_tensor: bool = True,
+                         allow_operation: bool = True) -> Tensor | Operation:
         """Resolves a Tensor, Operation, object with ``_as_graph_element`` or name to this graph."""
         types_str = " or ".join(n for n, ok in (("Tensor", allow_tensor),
                                                 ("Operation", allow_operation)) if ok)
@@ -587,9 +640,9 @@ class Graph:
             obj = obj._as_graph_element()
         if isinstance(obj, str):
             if ":" in obj and allow_tensor:
-                op_name, idx = obj.split(":", 1)
+                op_name, index_text = obj.split(":", 1)
                 try:
-                    idx = int(idx)
+                    idx = int(index_text)
                 except ValueError:
                     raise ValueError("The name %r looks a like a Tensor name, but is not a valid "
                                      "one. Tensor names must be of the form "
@@ -628,27 +681,27 @@ class Graph:
         raise TypeError("Can not convert a %s into a %s." % (type(obj).__name__, types_str))
 
     # -- collections ---------------------------------------------------------------------------
-    def add_to_collection(self, name, value):
+    def add_to_collection(self, name: str, value: Any) -> None:
         self._collections.setdefault(name, []).append(value)
 
-    def add_to_collections(self, names, value):
+    def add_to_collections(self, names: str | Iterable[str], value: Any) -> None:
         for n in ([names] if isinstance(names, str) else set(names)):
             self.add_to_collection(n, value)
 
-    def get_collection_ref(self, name):
+    def get_collection_ref(self, name: str) -> list:
         return self._collections.setdefault(name, [])
 
-    def get_collection(self, name, scope=None):
+    def get_collection(self, name: str, scope: str | None = None) -> list:
         items = list(self._collections.get(name, []))
         if scope is None:
             return items
         regex = re.compile(scope)
         return [i for i in items if hasattr(i, "name") and regex.match(i.name)]
 
-    def get_all_collection_keys(self):
+    def get_all_collection_keys(self) -> list[str]:
         return [k for k, v in self._collections.items() if v]
 
-    def as_graph_def(self):
+    def as_graph_def(self) -> list[NodeDef]:
         """The graph as a list of :class:`NodeDef` records (a readable stand-in for GraphDef)."""
         return [op.node_def for op in self._ops]
 
@@ -679,7 +732,7 @@ def _graph_stack():
     return _stacks.graphs
 
 
-def get_default_graph():
+def get_default_graph() -> Graph:
     """The innermost ``Graph.as_default()`` graph of this thread, else the global default graph."""
     if _stacks.graphs:
         return _stacks.graphs[-1]
@@ -689,7 +742,7 @@ def get_default_graph():
     return _global_default_graph
 
 
-def reset_default_graph():
+def reset_default_graph() -> None:
     """Replaces the global default graph by a fresh one (not allowed inside a graph block)."""
     if _stacks.graphs:
         raise AssertionError("Do not use tf.reset_default_graph() to clear nested graphs. If "
@@ -698,13 +751,13 @@ def reset_default_graph():
     _global_default_graph = Graph()
 
 
-def get_default_session():
+def get_default_session() -> SessionLike:
     """The innermost session entered with ``with sess:`` / ``sess.as_default()`` in this thread."""
     return _stacks.sessions[-1] if _stacks.sessions else None
 
 
 @contextlib.contextmanager
-def default_session(session):
+def default_session(session: SessionLike) -> Iterator[SessionLike]:
     _stacks.sessions.append(session)
     try:
         yield session
@@ -714,10 +767,12 @@ def default_session(session):
 
 # -- tensor conversion --------------------------------------------------------------------------
 
-_conversion_functions = []  # (priority, order, type, fn(value, dtype, name, as_ref) -> Tensor)
+# (priority, order, type, fn(value, dtype, name, as_ref) -> Tensor)
+_conversion_functions: list[tuple[int, int, type | tuple[type, ...], Callable]] = []
 
 
-def register_tensor_conversion_function(base_type, fn, priority=100):
+def register_tensor_conversion_function(base_type: type | tuple[type, ...], fn: Callable,
+                                        priority: int = 100) -> None:
     """Makes ``convert_to_tensor`` turn instances of ``base_type`` into tensors with
     ``fn(value, dtype, name, as_ref)``; lower priorities are tried first (TF's rule: the ops
     layer registers constants for ``object`` at priority 200, the last resort)."""
@@ -725,7 +780,8 @@ def register_tensor_conversion_function(base_type, fn, priority=100):
     _conversion_functions.sort(key=lambda entry: entry[:2])
 
 
-def convert_to_tensor(value, dtype=None, name=None, as_ref=False, preferred_dtype=None):
+def convert_to_tensor(value: Any, dtype: DTypeLike = None, name: str | None = None,
+                      as_ref: bool = False, preferred_dtype: DTypeLike = None) -> Tensor:
     """A Tensor for ``value``: tensors pass through, variables give their value, Python and
     numpy values become ``Const`` ops (named ``name`` or ``Const``) through the conversion
     functions registered by the ops layer."""
@@ -752,7 +808,8 @@ def convert_to_tensor(value, dtype=None, name=None, as_ref=False, preferred_dtyp
 
 
 @contextlib.contextmanager
-def name_scope(name, default_name=None, values=None):
+def name_scope(name: str | None, default_name: str | None = None,
+               values: Iterable[Any] | None = None) -> Iterator[str]:
     """``tf.name_scope(name, default_name, values)`` over the graph of ``values`` (or default)."""
     n = name if name else default_name
     if n is None and name is None and default_name is None:
@@ -762,7 +819,7 @@ def name_scope(name, default_name=None, values=None):
         if isinstance(v, (Tensor, Operation)):
             g = v.graph
             break
-        if hasattr(v, "graph") and isinstance(getattr(v, "graph"), Graph):
+        if hasattr(v, "graph") and isinstance(v.graph, Graph):
             g = v.graph
             break
     if g is None:
@@ -775,5 +832,5 @@ def name_scope(name, default_name=None, values=None):
             yield scope
 
 
-def name_from_scope_name(name):
+def name_from_scope_name(name: str) -> str:
     return name[:-1] if name and name[-1] == "/" else name

@@ -93,10 +93,10 @@ def placeholder(dtype, shape=None, name=None):
     return op.outputs[0]
 
 
-def identity(input, name=None):
+def identity(input, name=None):  # noqa: A002 - TF's argument name
     """``Identity``: the same value, possibly on another device (a cheap way to move a tensor)."""
     if not isinstance(input, Tensor):
-        input = convert_to_tensor(input)
+        input = convert_to_tensor(input)  # noqa: A001 - the argument, converted
     dt = input.dtype.base_dtype
     op = apply_op("Identity", [input], [(dt, input.shape)], name or "Identity", {"T": dt})
     return op.outputs[0]
@@ -113,14 +113,14 @@ def _static_value(t):
     return None
 
 
-def expand_dims(input, axis=None, name=None, dim=None):
+def expand_dims(input, axis=None, name=None, dim=None):  # noqa: A002 - TF's argument name
     """``ExpandDims``: inserts a dimension of size 1 at ``axis``."""
     if axis is None:
         axis = dim
     if axis is None:
         raise ValueError("Must specify an axis argument to tf.expand_dims()")
     with name_scope(name, "ExpandDims", [input]) as scope:
-        input = convert_to_tensor(input, name="input")
+        input = convert_to_tensor(input, name="input")  # noqa: A001 - the argument, converted
         axis_t = convert_to_tensor(axis, dtype=dtypes.int32, name="dim")
         shape = tensor_shape.unknown_shape()
         a = _static_value(axis_t)

@@ -7,9 +7,16 @@ Book section: "Operations and kernels".  An *op* is the abstract operation (``Ma
 it has a ``container`` attribute (``tf.container`` fills it).
 """
 
-from minitf.framework import graph as ops_graph
+from __future__ import annotations
 
-_REGISTRY = {}
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from minitf.framework import graph as ops_graph
+from minitf.framework.dtypes import DType
+from minitf.framework.tensor_shape import TensorShape
+
+_REGISTRY: dict[str, OpDef] = {}
 
 
 class OpDef:
@@ -17,8 +24,8 @@ class OpDef:
 
     __slots__ = ("type", "ref_inputs", "is_stateful", "has_container", "type_attr")
 
-    def __init__(self, op_type, ref_inputs=(), is_stateful=False, has_container=False,
-                 type_attr="T"):
+    def __init__(self, op_type: str, ref_inputs: Iterable[bool] = (), is_stateful: bool = False,
+                 has_container: bool = False, type_attr: str = "T") -> None:
         self.type = op_type
         self.ref_inputs = tuple(ref_inputs)  # one bool per (leading) input
         self.is_stateful = is_stateful
@@ -26,20 +33,20 @@ class OpDef:
         self.type_attr = type_attr  # the attr holding the dtype that kernels are keyed on
 
 
-def register_op(op_type, **kw):
+def register_op(op_type: str, **kw: Any) -> OpDef:
     op_def = OpDef(op_type, **kw)
     _REGISTRY[op_type] = op_def
     return op_def
 
 
-def get_op_def(op_type):
+def get_op_def(op_type: str) -> OpDef:
     try:
         return _REGISTRY[op_type]
     except KeyError:
         raise KeyError("Op type not registered '%s'" % op_type) from None
 
 
-def graph_of(inputs):
+def graph_of(inputs: Sequence[Any]) -> ops_graph.Graph:
     """The graph an op over ``inputs`` belongs to: that of its tensor inputs, else the default."""
     g = None
     for t in inputs:
@@ -51,13 +58,16 @@ def graph_of(inputs):
     return g if g is not None else ops_graph.get_default_graph()
 
 
-def apply_op(op_type, inputs, output_specs, name, attrs=None):
+def apply_op(op_type: str, inputs: Sequence[ops_graph.Tensor],
+             output_specs: Sequence[tuple[DType, TensorShape]], name: str,
+             attrs: dict[str, Any] | None = None) -> ops_graph.Operation:
     """Creates an op of a registered type in the inputs' graph and returns the Operation."""
     op_def = _REGISTRY[op_type]
     return graph_of(inputs).create_op(op_type, inputs, output_specs, name, attrs, op_def)
 
 
-def shape_error(op_type, name, inputs, reason):
+def shape_error(op_type: str, name: str, inputs: Sequence[ops_graph.Tensor],
+                reason: str) -> ValueError:
     """TF's graph-construction shape error: ``<reason> for '<name>' (op: '<type>') with input
     shapes: [2,3], [3].``"""
     shapes = ", ".join(_shape_text(t.shape) for t in inputs)

@@ -85,20 +85,40 @@ def get_variable(name, shape=None, dtype=None, initializer=None, trainable=True,
     scope = store.scope
     full = (scope.name + "/" + name) if scope.name else name
     if full in store.vars:
-        if scope.reuse is False:
-            raise ValueError("Variable %s already exists, disallowed. Did you mean to set "
-                             "reuse=True or reuse=tf.AUTO_REUSE in VarScope?" % full)
-        var = store.vars[full]
-        if shape is not None and not tensor_shape.as_shape(shape).is_compatible_with(var.shape):
-            raise ValueError("Trying to share variable %s, but specified shape %s and found "
-                             "shape %s." % (full, tensor_shape.as_shape(shape), var.shape))
-        return var
+        return _reused_variable(store, scope, full, shape)
     if scope.reuse is True:
         raise ValueError("Variable %s does not exist, or was not created with "
                          "tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
                          "VarScope?" % full)
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
-    initializer = initializer if initializer is not None else scope.initializer
+    init_value = _initial_value(full, shape, dtype,
+                                initializer if initializer is not None else scope.initializer)
+    g = get_default_graph()
+    with g.name_scope(None):  # variables are named by the variable scope, not the name scope
+        with g.name_scope(scope.name + "/" if scope.name else None):
+            var = Variable(init_value, trainable=trainable, collections=collections,
+                           caching_device=caching_device, name=name, dtype=dtype,
+                           validate_shape=validate_shape)
+    store.vars[full] = var
+    return var
+
+
+def _reused_variable(store, scope, full, shape):
+    """The existing variable ``full``, if ``scope`` reuses variables and ``shape`` fits."""
+    if scope.reuse is False:
+        raise ValueError("Variable %s already exists, disallowed. Did you mean to set "
+                         "reuse=True or reuse=tf.AUTO_REUSE in VarScope?" % full)
+    var = store.vars[full]
+    if shape is not None and not tensor_shape.as_shape(shape).is_compatible_with(var.shape):
+        raise ValueError("Trying to share variable %s, but specified shape %s and found "
+                         "shape %s." % (full, tensor_shape.as_shape(shape), var.shape))
+    return var
+
+
+def _initial_value(full, shape, dtype, initializer):
+    """The initial value of the new variable ``full``: ``initializer`` (None: Glorot uniform
+    for floats, zeros for integers and bools; an initializer class: one of ``dtype``) as a
+    function of no arguments, or the value given."""
     if initializer is None:
         if dtype.is_floating:
             initializer = init_ops.glorot_uniform_initializer()
@@ -109,23 +129,14 @@ def get_variable(name, shape=None, dtype=None, initializer=None, trainable=True,
                              % (full, dtype.base_dtype))
     if isinstance(initializer, type):
         initializer = initializer(dtype=dtype)
-    if callable(initializer):
-        if shape is None:
-            raise ValueError("Shape of a new variable (%s) must be fully defined, but instead "
-                             "was %s." % (full, tensor_shape.unknown_shape()))
-        shape = tensor_shape.as_shape(shape)
-        if not shape.is_fully_defined():
-            raise ValueError("Shape of a new variable (%s) must be fully defined, but instead "
-                             "was %s." % (full, shape))
-        dims = shape.as_list()
-        init_value = lambda: initializer(dims, dtype=dtype)  # noqa: E731
-    else:
-        init_value = initializer
-    g = get_default_graph()
-    with g.name_scope(None):  # variables are named by the variable scope, not the name scope
-        with g.name_scope(scope.name + "/" if scope.name else None):
-            var = Variable(init_value, trainable=trainable, collections=collections,
-                           caching_device=caching_device, name=name, dtype=dtype,
-                           validate_shape=validate_shape)
-    store.vars[full] = var
-    return var
+    if not callable(initializer):
+        return initializer
+    if shape is None:
+        raise ValueError("Shape of a new variable (%s) must be fully defined, but instead "
+                         "was %s." % (full, tensor_shape.unknown_shape()))
+    shape = tensor_shape.as_shape(shape)
+    if not shape.is_fully_defined():
+        raise ValueError("Shape of a new variable (%s) must be fully defined, but instead "
+                         "was %s." % (full, shape))
+    dims = shape.as_list()
+    return lambda: initializer(dims, dtype=dtype)

@@ -66,7 +66,8 @@ def _real_gpus():
                 except Exception as e:  # noqa: BLE001 - e.g. a numba with another EMM version
                     import warnings
                     warnings.warn("minitf: GPU memory options will not cap numba's own "
-                                  "allocations (%s)" % e)
+                                  "allocations (%s)" % e,
+                                  stacklevel=1)  # about this machine's numba: point here
                 if cuda.is_available():  # the driver has applied CUDA_VISIBLE_DEVICES already
                     for i, dev in enumerate(cuda.list_devices()):
                         with dev:

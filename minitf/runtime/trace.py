@@ -295,11 +295,10 @@ class Timeline:
             lane_ends, tids = [], []
             for ns in ds.node_stats:
                 start = ns.all_start_micros
-                for lane, end in enumerate(lane_ends):
-                    if end < start:
-                        break
-                else:
-                    lane = len(lane_ends)
+                # the first lane free before this op starts, else a new one
+                lane = next((k for k, end in enumerate(lane_ends) if end < start),
+                            len(lane_ends))
+                if lane == len(lane_ends):
                     lane_ends.append(None)
                 lane_ends[lane] = start + ns.all_end_rel_micros
                 tids.append(lane)

@@ -17,7 +17,8 @@ from minitf.viz.graph_view import GraphView
 from minitf.viz.memory_view import MemoryView
 from minitf.viz.timeline_view import TimelineView
 
-__all__ = ["ClusterView", "GraphView", "MemoryView", "PlacementExplorer", "StepThrough", "TimelineView"]
+__all__ = ["ClusterView", "GraphView", "MemoryView", "PlacementExplorer", "StepThrough",
+           "TimelineView"]
 
 
 def __getattr__(name):

@@ -144,6 +144,35 @@ class _ClusterSpec:
         self.dot_id = None
 
 
+def _cluster_sort_key(key):
+    """Clusters' order (in DOT and in the builtin drawing): their keys, digits read as numbers."""
+    return [natural_key(str(k)) if k is not None else [] for k in key]
+
+
+def _cluster_path(root, levels, color, scope_parts):
+    """The innermost cluster of ``levels`` (job, task, device) then of the name scopes
+    ``scope_parts``, made under ``root`` where missing; ``color``: that of a device cluster."""
+    node = root
+    for key, label in levels:
+        kind = key[0]
+        c = color if kind == "device" else "#888888"
+        node = node.children.setdefault(key, _ClusterSpec(key, label, kind, c))
+    for k in range(len(scope_parts)):
+        scope = "/".join(scope_parts[:k + 1])
+        key = ("scope", scope)
+        node = node.children.setdefault(key, _ClusterSpec(key, scope, "scope", "#777777"))
+    return node
+
+
+def _number_clusters(spec, counter):
+    """Stable cluster ids: sorted children, numbered depth first from ``counter[0]``."""
+    for key in sorted(spec.children, key=_cluster_sort_key):
+        child = spec.children[key]
+        child.dot_id = "cluster_%d_%s" % (counter[0], child.kind)
+        counter[0] += 1
+        _number_clusters(child, counter)
+
+
 class GraphView(SavesToFile):
     """A drawing of ``graph`` with its ops coloured and grouped by device (see module doc).
 
@@ -262,86 +291,93 @@ class GraphView(SavesToFile):
 
     # -- the model -----------------------------------------------------------------------------
     def _build(self):
-        ops = self._ops
+        """The drawing's model: ``_node_of`` (op name -> node id), ``_nodes``, ``_edges`` and the
+        cluster tree ``_root`` (its clusters numbered for stable DOT ids)."""
+        self._node_of = {op.name: self._node_id(op) for op in self._ops}
+        root = _ClusterSpec(None, "", "root", None)
+        self._nodes = self._node_models(root)
+        self._edges = self._edge_models()
+        self._root = root
+        _number_clusters(root, [0])
+
+    def _node_id(self, op):
+        """The id of the box ``op`` is drawn in: its name, or ``scope:<scope>`` if collapsed."""
+        scope = self.collapsed.get(op.name)
+        return op.name if scope is None else "scope:" + scope
+
+    def _node_models(self, root):
+        """One node per drawn box, in op order: ``(id, lines, fill, stripes, shape, tooltip,
+        cluster)``; each joins the members of its cluster (made under ``root`` as needed)."""
         scopes = self._scope_names()
         boxes = collections.OrderedDict()      # scope -> [op]
-        for op in ops:
+        for op in self._ops:
             s = self.collapsed.get(op.name)
             if s is not None:
                 boxes.setdefault(s, []).append(op)
-        node_of = {}                           # op name -> drawn node id
-        for op in ops:
-            s = self.collapsed.get(op.name)
-            node_of[op.name] = op.name if s is None else "scope:" + s
-        self._node_of = node_of
-
-        root = _ClusterSpec(None, "", "root", None)
-
-        def cluster_path(levels, color, scope_parts):
-            node = root
-            for key, label in levels:
-                kind = key[0]
-                c = color if kind == "device" else "#888888"
-                node = node.children.setdefault(key, _ClusterSpec(key, label, kind, c))
-            for k in range(len(scope_parts)):
-                scope = "/".join(scope_parts[:k + 1])
-                key = ("scope", scope)
-                node = node.children.setdefault(key, _ClusterSpec(key, scope, "scope",
-                                                                  "#777777"))
-            return node
-
-        nodes = []                   # (id, lines, fill, stripes, shape, tooltip, cluster)
+        nodes = []
         first_seen = {}
-        for op in ops:
-            nid = node_of[op.name]
+        for op in self._ops:
+            nid = self._node_of[op.name]
             if nid in first_seen:
                 continue
             first_seen[nid] = True
             if nid.startswith("scope:"):
                 scope = nid[len("scope:"):]
-                members = boxes[scope]
-                devs = collections.Counter(self.device_of[m.name] for m in members)
-                order = sorted(devs, key=lambda d: (d == "", natural_key(d)))
-                stripes = [(self.colors.get(d, UNPLACED_COLOR), devs[d] / len(members))
-                           for d in order]
-                if len(order) == 1:
-                    levels = _device_levels(order[0]) if order[0] else []
-                else:   # ops on several devices: outside any one device's cluster
-                    levels = _common_levels(order)
-                cl = cluster_path(levels, self.colors.get(order[0], UNPLACED_COLOR),
-                                  scope.split("/")[:-1])
-                tooltip = "%s (name scope, %d ops)\n%s" % (scope, len(members), "\n".join(
-                    "%s: %d" % (d or "not placed", devs[d]) for d in order))
-                nodes.append((nid, [scope, "%d ops" % len(members)],
-                              stripes[0][0], stripes if len(stripes) > 1 else None, "box3d",
-                              tooltip, cl))
+                node = self._scope_node(root, nid, scope, boxes[scope])
             else:
-                device = self.device_of[op.name]
-                parts = op.name.split("/")[:-1]
-                if op.name in scopes:
-                    parts = op.name.split("/")
-                cl = cluster_path(_device_levels(device) if device else [],
-                                  self.colors.get(device, UNPLACED_COLOR), parts)
-                fill = self.colors.get(device, UNPLACED_COLOR) if device else UNPLACED_COLOR
-                shape = "cylinder" if op.type in VARIABLE_TYPES else "box"
-                tip = ["%s (%s)" % (op.name, op.type),
-                       "device: %s" % (device or "not placed")]
-                if op.device and (self.source != "requested"):
-                    tip.append("requested: %s" % op.device)
-                try:
-                    cls = op.get_attr("_class")
-                except ValueError:
-                    cls = None
-                if cls:
-                    tip.append("colocated with: %s" % ", ".join(
-                        (c.decode() if isinstance(c, bytes) else str(c)).replace("loc:@", "")
-                        for c in cls))
-                nodes.append((nid, [op.name, op.type], fill, None, shape, "\n".join(tip), cl))
-            cl.members.append(nid)
+                node = self._op_node(root, nid, op, op.name in scopes)
+            nodes.append(node)
+            node[6].members.append(nid)
+        return nodes
 
-        # edges: one per (producer, consumer, kind), after collapsing
+    def _scope_node(self, root, nid, scope, members):
+        """The box of a collapsed name scope, striped by the devices of its ``members``."""
+        devs = collections.Counter(self.device_of[m.name] for m in members)
+        order = sorted(devs, key=lambda d: (d == "", natural_key(d)))
+        stripes = [(self.colors.get(d, UNPLACED_COLOR), devs[d] / len(members))
+                   for d in order]
+        if len(order) == 1:
+            levels = _device_levels(order[0]) if order[0] else []
+        else:   # ops on several devices: outside any one device's cluster
+            levels = _common_levels(order)
+        cl = _cluster_path(root, levels, self.colors.get(order[0], UNPLACED_COLOR),
+                           scope.split("/")[:-1])
+        tooltip = "%s (name scope, %d ops)\n%s" % (scope, len(members), "\n".join(
+            "%s: %d" % (d or "not placed", devs[d]) for d in order))
+        return (nid, [scope, "%d ops" % len(members)], stripes[0][0],
+                stripes if len(stripes) > 1 else None, "box3d", tooltip, cl)
+
+    def _op_node(self, root, nid, op, is_scope):
+        """The box of one op (``is_scope``: its name is also a name scope, which it joins)."""
+        device = self.device_of[op.name]
+        parts = op.name.split("/") if is_scope else op.name.split("/")[:-1]
+        cl = _cluster_path(root, _device_levels(device) if device else [],
+                           self.colors.get(device, UNPLACED_COLOR), parts)
+        fill = self.colors.get(device, UNPLACED_COLOR) if device else UNPLACED_COLOR
+        shape = "cylinder" if op.type in VARIABLE_TYPES else "box"
+        return (nid, [op.name, op.type], fill, None, shape, self._op_tooltip(op, device), cl)
+
+    def _op_tooltip(self, op, device):
+        """Hover text of an op's box: type, device, requested device, colocation groups."""
+        tip = ["%s (%s)" % (op.name, op.type), "device: %s" % (device or "not placed")]
+        if op.device and (self.source != "requested"):
+            tip.append("requested: %s" % op.device)
+        try:
+            cls = op.get_attr("_class")
+        except ValueError:
+            cls = None
+        if cls:
+            tip.append("colocated with: %s" % ", ".join(
+                (c.decode() if isinstance(c, bytes) else str(c)).replace("loc:@", "")
+                for c in cls))
+        return "\n".join(tip)
+
+    def _edge_models(self):
+        """One edge per (producer, consumer, kind) after collapsing: ``(src, dst, kind, cross,
+        tensors)``, ``cross`` when a data edge joins two devices."""
+        node_of = self._node_of
         edges = collections.OrderedDict()
-        for op in ops:
+        for op in self._ops:
             dst = node_of[op.name]
             for t in op.inputs:
                 src = node_of[t.op.name]
@@ -356,24 +392,7 @@ class GraphView(SavesToFile):
                 src = node_of[c.name]
                 if src != dst:
                     edges.setdefault((src, dst, "control"), (False, ["^" + c.name]))
-        self._nodes = nodes
-        self._edges = [(s, d, kind, cross, tensors)
-                       for (s, d, kind), (cross, tensors) in edges.items()]
-        self._root = root
-        # stable cluster ids: sorted children, numbered depth first
-        counter = [0]
-
-        def number(spec):
-            for key in sorted(spec.children, key=self._cluster_sort_key):
-                child = spec.children[key]
-                child.dot_id = "cluster_%d_%s" % (counter[0], child.kind)
-                counter[0] += 1
-                number(child)
-        number(root)
-
-    @staticmethod
-    def _cluster_sort_key(key):
-        return [natural_key(str(k)) if k is not None else [] for k in key]
+        return [(s, d, kind, cross, tensors) for (s, d, kind), (cross, tensors) in edges.items()]
 
     # -- counts -----------------------------------------------------------------------------
     @property
@@ -416,13 +435,27 @@ class GraphView(SavesToFile):
 
     def _make_dot(self):
         out = ["digraph minitf {"]
-        out.append('  graph [rankdir=TB, fontname="Helvetica", fontsize=11, newrank=true, '
-                   'nodesep=0.25, ranksep=0.45%s];' % (
-                       ", label=%s, labelloc=t" % _quote(self.title) if self.title else ""))
-        out.append('  node [shape=box, style="rounded,filled", fontname="Helvetica", '
-                   'fontsize=10, color="#333333", margin="0.1,0.04"];')
-        out.append('  edge [fontname="Helvetica", fontsize=9, color="%s", arrowsize=0.7];'
-                   % EDGE_COLOR)
+        out.extend(self._dot_defaults())
+        _dot_clusters(out, self._root, 1, self._dot_node_lines())
+        for s, d, kind, cross, tensors in self._edges:
+            out.append("  %s -> %s [%s];" % (_quote(s), _quote(d),
+                                            _dot_edge_attrs(kind, cross, tensors)))
+        out.extend(self._dot_legend())
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+    def _dot_defaults(self):
+        """The graph, node and edge defaults (and the title) of the DOT text."""
+        return ['  graph [rankdir=TB, fontname="Helvetica", fontsize=11, newrank=true, '
+                'nodesep=0.25, ranksep=0.45%s];' % (
+                    ", label=%s, labelloc=t" % _quote(self.title) if self.title else ""),
+                '  node [shape=box, style="rounded,filled", fontname="Helvetica", '
+                'fontsize=10, color="#333333", margin="0.1,0.04"];',
+                '  edge [fontname="Helvetica", fontsize=9, color="%s", arrowsize=0.7];'
+                % EDGE_COLOR]
+
+    def _dot_node_lines(self):
+        """``{node id: its DOT statement}``."""
         node_lines = {}
         for nid, lines, fill, stripes, shape, tooltip, _ in self._nodes:
             attrs = ["label=%s" % _quote("\n".join(lines))]
@@ -438,38 +471,7 @@ class GraphView(SavesToFile):
                 attrs.append('shape=box3d, style="filled"')
             attrs.append("tooltip=%s" % _quote(tooltip))
             node_lines[nid] = "%s [%s];" % (_quote(nid), ", ".join(attrs))
-
-        def emit(spec, indent):
-            pad = "  " * indent
-            for key in sorted(spec.children, key=self._cluster_sort_key):
-                child = spec.children[key]
-                out.append("%ssubgraph %s {" % (pad, _quote(child.dot_id)))
-                out.append("%s  label=%s;" % (pad, _quote(child.label)))
-                if child.kind == "device":
-                    out.append('%s  style="rounded,bold"; color=%s; penwidth=2;'
-                               % (pad, _quote(_darker(child.color))))
-                elif child.kind == "scope":
-                    out.append('%s  style="rounded,dashed"; color="#777777";' % pad)
-                else:
-                    out.append('%s  style="rounded"; color="#888888";' % pad)
-                emit(child, indent + 1)
-                out.append("%s}" % pad)
-            for nid in spec.members:
-                out.append("%s%s" % (pad, node_lines[nid]))
-
-        emit(self._root, 1)
-        for s, d, kind, cross, tensors in self._edges:
-            attrs = []
-            if kind == "control":
-                attrs.append("style=dashed")
-            elif cross:
-                attrs.append('color="%s", fontcolor="%s", style=bold, penwidth=2, '
-                             'label="copy"' % (COPY_COLOR, COPY_COLOR))
-            attrs.append("tooltip=%s" % _quote(", ".join(tensors)))
-            out.append("  %s -> %s [%s];" % (_quote(s), _quote(d), ", ".join(attrs)))
-        out.extend(self._dot_legend())
-        out.append("}")
-        return "\n".join(out) + "\n"
+        return node_lines
 
     def _dot_legend(self):
         cells = []
@@ -502,20 +504,7 @@ class GraphView(SavesToFile):
     # -- SVG --------------------------------------------------------------------------------
     def _builtin_svg(self):
         clusters = {}
-        tops = []
-
-        def make(spec, parent):
-            for key in sorted(spec.children, key=self._cluster_sort_key):
-                child = spec.children[key]
-                color = _darker(child.color) if child.kind == "device" else child.color
-                c = layout.Cluster(child.dot_id, child.label, color, parent,
-                                   css="cluster cluster-%s" % child.kind,
-                                   opacity=_CLUSTER_OPACITY[child.kind])
-                if parent is None:
-                    tops.append(c)
-                clusters[id(child)] = c
-                make(child, c)
-        make(self._root, None)
+        tops = _layout_clusters(self._root, None, clusters)
         nodes = []
         for nid, lines, fill, stripes, shape, tooltip, cl in self._nodes:
             css = "node"
@@ -589,11 +578,59 @@ class GraphView(SavesToFile):
             len(self._ops), self.node_count, self.source)
 
 
+def _dot_clusters(out, spec, indent, node_lines):
+    """The DOT subgraphs of ``spec``'s child clusters (sorted, nested), then its own nodes."""
+    pad = "  " * indent
+    for key in sorted(spec.children, key=_cluster_sort_key):
+        child = spec.children[key]
+        out.append("%ssubgraph %s {" % (pad, _quote(child.dot_id)))
+        out.append("%s  label=%s;" % (pad, _quote(child.label)))
+        if child.kind == "device":
+            out.append('%s  style="rounded,bold"; color=%s; penwidth=2;'
+                       % (pad, _quote(_darker(child.color))))
+        elif child.kind == "scope":
+            out.append('%s  style="rounded,dashed"; color="#777777";' % pad)
+        else:
+            out.append('%s  style="rounded"; color="#888888";' % pad)
+        _dot_clusters(out, child, indent + 1, node_lines)
+        out.append("%s}" % pad)
+    for nid in spec.members:
+        out.append("%s%s" % (pad, node_lines[nid]))
+
+
+def _dot_edge_attrs(kind, cross, tensors):
+    """The DOT attributes of an edge: dashed (control), red and bold (copy), tensor names."""
+    attrs = []
+    if kind == "control":
+        attrs.append("style=dashed")
+    elif cross:
+        attrs.append('color="%s", fontcolor="%s", style=bold, penwidth=2, '
+                     'label="copy"' % (COPY_COLOR, COPY_COLOR))
+    attrs.append("tooltip=%s" % _quote(", ".join(tensors)))
+    return ", ".join(attrs)
+
+
+def _layout_clusters(spec, parent, clusters):
+    """The :class:`layout.Cluster` of each child of ``spec`` (sorted, nested) under ``parent``,
+    recorded in ``clusters`` by ``id()`` of their spec; returns them."""
+    made = []
+    for key in sorted(spec.children, key=_cluster_sort_key):
+        child = spec.children[key]
+        color = _darker(child.color) if child.kind == "device" else child.color
+        c = layout.Cluster(child.dot_id, child.label, color, parent,
+                           css="cluster cluster-%s" % child.kind,
+                           opacity=_CLUSTER_OPACITY[child.kind])
+        made.append(c)
+        clusters[id(child)] = c
+        _layout_clusters(child, c, clusters)
+    return made
+
+
 def _darker(color):
     """A darker shade of ``#rrggbb`` for outlines."""
     r, g, b = (int(color[k:k + 2], 16) for k in (1, 3, 5))
-    h, l, s = colorsys.rgb_to_hls(r / 255, g / 255, b / 255)
-    r, g, b = colorsys.hls_to_rgb(h, max(0.0, l * 0.6), s)
+    hue, lightness, saturation = colorsys.rgb_to_hls(r / 255, g / 255, b / 255)
+    r, g, b = colorsys.hls_to_rgb(hue, max(0.0, lightness * 0.6), saturation)
     return "#%02x%02x%02x" % (round(r * 255), round(g * 255), round(b * 255))
 
 

@@ -21,6 +21,7 @@ two drawings of one graph are the same text.  It is meant for readable teaching 
 for beating Graphviz: long edges are straight lines that may cross nodes.
 """
 
+import functools
 import math
 from xml.sax.saxutils import escape
 
@@ -213,22 +214,24 @@ def _pack(band, layer, widths, xs):
         x += widths[i] + H_GAP
 
 
+def _barycentre(nbrs, xs, i):
+    """Sort key of node ``i`` in its row: the mean x of its neighbours (its own x if none)."""
+    ns = nbrs[i]
+    return sum(xs[j] for j in ns) / len(ns) if ns else xs[i]
+
+
 def _order(bands_by_layer, n_layers, preds, succs, widths, xs):
     for band, layer in ((b, ly) for ly in range(n_layers) for b in bands_by_layer[ly]):
         _pack(band, layer, widths, xs)
     for sweep in range(SWEEPS):
         down = sweep % 2 == 0
         layers = range(1, n_layers) if down else range(n_layers - 2, -1, -1)
-        nbrs = preds if down else succs
+        key = functools.partial(_barycentre, preds if down else succs, xs)
         for layer in layers:
             for band in bands_by_layer[layer]:
                 row = band.rows[layer]
                 if len(row) < 2:
                     continue
-
-                def key(i):
-                    ns = nbrs[i]
-                    return sum(xs[j] for j in ns) / len(ns) if ns else xs[i]
                 row.sort(key=key)
                 _pack(band, layer, widths, xs)
 
@@ -322,14 +325,9 @@ def _legend_svg(out, items, x, y):
     return w, h
 
 
-def render_svg(nodes, edges, clusters=(), legend=(), title=None):
-    """The SVG text of a layered drawing.
-
-    ``nodes``: :class:`Node` list (its order breaks every tie); ``edges``: :class:`Edge` list
-    between node ids (unknown ids are ignored); ``clusters``: the top-level :class:`Cluster`
-    objects (their ``children`` nest further; a node names its innermost cluster); ``legend``:
-    :class:`LegendItem` rows drawn on the right; ``title``: a line above the drawing.
-    """
+def _adjacency(nodes, edges):
+    """``(preds, succs, drawn)``: the distinct neighbours of every node index (self-loops and
+    repeats left out) and the ``(src index, dst index, Edge)`` of every edge between known ids."""
     index = {nd.id: i for i, nd in enumerate(nodes)}
     n = len(nodes)
     preds = [[] for _ in range(n)]
@@ -346,74 +344,93 @@ def render_svg(nodes, edges, clusters=(), legend=(), title=None):
         seen.add((s, d))
         preds[d].append(s)
         succs[s].append(d)
-    layer = _layers(n, preds, succs)
-    n_layers = max(layer, default=-1) + 1
+    return preds, succs, drawn
 
+
+def _node_sizes(nodes):
+    """``(widths, heights)`` of the nodes' boxes."""
     widths = []
     heights = []
     for nd in nodes:
         text = max((_text_w(_shorten(line)) for line in nd.lines), default=0)
         widths.append(max(56.0, text + 16))
         heights.append(LINE_H * len(nd.lines) + 10 + (8 if nd.shape == "cylinder" else 0))
+    return widths, heights
 
-    # bands: one per cluster, plus the top level
+
+def _add_band(cluster, parent, band_of_cluster):
+    """The band of ``cluster`` (and of its children, recursively) under band ``parent``."""
+    b = _Band(cluster, parent.depth + 1)
+    band_of_cluster[id(cluster)] = b
+    parent.children.append(b)
+    for c in cluster.children:
+        _add_band(c, b, band_of_cluster)
+
+
+def _bands(nodes, clusters, layer, widths):
+    """The measured and placed band tree: its root (the top level) and all its bands, root
+    first then depth first."""
     root = _Band(None, 0)
     band_of_cluster = {}
-
-    def build(cluster, parent):
-        b = _Band(cluster, parent.depth + 1)
-        band_of_cluster[id(cluster)] = b
-        parent.children.append(b)
-        for c in cluster.children:
-            build(c, b)
     for c in clusters:
-        build(c, root)
+        _add_band(c, root, band_of_cluster)
     for i, nd in enumerate(nodes):
         b = band_of_cluster.get(id(nd.cluster), root) if nd.cluster is not None else root
         b.rows.setdefault(layer[i], []).append(i)
     _measure(root, widths, False)
     _place_bands(root, 0.0, False)
-    bands = list(_walk(root))
+    return root, list(_walk(root))
+
+
+def _x_positions(bands, n_layers, preds, succs, widths):
+    """The x of every node's centre (relative to the left margin) after ordering the rows."""
     bands_by_layer = [[] for _ in range(n_layers)]
     for b in bands:
         for ly in sorted(b.rows):
             bands_by_layer[ly].append(b)
-    xs = [0.0] * n
+    xs = [0.0] * len(widths)
     _order(bands_by_layer, n_layers, preds, succs, widths, xs)
+    return xs
 
-    # vertical geometry: each layer gap leaves room for the clusters that open or close there
-    def top_pad(b):
-        return CLUSTER_PAD + CLUSTER_LABEL_H * (b.height + 1)
 
-    def bottom_pad(b):
-        return CLUSTER_PAD * (b.height + 1)
+def _top_pad(band):
+    """Room above a cluster's first layer: its label and those of the clusters inside it."""
+    return CLUSTER_PAD + CLUSTER_LABEL_H * (band.height + 1)
+
+
+def _bottom_pad(band):
+    return CLUSTER_PAD * (band.height + 1)
+
+
+def _rows(bands, layer, heights, n_layers, top):
+    """``(row_top, row_h, bottom)``: the y and height of every layer, starting at ``top``; each
+    layer gap leaves room for the clusters that open or close there."""
     opening = [0.0] * (n_layers + 1)
     closing = [0.0] * (n_layers + 1)
     for b in bands[1:]:
         if b.lo is None:
             continue
-        opening[b.lo] = max(opening[b.lo], top_pad(b))
-        closing[b.hi] = max(closing[b.hi], bottom_pad(b))
+        opening[b.lo] = max(opening[b.lo], _top_pad(b))
+        closing[b.hi] = max(closing[b.hi], _bottom_pad(b))
     row_h = [0.0] * n_layers
-    for i in range(n):
+    for i in range(len(heights)):
         row_h[layer[i]] = max(row_h[layer[i]], heights[i])
-    title_h = 26 if title else 0
     row_top = []
-    y = MARGIN + title_h
+    y = top
     for ly in range(n_layers):
         y += opening[ly] + (BASE_V_GAP if ly else 0)
         row_top.append(y)
         y += row_h[ly] + closing[ly]
-    body_h = y
-    ys = [row_top[layer[i]] + (row_h[layer[i]] - heights[i]) / 2 for i in range(n)]
+    return row_top, row_h, y
 
-    out = []
-    # clusters, outermost first so inner boxes are drawn on top
+
+def _clusters_svg(out, bands, row_top, row_h):
+    """The cluster boxes, outermost first so inner boxes are drawn on top."""
     for b in bands[1:]:
         if b.lo is None:
             continue
-        top = row_top[b.lo] - top_pad(b)
-        bottom = row_top[b.hi] + row_h[b.hi] + bottom_pad(b)
+        top = row_top[b.lo] - _top_pad(b)
+        bottom = row_top[b.hi] + row_h[b.hi] + _bottom_pad(b)
         c = b.cluster
         out.append('<g class="%s" data-name="%s"><title>%s</title>' % (
             _attr(c.css), _attr(c.id), escape(c.label)))
@@ -423,34 +440,25 @@ def render_svg(nodes, edges, clusters=(), legend=(), title=None):
                        c.opacity, c.color))
         out.append('<text x="%s" y="%s" font-weight="bold" fill="#333333">%s</text></g>' % (
             _f(MARGIN + b.x0 + CLUSTER_PAD), _f(top + CLUSTER_LABEL_H - 3), escape(c.label)))
-    # edges below nodes
-    for s, d, e in drawn:
-        if s == d:
-            continue
-        x1, y1 = MARGIN + xs[s], ys[s] + heights[s]
-        x2, y2 = MARGIN + xs[d], ys[d]
-        dash = ' stroke-dasharray="5,3"' if e.dashed else ""
-        out.append('<g class="%s"><title>%s</title>' % (_attr(e.css), escape(
-            e.tooltip or "%s \u2192 %s" % (nodes[s].id, nodes[d].id))))
-        out.append('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s/>' % (
-            _f(x1), _f(y1), _f(x2), _f(y2), e.color, _f(e.width), dash))
-        out.append(_arrowhead(x1, y1, x2, y2, e.color))
-        if e.label:
-            out.append('<text x="%s" y="%s" fill="%s" font-size="%d">%s</text>' % (
-                _f((x1 + x2) / 2 + 4), _f((y1 + y2) / 2), e.color, FONT_SIZE - 1,
-                escape(e.label)))
-        out.append("</g>")
-    for i, nd in enumerate(nodes):
-        _node_svg(out, nd, MARGIN + xs[i], ys[i], widths[i], heights[i])
 
-    width = MARGIN * 2 + root.w
-    legend_w = legend_h = 0
-    if legend:
-        legend_out = []
-        legend_w, legend_h = _legend_svg(legend_out, legend, width, MARGIN + title_h)
-        out.extend(legend_out)
-    total_w = width + (legend_w + MARGIN if legend else 0)
-    total_h = max(body_h, MARGIN + title_h + legend_h) + MARGIN
+
+def _edge_svg(out, e, src, dst, x1, y1, x2, y2):
+    """One edge from (x1, y1) to (x2, y2) between the nodes ``src`` and ``dst``."""
+    dash = ' stroke-dasharray="5,3"' if e.dashed else ""
+    out.append('<g class="%s"><title>%s</title>' % (_attr(e.css), escape(
+        e.tooltip or "%s \u2192 %s" % (src.id, dst.id))))
+    out.append('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s/>' % (
+        _f(x1), _f(y1), _f(x2), _f(y2), e.color, _f(e.width), dash))
+    out.append(_arrowhead(x1, y1, x2, y2, e.color))
+    if e.label:
+        out.append('<text x="%s" y="%s" fill="%s" font-size="%d">%s</text>' % (
+            _f((x1 + x2) / 2 + 4), _f((y1 + y2) / 2), e.color, FONT_SIZE - 1,
+            escape(e.label)))
+    out.append("</g>")
+
+
+def _svg_head(total_w, total_h, title):
+    """The ``<svg>`` element's opening, the white background and the title line."""
     head = ['<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" '
             'viewBox="0 0 %s %s" font-family="%s" font-size="%d">' % (
                 _f(total_w), _f(total_h), _f(total_w), _f(total_h), FONT, FONT_SIZE),
@@ -459,4 +467,41 @@ def render_svg(nodes, edges, clusters=(), legend=(), title=None):
     if title:
         head.append('<text class="title" x="%s" y="%s" font-size="14" font-weight="bold">%s'
                     '</text>' % (MARGIN, MARGIN + 12, escape(title)))
-    return "\n".join(head + out + ["</svg>"]) + "\n"
+    return head
+
+
+def render_svg(nodes, edges, clusters=(), legend=(), title=None):
+    """The SVG text of a layered drawing.
+
+    ``nodes``: :class:`Node` list (its order breaks every tie); ``edges``: :class:`Edge` list
+    between node ids (unknown ids are ignored); ``clusters``: the top-level :class:`Cluster`
+    objects (their ``children`` nest further; a node names its innermost cluster); ``legend``:
+    :class:`LegendItem` rows drawn on the right; ``title``: a line above the drawing.
+    """
+    n = len(nodes)
+    preds, succs, drawn = _adjacency(nodes, edges)
+    layer = _layers(n, preds, succs)
+    n_layers = max(layer, default=-1) + 1
+    widths, heights = _node_sizes(nodes)
+    root, bands = _bands(nodes, clusters, layer, widths)
+    xs = _x_positions(bands, n_layers, preds, succs, widths)
+    title_h = 26 if title else 0
+    row_top, row_h, body_h = _rows(bands, layer, heights, n_layers, MARGIN + title_h)
+    ys = [row_top[layer[i]] + (row_h[layer[i]] - heights[i]) / 2 for i in range(n)]
+
+    out = []
+    _clusters_svg(out, bands, row_top, row_h)
+    for s, d, e in drawn:               # edges below nodes
+        if s != d:
+            _edge_svg(out, e, nodes[s], nodes[d], MARGIN + xs[s], ys[s] + heights[s],
+                      MARGIN + xs[d], ys[d])
+    for i, nd in enumerate(nodes):
+        _node_svg(out, nd, MARGIN + xs[i], ys[i], widths[i], heights[i])
+
+    width = MARGIN * 2 + root.w
+    legend_w = legend_h = 0
+    if legend:
+        legend_w, legend_h = _legend_svg(out, legend, width, MARGIN + title_h)
+    total_w = width + (legend_w + MARGIN if legend else 0)
+    total_h = max(body_h, MARGIN + title_h + legend_h) + MARGIN
+    return "\n".join(_svg_head(total_w, total_h, title) + out + ["</svg>"]) + "\n"

@@ -172,7 +172,6 @@ class TimelineView(SavesToFile):
         return self._svg
 
     def _draw(self):
-        out = []
         title_h = 22
         summary_y = TOP_PAD + title_h + 4
         axis_top = summary_y + 12
@@ -180,21 +179,31 @@ class TimelineView(SavesToFile):
         bottom = self._layout_rows(rows_top)
         width = self.left + self.plot_width + RIGHT
         height = bottom + TOP_PAD
+        out = self._heading(width, height, summary_y)
+        self._device_bands(out, width)
+        self._lanes(out)
+        self._axis(out, axis_top, bottom)
+        self._ops_and_transfers(out)
+        out.append("</svg>")
+        return "\n".join(out) + "\n"
 
-        out.append('<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" '
-                   'viewBox="0 0 %s %s" font-family="%s" font-size="11">' % (
-                       _f(width), _f(height), _f(width), _f(height), FONT))
-        out.append('<rect x="0" y="0" width="%s" height="%s" fill="#ffffff"/>'
-                   % (_f(width), _f(height)))
-        out.append('<text class="title" x="10" y="%s" font-size="14" font-weight="bold">%s'
-                   '</text>' % (_f(TOP_PAD + 12), escape(self.title)))
+    def _heading(self, width, height, summary_y):
+        """The ``<svg>`` element's opening, background, title and summary line."""
         par = self.busy / float(self.makespan) if self.makespan else 0.0
-        out.append('<text class="summary" x="10" y="%s" fill="#444444">makespan %s \u00b7 '
-                   'op time %s \u00b7 parallelism %.2f\u00d7 \u00b7 %d ops on %d threads'
-                   '</text>' % (_f(summary_y), _duration(self.makespan),
-                                _duration(self.busy), par, len(self._nodes), len(self.lanes)))
+        return [
+            '<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" '
+            'viewBox="0 0 %s %s" font-family="%s" font-size="11">' % (
+                _f(width), _f(height), _f(width), _f(height), FONT),
+            '<rect x="0" y="0" width="%s" height="%s" fill="#ffffff"/>' % (_f(width), _f(height)),
+            '<text class="title" x="10" y="%s" font-size="14" font-weight="bold">%s'
+            '</text>' % (_f(TOP_PAD + 12), escape(self.title)),
+            '<text class="summary" x="10" y="%s" fill="#444444">makespan %s \u00b7 '
+            'op time %s \u00b7 parallelism %.2f\u00d7 \u00b7 %d ops on %d threads'
+            '</text>' % (_f(summary_y), _duration(self.makespan),
+                         _duration(self.busy), par, len(self._nodes), len(self.lanes))]
 
-        # device bands and lanes
+    def _device_bands(self, out, width):
+        """One band per device (alternately shaded), its name on its header row."""
         for k, d in enumerate(self.devices):
             y = self._device_y[d]
             n_lanes = sum(1 for dev, _ in self.lanes if dev == d)
@@ -204,6 +213,9 @@ class TimelineView(SavesToFile):
                 _f(y), _f(width), _f(band_h), "#f4f4f4" if k % 2 == 0 else "#ffffff"))
             out.append('<text x="6" y="%s" font-weight="bold">%s</text></g>'
                        % (_f(y + 14), escape(d)))
+
+    def _lanes(self, out):
+        """One lane per thread: its name and a line under it."""
         for d, t in self.lanes:
             y = self._lane_y[(d, t)]
             out.append('<g class="lane" data-device="%s" data-thread="%s">' % (_attr(d),
@@ -213,9 +225,8 @@ class TimelineView(SavesToFile):
                 _f(y + LANE_H)))
             out.append('<text x="16" y="%s">%s</text></g>' % (_f(y + 15), escape(t)))
 
-        self._axis(out, axis_top, bottom)
-
-        # op boxes, then chunks on top of them
+    def _ops_and_transfers(self, out):
+        """Op boxes, then chunks on top of them, then the transfers' arrows."""
         where = {}
         for d, ns in self._nodes:
             lane = (d, _thread_label(ns.thread_id, ns.thread_name))
@@ -227,8 +238,6 @@ class TimelineView(SavesToFile):
                 self._chunk_box(out, d, ns, ch)
         for tr in getattr(self.step_stats, "transfers", ()):
             self._transfer(out, tr, where)
-        out.append("</svg>")
-        return "\n".join(out) + "\n"
 
     def _axis(self, out, top, bottom):
         span = max(self.makespan, 1)
