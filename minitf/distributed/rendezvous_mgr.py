@@ -20,7 +20,7 @@ import grpc
 
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import wire
-from minitf.distributed.worker_cache import rpc_error
+from minitf.distributed.worker_cache import closed_channel_error, rpc_error
 from minitf.framework import errors
 from minitf.framework.rendezvous import LocalRendezvous, parse_key
 from minitf.runtime import device_name_utils as dnu
@@ -126,9 +126,12 @@ class RpcRendezvous:
         address = self.worker.task_address(task)
         channels = self.worker.channels
         timeout = max(self.deadline - time.monotonic(), 0.001)
-        call = channels.worker(address).RecvTensor(
-            pb.RecvTensorRequest(step_id=self.step_id, rendezvous_key=key), timeout=timeout,
-            metadata=channels.metadata)
+        try:
+            call = channels.worker(address).RecvTensor(
+                pb.RecvTensorRequest(step_id=self.step_id, rendezvous_key=key),
+                timeout=timeout, metadata=channels.metadata)
+        except ValueError:   # the channel closed meanwhile: another call found the peer gone
+            raise closed_channel_error(task, address) from None
         with self._lock:
             if self._aborted is not None:
                 call.cancel()

@@ -12,7 +12,8 @@ import threading
 
 import grpc
 
-from minitf.distributed import services, streams, wire  # noqa: E402
+from minitf.distributed import services, streams, wire
+from minitf.framework import errors
 
 #: The metadata entry carrying a cluster's shared-secret token (``Server(token=...)``).
 TOKEN_HEADER = "minitf-cluster-token"
@@ -115,6 +116,15 @@ class Channels:
             p.close()
         for ch in chans:
             ch.close()
+
+
+def closed_channel_error(task, address):
+    """What a call finds when another call closed the channel meanwhile (after finding the
+    peer gone, ``Channels.failed``): UnavailableError, derived from that failure."""
+    err = errors.UnavailableError(None, None, "From %s:\nThe channel to %s was closed: the "
+                                  "task did not answer." % (task, address))
+    err.derived = True
+    return err
 
 
 def rpc_error(e, task=None):
