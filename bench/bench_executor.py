@@ -3,7 +3,7 @@
 Book section: "Parallel Execution".  Run: ``python bench/bench_executor.py``.  Everything runs
 in this one process; thread counts are set per session (``use_per_session_threads``) and BLAS
 is held to one thread by minitf during steps, so the speedups come from minitf's own pools.
-Figures print next to TF 2.21 (TF1 executor, 2-core machine, reference/tf_outputs/bench.txt)
+Figures print next to TF 2.21 (TF1 executor, 2-core machine, bench/tf_2_21_reference.txt)
 and this project's goals.
 """
 

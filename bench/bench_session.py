@@ -2,8 +2,8 @@
 
 Book section: "Parallel Execution" (what one step of the executor costs before any kernel work).
 Run: ``python bench/bench_session.py``.  Prints medians over repeated runs in this one process,
-next to the TF 2.21 TF1-executor figures measured on a 2-core machine (reference/tf_outputs/
-bench.txt) and this issue's goals.
+next to the TF 2.21 TF1-executor figures measured on a 2-core machine
+(``bench/tf_2_21_reference.txt``) and the project's goals.
 """
 
 import os
