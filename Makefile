@@ -5,7 +5,7 @@
 #   make check  lint, the fast tests (no browser, notebooks, clusters or slow tests: under a
 #               minute on 2 cores) and the size report of minitf/ (tools/size_report.py: it
 #               fails when a function grows past 60 lines)
-#   make lint   ruff check of minitf/, tests/, bench/ and tools/
+#   make lint   ruff check (and format --check) of minitf/, tests/, bench/ and tools/
 #   make format ruff format of the same folders (rewrites files)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -52,6 +52,7 @@ check: lint
 
 lint: setup
 	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 
 format: setup
 	$(BIN)/ruff format $(LINTED)

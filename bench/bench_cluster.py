@@ -36,7 +36,7 @@ import subprocess
 import sys
 import time
 
-os.environ.setdefault("MINITF_EMULATED_GPUS", "0")   # CPU-only tasks, as TF's figures
+os.environ.setdefault("MINITF_EMULATED_GPUS", "0")  # CPU-only tasks, as TF's figures
 
 import grpc  # noqa: E402
 
@@ -46,12 +46,19 @@ from minitf.distributed.local_cluster import die_with_parent, free_port  # noqa:
 
 #: TF 2.21, servers in separate processes, 2-core VM (tf_2_21_reference.txt, eageroff).
 TF_2_21 = {
-    ("w0", "w0"): (446, 726), ("ps0", "w0"): (892, 1233), ("ps0", "ps0"): (485, 804),
-    "fetch w0": 315, "fetch ps0": 471, "reduce": 1472,
+    ("w0", "w0"): (446, 726),
+    ("ps0", "w0"): (892, 1233),
+    ("ps0", "ps0"): (485, 804),
+    "fetch w0": 315,
+    "fetch ps0": 471,
+    "reduce": 1472,
 }
 #: TF 2.21, every server in the client's process, client -> master LocalMaster.
 TF_2_21_IN_PROCESS = {
-    ("w0", "w0"): (106, 300), ("ps0", "w0"): (491, 870), "fetch w0": 1542, "reduce": 1511,
+    ("w0", "w0"): (106, 300),
+    ("ps0", "w0"): (491, 870),
+    "fetch w0": 1542,
+    "reduce": 1511,
 }
 _TASK = {"w0": ("worker", 0), "ps0": ("ps", 0)}
 
@@ -70,8 +77,10 @@ def _latency(target, on, via, runs, tf_figures=TF_2_21):
             times = _run_times(lambda: sess.run(c), runs, warmup=100)
     p50, p99 = _pct(times, 50) * 1e6, _pct(times, 99) * 1e6
     tf50, tf99 = tf_figures[(on, via)]
-    print("tiny op on %-3s via master %-3s  p50 %6.0f us  p99 %6.0f us   (TF 2.21: %d / %d)"
-          % (on, via, p50, p99, tf50, tf99))
+    print(
+        "tiny op on %-3s via master %-3s  p50 %6.0f us  p99 %6.0f us   (TF 2.21: %d / %d)"
+        % (on, via, p50, p99, tf50, tf99)
+    )
     return p50
 
 
@@ -95,15 +104,16 @@ def _times(sess, fetch, reps):
 
 def _rate(what, nbytes, times, tf_rate):
     median, best = times
-    print("%-36s %6.0f MB/s median, %6.0f best (%.1f / %.1f ms; TF 2.21: %d MB/s median)"
-          % (what, nbytes / median / 1e6, nbytes / best / 1e6, median * 1e3, best * 1e3,
-             tf_rate))
+    print(
+        "%-36s %6.0f MB/s median, %6.0f best (%.1f / %.1f ms; TF 2.21: %d MB/s median)"
+        % (what, nbytes / median / 1e6, nbytes / best / 1e6, median * 1e3, best * 1e3, tf_rate)
+    )
 
 
 def _throughput(targets, mib, reps, tf_figures=TF_2_21):
     """``targets``: {"w0": target, "ps0": target or None (skipped)}."""
     g = tf.Graph()
-    n = mib << 18   # float32 elements
+    n = mib << 18  # float32 elements
     with g.as_default():
         with tf.device("/job:ps/task:0"):
             v = tf.Variable(tf.zeros([n]), name="big")
@@ -114,11 +124,19 @@ def _throughput(targets, mib, reps, tf_figures=TF_2_21):
                 continue
             with tf.Session(targets[via]) as sess:
                 sess.run(v.initializer)
-                _rate("fetch %d MiB from ps0 via master %s" % (mib, via), mib << 20,
-                      _times(sess, v, reps), tf_figures["fetch " + via])
+                _rate(
+                    "fetch %d MiB from ps0 via master %s" % (mib, via),
+                    mib << 20,
+                    _times(sess, v, reps),
+                    tf_figures["fetch " + via],
+                )
         with tf.Session(targets["w0"]) as sess:
-            _rate("op on w0 reads %d MiB from ps0" % mib, mib << 20, _times(sess, s, reps),
-                  tf_figures["reduce"])
+            _rate(
+                "op on w0 reads %d MiB from ps0" % mib,
+                mib << 20,
+                _times(sess, s, reps),
+                tf_figures["reduce"],
+            )
 
 
 # -- the grpcio floor -----------------------------------------------------------------------------
@@ -135,8 +153,7 @@ class _OpenCall:
 
     def __init__(self, channel):
         self._requests = queue.SimpleQueue()
-        start = channel.stream_stream(_ECHO, request_serializer=_same,
-                                      response_deserializer=_same)
+        start = channel.stream_stream(_ECHO, request_serializer=_same, response_deserializer=_same)
         self._responses = start(iter(self._requests.get, None))
 
     def __call__(self, request):
@@ -152,6 +169,7 @@ def _echo_server(port, forward):
     """Child process: answers each message of a call with the same bytes, or with the answer
     of the echo server at ``forward`` (over an open call of its own); exits when stdin closes."""
     from concurrent import futures
+
     die_with_parent()
     ahead = None if forward is None else grpc.insecure_channel("127.0.0.1:%d" % forward)
 
@@ -165,8 +183,13 @@ def _echo_server(port, forward):
                 call.close()
 
     server = grpc.server(futures.ThreadPoolExecutor(4))
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("bench.Echo", {
-        "Steps": grpc.stream_stream_rpc_method_handler(steps, _same, _same)}),))
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(
+                "bench.Echo", {"Steps": grpc.stream_stream_rpc_method_handler(steps, _same, _same)}
+            ),
+        )
+    )
     server.add_insecure_port("127.0.0.1:%d" % port)
     server.start()
     print("ready", flush=True)
@@ -180,9 +203,12 @@ def _floor(runs):
     procs = []
     try:
         for port, forward in ((ports[0], None), (ports[1], ports[0])):
-            p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--echo", str(port)]
-                                 + ([] if forward is None else ["--forward", str(forward)]),
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            p = subprocess.Popen(
+                [sys.executable, os.path.abspath(__file__), "--echo", str(port)]
+                + ([] if forward is None else ["--forward", str(forward)]),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
             procs.append(p)
             if p.stdout.readline().strip() != b"ready":
                 raise RuntimeError("an echo server did not start")
@@ -191,10 +217,11 @@ def _floor(runs):
                 call = _OpenCall(channel)
                 times = _run_times(lambda call=call: call(b"x" * 100), runs, warmup=100)
                 call.close()
-            print("grpcio alone, %d hop%s            p50 %6.0f us  p99 %6.0f us"
-                  % (hops, "s" if hops > 1 else " ", _pct(times, 50) * 1e6,
-                     _pct(times, 99) * 1e6))
-        return _pct(times, 50) * 1e6     # the two-hop floor
+            print(
+                "grpcio alone, %d hop%s            p50 %6.0f us  p99 %6.0f us"
+                % (hops, "s" if hops > 1 else " ", _pct(times, 50) * 1e6, _pct(times, 99) * 1e6)
+            )
+        return _pct(times, 50) * 1e6  # the two-hop floor
     finally:
         for p in procs:
             p.stdin.close()
@@ -222,20 +249,23 @@ def main():
         for on, via in (("w0", "w0"), ("ps0", "w0"), ("ps0", "ps0")):
             p50[on, via] = _latency(cluster.target(*_TASK[via]), on, via, args.runs)
         _throughput({via: cluster.target(*_TASK[via]) for via in _TASK}, args.mib, args.reps)
-        print("-- w0's server in this process (sessions call its master directly), ps0 in "
-              "its own;\n   TF 2.21 figures: every server in the client's process")
+        print(
+            "-- w0's server in this process (sessions call its master directly), ps0 in "
+            "its own;\n   TF 2.21 figures: every server in the client's process"
+        )
         cluster.kill("worker", 0)
-        with tf.train.Server(cluster.cluster_spec, "worker", 0) as w0:   # same port
+        with tf.train.Server(cluster.cluster_spec, "worker", 0) as w0:  # same port
             for on in ("w0", "ps0"):
                 _latency(w0.target, on, "w0", args.runs, TF_2_21_IN_PROCESS)
             _throughput({"w0": w0.target}, args.mib, args.reps, TF_2_21_IN_PROCESS)
     print("-- the floor: bare grpcio echo servers in their own processes, one open call")
     floor = _floor(args.runs)
     remote = p50["ps0", "w0"]
-    print("tiny op on ps0 via w0 / grpcio 2-hop floor: %.2fx  (p50 %.0f us; goal: <= %d us, "
-          "TF 2.21's; TF 2.21 / this floor: %.2fx)"
-          % (remote / floor, remote, TF_2_21[("ps0", "w0")][0],
-             TF_2_21[("ps0", "w0")][0] / floor))
+    print(
+        "tiny op on ps0 via w0 / grpcio 2-hop floor: %.2fx  (p50 %.0f us; goal: <= %d us, "
+        "TF 2.21's; TF 2.21 / this floor: %.2fx)"
+        % (remote / floor, remote, TF_2_21[("ps0", "w0")][0], TF_2_21[("ps0", "w0")][0] / floor)
+    )
 
 
 if __name__ == "__main__":

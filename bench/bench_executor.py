@@ -30,9 +30,14 @@ def _median_s(fn, reps):
 
 
 def _session(g, inter, intra):
-    return tf.Session(graph=g, config=tf.ConfigProto(
-        inter_op_parallelism_threads=inter, intra_op_parallelism_threads=intra,
-        use_per_session_threads=True))
+    return tf.Session(
+        graph=g,
+        config=tf.ConfigProto(
+            inter_op_parallelism_threads=inter,
+            intra_op_parallelism_threads=intra,
+            use_per_session_threads=True,
+        ),
+    )
 
 
 def inter_op(branches=4, depth=30, n=512):
@@ -63,13 +68,14 @@ def intra_op(n=2048):
     for intra in (1, 2):
         with _session(g, 1, intra) as sess:
             out[intra] = _median_s(lambda: sess.run(m), 5)
-    flops = 2.0 * n ** 3
+    flops = 2.0 * n**3
     numpy = {}
     for threads in (1, 2):
         with threadpool_limits(limits=threads, user_api="blas"):
             numpy[threads] = _median_s(lambda: np.matmul(a_np, a_np), 5)
-    return {k: flops / v / 1e9 for k, v in out.items()}, \
-        {k: flops / v / 1e9 for k, v in numpy.items()}
+    return {k: flops / v / 1e9 for k, v in out.items()}, {
+        k: flops / v / 1e9 for k, v in numpy.items()
+    }
 
 
 def big_graph(adds=5000):
@@ -89,23 +95,30 @@ def big_graph(adds=5000):
 
 
 def main():
-    print("minitf %s   parallel execution (medians; one process; %d cores)"
-          % (tf.__version__, os.cpu_count()))
+    print(
+        "minitf %s   parallel execution (medians; one process; %d cores)"
+        % (tf.__version__, os.cpu_count())
+    )
     t = inter_op()
-    print("inter-op: 4 branches x 30 matmul 512^2, inter=1: %7.1f ms   inter=2: %7.1f ms   "
-          "speedup %.2fx   (TF 2.21: 1.53x, goal >= 1.8x)" % (t[1] * 1e3, t[2] * 1e3,
-                                                            t[1] / t[2]))
+    print(
+        "inter-op: 4 branches x 30 matmul 512^2, inter=1: %7.1f ms   inter=2: %7.1f ms   "
+        "speedup %.2fx   (TF 2.21: 1.53x, goal >= 1.8x)" % (t[1] * 1e3, t[2] * 1e3, t[1] / t[2])
+    )
     ours, numpy = intra_op()
-    print("intra-op: one 2048^2 matmul, intra=1: %6.1f GFLOP/s   intra=2: %6.1f GFLOP/s   "
-          "speedup %.2fx   (TF 2.21: 1.84x, goal >= 1.8x)" % (ours[1], ours[2],
-                                                            ours[2] / ours[1]))
-    print("          numpy at the same BLAS threads: 1: %6.1f GFLOP/s   2: %6.1f GFLOP/s   "
-          "minitf/numpy at 2 threads: %.2f (goal >= 0.90)" % (numpy[1], numpy[2],
-                                                             ours[2] / numpy[2]))
+    print(
+        "intra-op: one 2048^2 matmul, intra=1: %6.1f GFLOP/s   intra=2: %6.1f GFLOP/s   "
+        "speedup %.2fx   (TF 2.21: 1.84x, goal >= 1.8x)" % (ours[1], ours[2], ours[2] / ours[1])
+    )
+    print(
+        "          numpy at the same BLAS threads: 1: %6.1f GFLOP/s   2: %6.1f GFLOP/s   "
+        "minitf/numpy at 2 threads: %.2f (goal >= 0.90)" % (numpy[1], numpy[2], ours[2] / numpy[2])
+    )
     nodes, build, first, steady = big_graph()
-    print("%d-node graph (chain of 5000 adds): build %.3f s (goal < 0.5)   first run %.3f s "
-          "(goal < 0.2; TF 0.23)   steady run %.2f ms (goal < 20; TF 1.65)"
-          % (nodes, build, first, steady * 1e3))
+    print(
+        "%d-node graph (chain of 5000 adds): build %.3f s (goal < 0.5)   first run %.3f s "
+        "(goal < 0.2; TF 0.23)   steady run %.2f ms (goal < 20; TF 1.65)"
+        % (nodes, build, first, steady * 1e3)
+    )
 
 
 if __name__ == "__main__":

@@ -67,20 +67,26 @@ def chain(n):
 
 
 def main():
-    print("minitf %s   Session.run floor and inline per-op cost (median of reps, us)"
-          % tf.__version__)
+    print(
+        "minitf %s   Session.run floor and inline per-op cost (median of reps, us)" % tf.__version__
+    )
     for name, (med, best) in floor().items():
-        print("Session.run floor: %-14s %8.2f us/run [best %.2f]   TF 2.21: 44-58 us, goal <= 40"
-              % (name, med, best))
+        print(
+            "Session.run floor: %-14s %8.2f us/run [best %.2f]   TF 2.21: 44-58 us, goal <= 40"
+            % (name, med, best)
+        )
     med, best = threaded_floor()
-    print("Session.run of one 4x4 matmul (over the pools): %8.2f us/run [best %.2f]"
-          % (med, best))
+    print("Session.run of one 4x4 matmul (over the pools): %8.2f us/run [best %.2f]" % (med, best))
     t1000, b1000 = chain(1000)
     t1, _ = chain(1)
-    print("chain of 1000 scalar adds: %8.3f us/op [best %.3f]  (2002 nodes executed)"
-          % (t1000 / 1000, b1000 / 1000))
-    print("  same, minus a 1-add run, /(N-1): %8.3f us/op   TF 2.21: 0.45 us/op, goal <= 2"
-          % ((t1000 - t1) / 999))
+    print(
+        "chain of 1000 scalar adds: %8.3f us/op [best %.3f]  (2002 nodes executed)"
+        % (t1000 / 1000, b1000 / 1000)
+    )
+    print(
+        "  same, minus a 1-add run, /(N-1): %8.3f us/op   TF 2.21: 0.45 us/op, goal <= 2"
+        % ((t1000 - t1) / 999)
+    )
 
 
 if __name__ == "__main__":

@@ -6,47 +6,116 @@ constructors), ``kernels`` (implementations per device type), ``runtime`` (devic
 scheduler, executor, session).
 """
 
+import sys as _sys  # noqa: E402
+
+import minitf.kernels  # noqa: F401  (registers the kernels)
 from minitf import config, device_lib, test, train  # noqa: F401  (tf.config, tf.test, tf.train)
+from minitf import distributed as _distributed  # noqa: F401  (registers GRPC_SESSION)
 from minitf.framework import dtypes, errors, tensor_shape  # noqa: F401
 from minitf.framework.device_spec import DeviceSpec
-from minitf.framework.dtypes import (DType, as_dtype, bool, complex64, complex128,  # noqa: A004
-                                     double, float16, float32, float64, half, int8, int16,
-                                     int32, int64, string, uint8, uint16)
-from minitf.framework.graph import (Graph, GraphKeys, NodeDef, Operation, Tensor,
-                                    convert_to_tensor, get_default_graph, get_default_session,
-                                    name_scope, reset_default_graph)
+from minitf.framework.dtypes import (
+    DType,
+    as_dtype,
+    bool,  # noqa: A004 - TF's dtype name
+    complex64,
+    complex128,
+    double,
+    float16,
+    float32,
+    float64,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    string,
+    uint8,
+    uint16,
+)
+from minitf.framework.graph import (
+    Graph,
+    GraphKeys,
+    NodeDef,
+    Operation,
+    Tensor,
+    convert_to_tensor,
+    get_default_graph,
+    get_default_session,
+    name_scope,
+    reset_default_graph,
+)
 from minitf.framework.tensor_shape import Dimension, TensorShape
-import minitf.kernels  # noqa: F401  (registers the kernels)
-from minitf.ops.array_ops import (concat, constant, expand_dims, fill, identity, ones,
-                                  placeholder, reshape, stack, zeros)
+from minitf.ops.array_ops import (
+    concat,
+    constant,
+    expand_dims,
+    fill,
+    identity,
+    ones,
+    placeholder,
+    reshape,
+    stack,
+    zeros,
+)
 from minitf.ops.control_flow_ops import group, no_op
-from minitf.ops.init_ops import (constant_initializer, glorot_uniform_initializer,
-                                 ones_initializer, random_normal_initializer,
-                                 random_uniform_initializer, truncated_normal_initializer,
-                                 zeros_initializer)
-from minitf.ops.math_ops import (add, add_n, cast, divide, floordiv, matmul, multiply, negative,
-                                 reduce_mean, reduce_sum, square, subtract, truediv)
-from minitf.ops.random_ops import (random_normal, random_uniform, set_random_seed,
-                                   truncated_normal)
+from minitf.ops.init_ops import (
+    constant_initializer,
+    glorot_uniform_initializer,
+    ones_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    truncated_normal_initializer,
+    zeros_initializer,
+)
+from minitf.ops.math_ops import (
+    add,
+    add_n,
+    cast,
+    divide,
+    floordiv,
+    matmul,
+    multiply,
+    negative,
+    reduce_mean,
+    reduce_sum,
+    square,
+    subtract,
+    truediv,
+)
+from minitf.ops.random_ops import random_normal, random_uniform, set_random_seed, truncated_normal
 from minitf.ops.state_ops import assign, assign_add, assign_sub
-from minitf.ops.variable_scope import (AUTO_REUSE, VariableScope, get_variable,
-                                       get_variable_scope, variable_scope)
-from minitf.ops.variables import (Variable, all_variables, global_variables,
-                                  global_variables_initializer, initialize_all_variables,
-                                  is_variable_initialized, local_variables,
-                                  local_variables_initializer, trainable_variables,
-                                  variables_initializer)
-from minitf.runtime.config_proto import (ConfigProto, GPUOptions, GraphOptions,
-                                         OptimizerOptions, RunMetadata, RunOptions,
-                                         ThreadPoolOptionProto)
-from minitf.runtime import trace as timeline  # tf.timeline.Timeline, as TF's client.timeline
-from minitf.runtime.session import InteractiveSession, Session
+from minitf.ops.variable_scope import (
+    AUTO_REUSE,
+    VariableScope,
+    get_variable,
+    get_variable_scope,
+    variable_scope,
+)
+from minitf.ops.variables import (
+    Variable,
+    all_variables,
+    global_variables,
+    global_variables_initializer,
+    initialize_all_variables,
+    is_variable_initialized,
+    local_variables,
+    local_variables_initializer,
+    trainable_variables,
+    variables_initializer,
+)
 from minitf.runtime import direct_session as _direct_session  # noqa: F401  (DIRECT_SESSION)
-from minitf import distributed as _distributed  # noqa: F401  (registers GRPC_SESSION)
-
+from minitf.runtime import trace as timeline  # tf.timeline.Timeline, as TF's client.timeline
+from minitf.runtime.config_proto import (
+    ConfigProto,
+    GPUOptions,
+    GraphOptions,
+    OptimizerOptions,
+    RunMetadata,
+    RunOptions,
+    ThreadPoolOptionProto,
+)
+from minitf.runtime.session import InteractiveSession, Session
 from minitf.version import __version__  # noqa: E402,F401
-
-import sys as _sys  # noqa: E402
 
 _sys.modules[__name__ + ".timeline"] = timeline  # `from minitf.timeline import Timeline` too
 
@@ -55,6 +124,7 @@ def __getattr__(name):
     # ``tf.smi()``: imported on first use, so ``python -m minitf.smi`` does not import it twice.
     if name == "smi":
         import importlib
+
         return importlib.import_module("minitf.smi")
     raise AttributeError("module 'minitf' has no attribute %r" % name)
 

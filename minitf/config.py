@@ -25,8 +25,9 @@ def emulate_gpus(n, memory_limit=None):
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise ValueError("emulate_gpus expects a number of cards >= 0, got %r" % (n,))
     if memory_limit is not None and (not isinstance(memory_limit, int) or memory_limit <= 0):
-        raise ValueError("memory_limit must be a positive number of bytes, got %r"
-                         % (memory_limit,))
+        raise ValueError(
+            "memory_limit must be a positive number of bytes, got %r" % (memory_limit,)
+        )
     _emulated = (n, memory_limit or DEFAULT_GPU_MEMORY)
 
 

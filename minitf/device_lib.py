@@ -20,8 +20,12 @@ class DeviceAttributes:
         self.physical_device_desc = physical_device_desc
 
     def __repr__(self):
-        lines = ['name: "%s"' % self.name, 'device_type: "%s"' % self.device_type,
-                 "memory_limit: %d" % self.memory_limit, "incarnation: %d" % self.incarnation]
+        lines = [
+            'name: "%s"' % self.name,
+            'device_type: "%s"' % self.device_type,
+            "memory_limit: %d" % self.memory_limit,
+            "incarnation: %d" % self.incarnation,
+        ]
         if self.physical_device_desc:
             lines.append('physical_device_desc: "%s"' % self.physical_device_desc)
         return "\n".join(lines)
@@ -29,6 +33,13 @@ class DeviceAttributes:
 
 def list_local_devices(session_config=None):
     """The devices of a session created with ``session_config`` (CPU first, then GPUs)."""
-    return [DeviceAttributes("/device:%s:%d" % (d.device_type, d.index), d.device_type,
-                             d.memory_limit, i + 1, d.description)
-            for i, d in enumerate(devices.local_devices(session_config))]
+    return [
+        DeviceAttributes(
+            "/device:%s:%d" % (d.device_type, d.index),
+            d.device_type,
+            d.memory_limit,
+            i + 1,
+            d.description,
+        )
+        for i, d in enumerate(devices.local_devices(session_config))
+    ]

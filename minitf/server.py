@@ -33,29 +33,35 @@ def main(argv=None):
     parser.add_argument("--job", required=True)
     parser.add_argument("--task", type=int, default=0)
     parser.add_argument("--cpu-only", action="store_true", help="no (emulated) GPUs")
-    parser.add_argument("--watch-stdin", action="store_true",
-                        help="exit when stdin is closed (the parent died)")
-    parser.add_argument("--parent-pid", type=int, default=0,
-                        help="die with this process (Linux: PR_SET_PDEATHSIG)")
+    parser.add_argument(
+        "--watch-stdin", action="store_true", help="exit when stdin is closed (the parent died)"
+    )
+    parser.add_argument(
+        "--parent-pid", type=int, default=0, help="die with this process (Linux: PR_SET_PDEATHSIG)"
+    )
     args = parser.parse_args(argv)
     if args.parent_pid:
         # Set here, in the child, rather than in a preexec_fn: that keeps the parent's spawn
         # free of Python code between fork and exec, which gRPC's threads make unsafe.
         from minitf.distributed.local_cluster import die_with_parent
+
         die_with_parent()
         if os.getppid() != args.parent_pid:  # the parent died before we could ask
             os._exit(1)
     if args.cpu_only:
         os.environ["MINITF_EMULATED_GPUS"] = "0"
     import minitf as tf
+
     if args.cpu_only:
         tf.config.emulate_gpus(0)
     from minitf.distributed.server import Server
+
     stop = threading.Event()
     server = Server(_load_cluster(args.cluster), job_name=args.job, task_index=args.task)
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     signal.signal(signal.SIGINT, lambda *a: stop.set())
     if args.watch_stdin:
+
         def watch():
             try:
                 while sys.stdin.buffer.read(1):
@@ -63,9 +69,11 @@ def main(argv=None):
             except Exception:  # noqa: BLE001
                 pass
             os._exit(0)
+
         threading.Thread(target=watch, daemon=True, name="minitf-stdin-watchdog").start()
-    sys.stdout.write("minitf-server %s %d listening on %s\n" % (args.job, args.task,
-                                                                server.bound_address))
+    sys.stdout.write(
+        "minitf-server %s %d listening on %s\n" % (args.job, args.task, server.bound_address)
+    )
     sys.stdout.flush()
     try:
         while not stop.wait(0.5):

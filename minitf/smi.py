@@ -16,19 +16,23 @@ import sys
 import time
 import types
 
-from minitf.runtime import devices as _devices
-from minitf.version import __version__
 from minitf.runtime import card_registry as _registry
+from minitf.runtime import devices as _devices
 from minitf.runtime.allocator import MiB
+from minitf.version import __version__
 
-WIDTH = 79          # the whole line, borders included (nvidia-smi's classic width)
+WIDTH = 79  # the whole line, borders included (nvidia-smi's classic width)
 _INNER = WIDTH - 2
 
 # (title, width, alignment) of the fixed columns of each table
-_GPU_COLUMNS = [("GPU", 3, ">"), ("Name", 20, "<"), ("Bus-Id", 12, "<"),
-                ("Memory-Usage", 23, ">"), ("Type", 8, "<")]
-_PROC_COLUMNS = [("GPU", 3, ">"), ("PID", 8, ">"), ("Process name", 48, "<"),
-                 ("Memory", 10, ">")]
+_GPU_COLUMNS = [
+    ("GPU", 3, ">"),
+    ("Name", 20, "<"),
+    ("Bus-Id", 12, "<"),
+    ("Memory-Usage", 23, ">"),
+    ("Type", 8, "<"),
+]
+_PROC_COLUMNS = [("GPU", 3, ">"), ("PID", 8, ">"), ("Process name", 48, "<"), ("Memory", 10, ">")]
 
 
 def _mib(nbytes):
@@ -61,8 +65,7 @@ def smi_lines(data=None):
     data = smi_data() if data is None else data
     lines = [time.strftime("%a %b %d %H:%M:%S %Y"), _rule()]
     emulated = bool(data) and all(c["emulated"] for c in data)
-    kind = ("%d emulated GPU card(s)" % len(data) if emulated
-            else "%d GPU card(s)" % len(data))
+    kind = "%d emulated GPU card(s)" % len(data) if emulated else "%d GPU card(s)" % len(data)
     head = " MINITF-SMI %s" % __version__
     lines.append(_line(head + kind.rjust(_INNER - len(head) - 1) + " "))
     lines.append(_line(" Registry: %s" % _registry.state_dir()))
@@ -73,8 +76,12 @@ def smi_lines(data=None):
         lines.append(_line(" No GPU card on this machine (MINITF_EMULATED_GPUS=0?)"))
     for c in data:
         usage = "%s / %s" % (_mib(c["memory_used"]).rjust(10), _mib(c["memory_total"]).rjust(10))
-        lines.append(_row(_GPU_COLUMNS, [c["id"], c["name"], c["bus_id"], usage,
-                                         "Emulated" if c["emulated"] else "CUDA"]))
+        lines.append(
+            _row(
+                _GPU_COLUMNS,
+                [c["id"], c["name"], c["bus_id"], usage, "Emulated" if c["emulated"] else "CUDA"],
+            )
+        )
     lines.append(_rule())
     lines.append("")
     lines.append(_rule())
@@ -88,12 +95,14 @@ def smi_lines(data=None):
         lines.append(_row(_PROC_COLUMNS, [card_id, p["pid"], p["name"], _mib(p["memory"])]))
     lines.append(_rule())
     if emulated:
-        lines.append("Note: these cards are emulated by minitf (no CUDA driver): the memory shown "
-                     "is what")
+        lines.append(
+            "Note: these cards are emulated by minitf (no CUDA driver): the memory shown is what"
+        )
         lines.append("minitf processes have reserved in the registry, not memory of a real card.")
     elif data:
-        lines.append("Note: only minitf processes are listed; other programs' use of the cards "
-                     "is not shown.")
+        lines.append(
+            "Note: only minitf processes are listed; other programs' use of the cards is not shown."
+        )
     return lines
 
 
@@ -108,9 +117,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m minitf.smi",
         description="Show minitf's GPU cards, their memory and the processes holding it "
-                    "(like nvidia-smi).")
-    parser.add_argument("--json", action="store_true",
-                        help="print the data as JSON instead of the table")
+        "(like nvidia-smi).",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the data as JSON instead of the table"
+    )
     args = parser.parse_args(argv)
     if args.json:
         print(json.dumps(smi_data(), indent=2))

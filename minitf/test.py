@@ -26,6 +26,7 @@ def is_gpu_available(cuda_only=False, min_cuda_compute_capability=None):
     if cuda_only:
         cards = [c for c in cards if not c.emulated]
     if min_cuda_compute_capability is not None:
-        cards = [c for c in cards if tuple(c.compute_capability) >=
-                 tuple(min_cuda_compute_capability)]
+        cards = [
+            c for c in cards if tuple(c.compute_capability) >= tuple(min_cuda_compute_capability)
+        ]
     return bool(cards)

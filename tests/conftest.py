@@ -61,6 +61,7 @@ def book_setter_graph():
     and the ops ``p1``..``p4`` pinned by nested blocks (the graph of
     tests/data/tf_outputs/ex_e_cluster); returns ``build(setter) -> ([s, p1, p2, p3, p4],
     init)``."""
+
     def build(setter):
         with tf.device(setter):
             v = [tf.Variable(float(i), name="v%d" % i) for i in range(1, 6)]
@@ -74,4 +75,5 @@ def book_setter_graph():
             with tf.device("/job:ps/task:1"):
                 p4 = tf.multiply(s, 4.0, name="p4_on_ps1")
         return [s, p1, p2, p3, p4], tf.global_variables_initializer()
+
     return build

@@ -27,7 +27,6 @@ GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
 ALL_DEVICES = "%s, %s, %s" % (CPU0, GPU0, GPU1)
 
 
-
 def run_logged(capsys, sess, fetches, **kw):
     """sess.run(fetches) and the placement lines it printed."""
     capsys.readouterr()
@@ -41,7 +40,7 @@ def blog_log_block(title):
     lines = BLOG.read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(title))
     fence = [i for i in range(start, len(lines)) if lines[i].startswith("```")][:2]
-    block = lines[fence[0] + 1:fence[1]]
+    block = lines[fence[0] + 1 : fence[1]]
     placed = {}
     for line in block:
         m = PLACEMENT_RE.match(line)
@@ -64,6 +63,7 @@ def build_vector_add():
 
 # -- "GPU环境准备": a + b with and without a GPU ----------------------------------------------
 
+
 def test_vector_add_without_gpu_matches_blog_log(cpu_only, capsys):
     """Blog '没GPU时的结果': 'Device mapping: no known devices.' at session creation, then
     add, a, b all on CPU:0; result [2, 4, 6]."""
@@ -77,8 +77,7 @@ def test_vector_add_without_gpu_matches_blog_log(cpu_only, capsys):
     value, lines = run_logged(capsys, sess, c)
     placed = placements(lines)
     assert {name: dev for name, (_, dev) in placed.items()} == expected
-    assert lines == ["add: (AddV2): %s" % CPU0, "a: (Const): %s" % CPU0,
-                     "b: (Const): %s" % CPU0]
+    assert lines == ["add: (AddV2): %s" % CPU0, "a: (Const): %s" % CPU0, "b: (Const): %s" % CPU0]
     np.testing.assert_array_equal(value, np.array([2.0, 4.0, 6.0], np.float32))
     assert value.dtype == np.float32 and value.shape == (3,)
 
@@ -103,8 +102,7 @@ def test_vector_add_pinned_to_gpu0(two_gpus, capsys):
     assert {a.op.device, b.op.device, c.op.device} == {"/device:GPU:0"}
     sess = tf.Session(config=config(log_device_placement=True))
     value, lines = run_logged(capsys, sess, c)
-    assert placements(lines) == {"add": ("AddV2", GPU0), "a": ("Const", GPU0),
-                                 "b": ("Const", GPU0)}
+    assert placements(lines) == {"add": ("AddV2", GPU0), "a": ("Const", GPU0), "b": ("Const", GPU0)}
     np.testing.assert_array_equal(value, [2.0, 4.0, 6.0])
 
 
@@ -123,9 +121,11 @@ def test_int32_variable_on_gpu_needs_soft_placement(two_gpus):
     with pytest.raises(tf.errors.InvalidArgumentError) as info:
         sess.run(tf.global_variables_initializer())
     assert info.value.error_code == 3
-    assert ("Cannot assign a device for operation a_gpu: Could not satisfy explicit device "
-            "specification '/device:GPU:0' because no supported kernel for GPU devices is "
-            "available.") in info.value.message
+    assert (
+        "Cannot assign a device for operation a_gpu: Could not satisfy explicit device "
+        "specification '/device:GPU:0' because no supported kernel for GPU devices is "
+        "available."
+    ) in info.value.message
 
 
 def test_int32_variable_on_gpu_with_soft_placement(two_gpus, capsys):
@@ -150,6 +150,7 @@ def test_int32_variable_on_gpu_with_soft_placement(two_gpus, capsys):
 
 
 # -- "单机单卡" / "单机多卡": get_variable on /cpu:0, math on GPUs -------------------------
+
 
 def build_wb():
     with tf.device("/cpu:0"):
@@ -239,11 +240,19 @@ def test_multi_tower_matmul_add_n(two_gpus, capsys):
     sess = tf.Session(config=config(log_device_placement=True))
     value, lines = run_logged(capsys, sess, total)
     assert placements(lines) == {
-        "MatMul": ("MatMul", GPU0), "MatMul_1": ("MatMul", GPU1), "AddN": ("AddN", CPU0),
-        "Const": ("Const", GPU0), "Const_1": ("Const", GPU0),
-        "Const_2": ("Const", GPU1), "Const_3": ("Const", GPU1)}
-    assert lines[:3] == ["MatMul: (MatMul): %s" % GPU0, "MatMul_1: (MatMul): %s" % GPU1,
-                         "AddN: (AddN): %s" % CPU0]
+        "MatMul": ("MatMul", GPU0),
+        "MatMul_1": ("MatMul", GPU1),
+        "AddN": ("AddN", CPU0),
+        "Const": ("Const", GPU0),
+        "Const_1": ("Const", GPU0),
+        "Const_2": ("Const", GPU1),
+        "Const_3": ("Const", GPU1),
+    }
+    assert lines[:3] == [
+        "MatMul: (MatMul): %s" % GPU0,
+        "MatMul_1: (MatMul): %s" % GPU1,
+        "AddN: (AddN): %s" % CPU0,
+    ]
     np.testing.assert_array_equal(value, 2 * PRODUCT)
     np.testing.assert_array_equal(value, [[44.0, 56.0], [98.0, 128.0]])
     assert value.dtype == np.float32
@@ -258,9 +267,11 @@ def test_multi_tower_on_missing_gpus(two_gpus, capsys):
     with pytest.raises(tf.errors.InvalidArgumentError) as info:
         sess.run(total)
     msg = info.value.message
-    assert ("Cannot assign a device for operation MatMul: {{node MatMul}} was explicitly "
-            "assigned to /device:GPU:2 but available devices are [ %s ]. Make sure the device "
-            "specification refers to a valid device." % ALL_DEVICES) in msg
+    assert (
+        "Cannot assign a device for operation MatMul: {{node MatMul}} was explicitly "
+        "assigned to /device:GPU:2 but available devices are [ %s ]. Make sure the device "
+        "specification refers to a valid device." % ALL_DEVICES
+    ) in msg
     assert msg.endswith("\n\t [[MatMul]]")
     assert "CUDA is not enabled" not in msg
 
@@ -274,6 +285,7 @@ def test_multi_tower_on_missing_gpus(two_gpus, capsys):
 
 
 # -- tower-style gradient averaging (expand_dims + concat + reduce_mean) ----------------------
+
 
 def average_gradients(tower_grads):
     """The blog's average_gradients: per variable, stack the towers' gradients on a new axis 0
@@ -309,9 +321,13 @@ def test_average_gradients_values_and_ops(cpu_only):
     tower_grads = []
     for i, (gk, gb) in enumerate(TOWER_GRADS):
         with tf.name_scope("tower_%d" % i):
-            tower_grads.append([(tf.constant(gk, name="grad_kernel"), "kernel"),
-                                (tf.constant(gb, name="grad_bias"), "bias"),
-                                (None, "frozen")])
+            tower_grads.append(
+                [
+                    (tf.constant(gk, name="grad_kernel"), "kernel"),
+                    (tf.constant(gb, name="grad_bias"), "bias"),
+                    (None, "frozen"),
+                ]
+            )
     averaged = average_gradients(tower_grads)
     assert [v for _, v in averaged] == ["kernel", "bias", "frozen"]
     assert averaged[2][0] is None

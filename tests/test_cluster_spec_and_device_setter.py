@@ -21,7 +21,7 @@ def _tf_table(heading):
     lines = (REF / "ex_e_cluster.v1.stdout.txt").read_text().splitlines()
     start = lines.index(heading)
     rows = []
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         m = ROW.match(line)
         if not m:
             break
@@ -33,30 +33,44 @@ def _ours():
     return [(op.name, op.type, op.device) for op in tf.get_default_graph().get_operations()]
 
 
-@pytest.mark.parametrize("heading,kwargs", [
-    ("### 2. book: replica_device_setter(ps_tasks=2)",
-     dict(ps_tasks=2)),
-    ("### 2. replica_device_setter(ps_tasks=2, ps_device='/job:ps', "
-     "worker_device='/job:worker/task:0/cpu:0')",
-     dict(ps_tasks=2, ps_device="/job:ps", worker_device="/job:worker/task:0/cpu:0")),
-    ("### 2. replica_device_setter(cluster=spec)  [ps_tasks from spec]",
-     dict(cluster={"ps": ["127.0.0.1:1", "127.0.0.1:2"],
-                   "worker": ["127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"]})),
-])
+@pytest.mark.parametrize(
+    "heading,kwargs",
+    [
+        ("### 2. book: replica_device_setter(ps_tasks=2)", dict(ps_tasks=2)),
+        (
+            "### 2. replica_device_setter(ps_tasks=2, ps_device='/job:ps', "
+            "worker_device='/job:worker/task:0/cpu:0')",
+            dict(ps_tasks=2, ps_device="/job:ps", worker_device="/job:worker/task:0/cpu:0"),
+        ),
+        (
+            "### 2. replica_device_setter(cluster=spec)  [ps_tasks from spec]",
+            dict(
+                cluster={
+                    "ps": ["127.0.0.1:1", "127.0.0.1:2"],
+                    "worker": ["127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"],
+                }
+            ),
+        ),
+    ],
+)
 def test_replica_device_setter_matches_tf(heading, kwargs, book_setter_graph):
     """Round robin over ps tasks for the 5 variables, worker_device as default, nested blocks
     merged field by field — exactly TF's op.device strings."""
     book_setter_graph(tf.train.replica_device_setter(**kwargs))
     expected = _tf_table(heading)
     assert len(expected) >= 20
-    assert _ours()[:len(expected)] == expected
+    assert _ours()[: len(expected)] == expected
 
 
 def test_standard_ps_ops_match_tf():
     """The op types sent to parameter servers are TF 2.21's list."""
     from minitf.train import device_setter
-    line = next(s for s in (REF / "ex_e_cluster.v1.stdout.txt").read_text().splitlines()
-                if s.startswith("device_setter.STANDARD_PS_OPS = "))
+
+    line = next(
+        s
+        for s in (REF / "ex_e_cluster.v1.stdout.txt").read_text().splitlines()
+        if s.startswith("device_setter.STANDARD_PS_OPS = ")
+    )
     expected = ast.literal_eval(line.split(" = ", 1)[1])
     assert sorted(device_setter.STANDARD_PS_OPS) == expected
 
@@ -83,8 +97,11 @@ def test_replica_device_setter_options():
     assert a.device == "/job:other" and b.device == "/job:ps/task:0"
     assert c.device == "/job:ps/task:1"
     picks = []
-    with tf.device(tf.train.replica_device_setter(
-            ps_tasks=4, ps_strategy=lambda op: picks.append(op.name) or 3)):
+    with tf.device(
+        tf.train.replica_device_setter(
+            ps_tasks=4, ps_strategy=lambda op: picks.append(op.name) or 3
+        )
+    ):
         d = tf.Variable(1.0, name="d")
     assert d.device == "/job:ps/task:3" and picks == ["d"]
     with pytest.raises(TypeError, match="ps_strategy must be callable"):
@@ -100,18 +117,22 @@ def test_cluster_spec_forms_and_queries():
     assert spec.job_tasks("worker") == ["w0:3333", "w1:4444"]
     assert spec.as_dict() == {"ps": ["ps0:1111"], "worker": ["w0:3333", "w1:4444"]}
     assert str(spec) == "ClusterSpec({'ps': ['ps0:1111'], 'worker': ['w0:3333', 'w1:4444']})"
-    assert spec == tf.train.ClusterSpec(spec) == {"ps": ["ps0:1111"],
-                                                  "worker": ["w0:3333", "w1:4444"]}
-    assert spec.as_cluster_def()["job"][1] == {"name": "worker",
-                                               "tasks": {0: "w0:3333", 1: "w1:4444"}}
+    assert (
+        spec == tf.train.ClusterSpec(spec) == {"ps": ["ps0:1111"], "worker": ["w0:3333", "w1:4444"]}
+    )
+    assert spec.as_cluster_def()["job"][1] == {
+        "name": "worker",
+        "tasks": {0: "w0:3333", 1: "w1:4444"},
+    }
     sparse = tf.train.ClusterSpec({"worker": {1: "w1:1", 3: "w3:3"}})
     assert sparse.task_indices("worker") == [1, 3]
     assert sparse.job_tasks("worker") == [None, "w1:1", None, "w3:3"]
     assert sparse.as_dict() == {"worker": {1: "w1:1", 3: "w3:3"}}
     assert not tf.train.ClusterSpec({})
     assert tf.train.ClusterSpec({"a": {0: "x:1"}}) == tf.train.ClusterSpec({"a": ["x:1"]})
-    assert tf.train.ClusterSpec({"a": ["x:1", "y:2"]}) != tf.train.ClusterSpec({"a": ["y:2",
-                                                                                   "x:1"]})
+    assert tf.train.ClusterSpec({"a": ["x:1", "y:2"]}) != tf.train.ClusterSpec(
+        {"a": ["y:2", "x:1"]}
+    )
 
 
 def test_cluster_spec_bad_input():

@@ -17,8 +17,8 @@ import pytest
 
 import minitf as tf
 
-
 # -- defaults -----------------------------------------------------------------------------------
+
 
 def test_config_defaults():
     """§5.3: proto3 — every unset field reads as 0 / False / '' / empty."""
@@ -52,8 +52,12 @@ def test_gpu_options_defaults():
 
 def test_run_options_defaults_and_constants():
     """§5.3: RunOptions trace levels NO_TRACE=0 ... FULL_TRACE=3."""
-    assert (tf.RunOptions.NO_TRACE, tf.RunOptions.SOFTWARE_TRACE,
-            tf.RunOptions.HARDWARE_TRACE, tf.RunOptions.FULL_TRACE) == (0, 1, 2, 3)
+    assert (
+        tf.RunOptions.NO_TRACE,
+        tf.RunOptions.SOFTWARE_TRACE,
+        tf.RunOptions.HARDWARE_TRACE,
+        tf.RunOptions.FULL_TRACE,
+    ) == (0, 1, 2, 3)
     r = tf.RunOptions()
     assert r.trace_level == 0
     assert r.timeout_in_ms == 0
@@ -72,12 +76,16 @@ def test_run_metadata_fields():
 
 # -- construction and assignment ---------------------------------------------------------------
 
+
 def test_kwargs_constructor():
     """Fields can be set by keyword, nested messages included."""
-    c = tf.ConfigProto(allow_soft_placement=True, log_device_placement=True,
-                       inter_op_parallelism_threads=2, intra_op_parallelism_threads=4,
-                       gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.4,
-                                                 allow_growth=True))
+    c = tf.ConfigProto(
+        allow_soft_placement=True,
+        log_device_placement=True,
+        inter_op_parallelism_threads=2,
+        intra_op_parallelism_threads=4,
+        gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.4, allow_growth=True),
+    )
     assert c.allow_soft_placement is True and c.log_device_placement is True
     assert c.inter_op_parallelism_threads == 2 and c.intra_op_parallelism_threads == 4
     assert c.gpu_options.per_process_gpu_memory_fraction == pytest.approx(0.4)
@@ -138,14 +146,17 @@ def test_unknown_attribute_is_attribute_error():
         c.no_such_field
 
 
-@pytest.mark.parametrize("build", [
-    lambda: tf.ConfigProto(inter_op_parallelism_threads="2"),
-    lambda: tf.ConfigProto(allow_soft_placement="yes"),
-    lambda: tf.ConfigProto(gpu_options=5),
-    lambda: tf.GPUOptions(per_process_gpu_memory_fraction="0.4"),
-    lambda: tf.GPUOptions(visible_device_list=1),
-    lambda: tf.RunOptions(trace_level="FULL"),
-])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: tf.ConfigProto(inter_op_parallelism_threads="2"),
+        lambda: tf.ConfigProto(allow_soft_placement="yes"),
+        lambda: tf.ConfigProto(gpu_options=5),
+        lambda: tf.GPUOptions(per_process_gpu_memory_fraction="0.4"),
+        lambda: tf.GPUOptions(visible_device_list=1),
+        lambda: tf.RunOptions(trace_level="FULL"),
+    ],
+)
 def test_wrong_type_in_constructor_is_type_error(build):
     """Wrongly typed values are refused with TypeError."""
     with pytest.raises(TypeError):
@@ -181,6 +192,7 @@ def test_message_and_container_fields_cannot_be_assigned():
 
 
 # -- map and repeated fields --------------------------------------------------------------------
+
 
 def test_device_count_map():
     """§5.3: device_count maps device type to a count."""
@@ -231,6 +243,7 @@ def test_repeated_message_field():
 
 # -- text format ---------------------------------------------------------------------------------
 
+
 def test_str_empty():
     """An all-default message prints as an empty string."""
     assert str(tf.ConfigProto()) == ""
@@ -242,8 +255,9 @@ def test_str_scalars():
     """Booleans print as true/false, one field per line."""
     c = tf.ConfigProto(allow_soft_placement=True, log_device_placement=True)
     assert str(c) == "allow_soft_placement: true\nlog_device_placement: true\n"
-    assert str(tf.ConfigProto(inter_op_parallelism_threads=2)) == \
-        "inter_op_parallelism_threads: 2\n"
+    assert (
+        str(tf.ConfigProto(inter_op_parallelism_threads=2)) == "inter_op_parallelism_threads: 2\n"
+    )
 
 
 def test_str_nested_message():
@@ -256,10 +270,14 @@ def test_str_nested_message():
 
 def test_str_map_and_repeated():
     """Map entries print as key/value blocks; repeated strings once per element, quoted."""
-    assert str(tf.ConfigProto(device_count={"GPU": 0})) == \
-        'device_count {\n  key: "GPU"\n  value: 0\n}\n'
-    assert str(tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:1"])) == \
-        'device_filters: "/job:ps"\ndevice_filters: "/job:worker/task:1"\n'
+    assert (
+        str(tf.ConfigProto(device_count={"GPU": 0}))
+        == 'device_count {\n  key: "GPU"\n  value: 0\n}\n'
+    )
+    assert (
+        str(tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:1"]))
+        == 'device_filters: "/job:ps"\ndevice_filters: "/job:worker/task:1"\n'
+    )
     c = tf.ConfigProto()
     c.session_inter_op_thread_pool.add(num_threads=2)
     assert str(c) == "session_inter_op_thread_pool {\n  num_threads: 2\n}\n"
@@ -267,33 +285,41 @@ def test_str_map_and_repeated():
 
 def test_str_fields_in_field_number_order():
     """Text format lists fields by field number, not by declaration or assignment order."""
-    c = tf.ConfigProto(inter_op_parallelism_threads=2, intra_op_parallelism_threads=4,
-                       device_filters=["/job:ps"])
-    assert str(c) == ('intra_op_parallelism_threads: 4\n'
-                      'device_filters: "/job:ps"\n'
-                      'inter_op_parallelism_threads: 2\n')
-    g = tf.GPUOptions(allow_growth=True, allocator_type="BFC",
-                      per_process_gpu_memory_fraction=0.4)
-    assert str(g) == ('per_process_gpu_memory_fraction: 0.4\n'
-                      'allocator_type: "BFC"\n'
-                      'allow_growth: true\n')
+    c = tf.ConfigProto(
+        inter_op_parallelism_threads=2, intra_op_parallelism_threads=4, device_filters=["/job:ps"]
+    )
+    assert str(c) == (
+        "intra_op_parallelism_threads: 4\n"
+        'device_filters: "/job:ps"\n'
+        "inter_op_parallelism_threads: 2\n"
+    )
+    g = tf.GPUOptions(allow_growth=True, allocator_type="BFC", per_process_gpu_memory_fraction=0.4)
+    assert str(g) == (
+        'per_process_gpu_memory_fraction: 0.4\nallocator_type: "BFC"\nallow_growth: true\n'
+    )
 
 
 def test_str_enum_field_prints_name():
     """RunOptions.trace_level is an enum: text format prints its name."""
-    assert str(tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)) == \
-        "trace_level: FULL_TRACE\n"
+    assert str(tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)) == "trace_level: FULL_TRACE\n"
 
 
 # -- equality, HasField, CopyFrom, MergeFrom ---------------------------------------------------
 
+
 def test_equality():
     """Messages are equal when their fields are equal."""
     assert tf.ConfigProto() == tf.ConfigProto()
-    a = tf.ConfigProto(allow_soft_placement=True, device_count={"GPU": 1},
-                       gpu_options=tf.GPUOptions(allow_growth=True))
-    b = tf.ConfigProto(gpu_options=tf.GPUOptions(allow_growth=True), device_count={"GPU": 1},
-                       allow_soft_placement=True)
+    a = tf.ConfigProto(
+        allow_soft_placement=True,
+        device_count={"GPU": 1},
+        gpu_options=tf.GPUOptions(allow_growth=True),
+    )
+    b = tf.ConfigProto(
+        gpu_options=tf.GPUOptions(allow_growth=True),
+        device_count={"GPU": 1},
+        allow_soft_placement=True,
+    )
     assert a == b
     assert not (a != b)
     b.gpu_options.allow_growth = False
@@ -318,10 +344,12 @@ def test_has_field_for_nested_message():
 
 def test_copy_from_replaces_everything():
     """CopyFrom makes the message equal to the source, dropping fields only it had."""
-    src = tf.ConfigProto(log_device_placement=True, device_filters=["b"],
-                         gpu_options=tf.GPUOptions(allow_growth=True))
-    dst = tf.ConfigProto(allow_soft_placement=True, device_filters=["a"],
-                         device_count={"CPU": 2})
+    src = tf.ConfigProto(
+        log_device_placement=True,
+        device_filters=["b"],
+        gpu_options=tf.GPUOptions(allow_growth=True),
+    )
+    dst = tf.ConfigProto(allow_soft_placement=True, device_filters=["a"], device_count={"CPU": 2})
     dst.CopyFrom(src)
     assert dst == src
     assert dst.allow_soft_placement is False
@@ -353,10 +381,16 @@ def test_copy_from_wrong_type():
 
 def test_merge_from():
     """MergeFrom overwrites set scalars, appends repeated fields, merges nested messages."""
-    m = tf.ConfigProto(allow_soft_placement=True, device_filters=["a"],
-                       gpu_options=tf.GPUOptions(allow_growth=True))
-    n = tf.ConfigProto(log_device_placement=True, device_filters=["b"],
-                       gpu_options=tf.GPUOptions(visible_device_list="1"))
+    m = tf.ConfigProto(
+        allow_soft_placement=True,
+        device_filters=["a"],
+        gpu_options=tf.GPUOptions(allow_growth=True),
+    )
+    n = tf.ConfigProto(
+        log_device_placement=True,
+        device_filters=["b"],
+        gpu_options=tf.GPUOptions(visible_device_list="1"),
+    )
     m.MergeFrom(n)
     assert m.allow_soft_placement is True and m.log_device_placement is True
     assert list(m.device_filters) == ["a", "b"]

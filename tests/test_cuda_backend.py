@@ -54,13 +54,13 @@ def test_tensors_cross_between_card_and_host():
     with tf.device("/cpu:0"):
         h = tf.add(g, 1.0, name="h")
     md = tf.RunMetadata()
-    gv, hv = tf.Session().run([g, h], {p: [1.0, 2.0, 3.0]},
-                              options=tf.RunOptions(trace_level=3), run_metadata=md)
+    gv, hv = tf.Session().run(
+        [g, h], {p: [1.0, 2.0, 3.0]}, options=tf.RunOptions(trace_level=3), run_metadata=md
+    )
     np.testing.assert_allclose(gv, [1, 4, 9])
     np.testing.assert_allclose(hv, [2, 5, 10])
     assert isinstance(gv, np.ndarray) and isinstance(hv, np.ndarray)
-    moved = {t.tensor_name: (t.src_device[-5:], t.dst_device[-5:])
-             for t in md.step_stats.transfers}
+    moved = {t.tensor_name: (t.src_device[-5:], t.dst_device[-5:]) for t in md.step_stats.transfers}
     # the feed goes up to the card, g comes down once: for h and for the fetch
     assert moved == {"_arg_p_0:0": ("CPU:0", "GPU:0"), "g:0": ("GPU:0", "CPU:0")}
 

@@ -17,7 +17,8 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from minitf.kernels import cuda as K
@@ -54,9 +55,11 @@ def launcher():
 
 def run(launcher, fn, *args, **kwargs):
     """Upload the numpy arguments, run ``fn(stream, *device_args)``, download the result."""
+
     def body(stream):
         dev = [K.to_device(stream, x) if isinstance(x, np.ndarray) else x for x in args]
         return K.to_host(stream, fn(stream, *dev, **kwargs))
+
     return launcher.call(body)
 
 
@@ -65,8 +68,7 @@ def elements(dtype, low=-20, high=20):
     if dtype == np.bool_:
         return st.booleans()
     if dtype.kind == "f":
-        return st.floats(low, high, width=8 * dtype.itemsize, allow_nan=False,
-                         allow_infinity=False)
+        return st.floats(low, high, width=8 * dtype.itemsize, allow_nan=False, allow_infinity=False)
     return st.integers(low, high)
 
 
@@ -92,6 +94,7 @@ def assert_close(actual, expected, dtype=None):
 # Transfers
 # ---------------------------------------------------------------------------------------
 
+
 @FEW
 @given(st.sampled_from(CASTABLE).flatmap(lambda dt: arrays(dt, min_side=0)))
 def test_transfer_round_trip(launcher, host):
@@ -114,6 +117,7 @@ def test_device_copy_is_independent(launcher, host):
         copy = K.device_copy(stream, src)
         K.assign(stream, copy, K.fill(stream, host.shape, 7, host.dtype))
         return K.to_host(stream, src), K.to_host(stream, copy)
+
     src_after, copy_after = launcher.call(body)
     np.testing.assert_array_equal(src_after, host)
     np.testing.assert_array_equal(copy_after, np.full(host.shape, 7, host.dtype))
@@ -122,6 +126,7 @@ def test_device_copy_is_independent(launcher, host):
 # ---------------------------------------------------------------------------------------
 # Elementwise
 # ---------------------------------------------------------------------------------------
+
 
 def numpy_binary(op, a, b):
     out_dtype = np.result_type(a, b)
@@ -134,10 +139,10 @@ def numpy_binary(op, a, b):
     if out_dtype.kind == "f":
         q = np.divide(a.astype(out_dtype), b.astype(out_dtype))
         return q if op == "realdiv" else np.floor(q)
-    if op == "realdiv":                          # C-style integer division
+    if op == "realdiv":  # C-style integer division
         q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
         return (np.sign(a) * np.sign(b) * q).astype(out_dtype)
-    return np.floor_divide(a, b)                 # Python-style for integers
+    return np.floor_divide(a, b)  # Python-style for integers
 
 
 @st.composite
@@ -168,8 +173,13 @@ def test_integer_division_signs(launcher, op):
     a = np.array([[-7, 7, -6, 6, 0]], np.int32)
     b = np.array([[2], [-2], [3]], np.int32)
     out = run(launcher, lambda s, x, y: K.binary(s, op, x, y), a, b)
-    expected = {"add": a + b, "sub": a - b, "mul": a * b, "floordiv": a // b,
-                "realdiv": np.trunc(a / b).astype(np.int32)}[op]
+    expected = {
+        "add": a + b,
+        "sub": a - b,
+        "mul": a * b,
+        "floordiv": a // b,
+        "realdiv": np.trunc(a / b).astype(np.int32),
+    }[op]
     assert out.dtype == np.int32
     np.testing.assert_array_equal(out, expected)
 
@@ -179,7 +189,7 @@ def test_float_floordiv_is_floor_of_quotient(launcher):
     b = np.array([2.0, 2.0, -2.5, 3.0, 0.1], np.float64)
     out = run(launcher, lambda s, x, y: K.binary(s, "floordiv", x, y), a, b)
     np.testing.assert_array_equal(out, np.floor(a / b))
-    assert out[-1] == 10.0          # floor(1 / 0.1) = 10, numpy's floor_divide gives 9
+    assert out[-1] == 10.0  # floor(1 / 0.1) = 10, numpy's floor_divide gives 9
 
 
 def test_binary_mixed_and_half_dtypes(launcher):
@@ -195,30 +205,52 @@ def test_binary_mixed_and_half_dtypes(launcher):
 
 
 def test_binary_scalars(launcher):
-    out = run(launcher, lambda s, x, y: K.binary(s, "sub", x, y),
-              np.array(5.0, np.float32), np.array([1.0, 2.0], np.float32))
+    out = run(
+        launcher,
+        lambda s, x, y: K.binary(s, "sub", x, y),
+        np.array(5.0, np.float32),
+        np.array([1.0, 2.0], np.float32),
+    )
     np.testing.assert_array_equal(out, [4.0, 3.0])
-    out = run(launcher, lambda s, x, y: K.binary(s, "add", x, y),
-              np.array(5, np.int64), np.array(-2, np.int64))
+    out = run(
+        launcher,
+        lambda s, x, y: K.binary(s, "add", x, y),
+        np.array(5, np.int64),
+        np.array(-2, np.int64),
+    )
     assert out.shape == () and out == 3
 
 
 def test_binary_bad_shape_raises_in_caller(launcher):
     with pytest.raises(ValueError, match="incompatible shapes"):
-        run(launcher, lambda s, x, y: K.binary(s, "add", x, y),
-            np.zeros((2, 3), np.float32), np.zeros((4,), np.float32))
+        run(
+            launcher,
+            lambda s, x, y: K.binary(s, "add", x, y),
+            np.zeros((2, 3), np.float32),
+            np.zeros((4,), np.float32),
+        )
     with pytest.raises(ValueError, match="unknown binary op"):
-        run(launcher, lambda s, x, y: K.binary(s, "pow", x, y),
-            np.zeros(2, np.float32), np.zeros(2, np.float32))
+        run(
+            launcher,
+            lambda s, x, y: K.binary(s, "pow", x, y),
+            np.zeros(2, np.float32),
+            np.zeros(2, np.float32),
+        )
     # the launcher still works afterwards
-    out = run(launcher, lambda s, x, y: K.binary(s, "add", x, y),
-              np.ones(2, np.float32), np.ones(2, np.float32))
+    out = run(
+        launcher,
+        lambda s, x, y: K.binary(s, "add", x, y),
+        np.ones(2, np.float32),
+        np.ones(2, np.float32),
+    )
     np.testing.assert_array_equal(out, [2.0, 2.0])
 
 
 @FEW
-@given(st.sampled_from(K.UNARY_OPS),
-       st.sampled_from(NUMERIC + [np.float16]).flatmap(lambda dt: arrays(dt)))
+@given(
+    st.sampled_from(K.UNARY_OPS),
+    st.sampled_from(NUMERIC + [np.float16]).flatmap(lambda dt: arrays(dt)),
+)
 def test_unary_matches_numpy(launcher, op, host):
     out = run(launcher, lambda s, x: K.unary(s, op, x), host)
     expected = {"neg": np.negative, "square": np.square, "identity": np.copy}[op](host)
@@ -226,8 +258,10 @@ def test_unary_matches_numpy(launcher, op, host):
 
 
 @SOME
-@given(st.sampled_from(CASTABLE), st.sampled_from(CASTABLE).flatmap(
-    lambda dt: arrays(dt, low=-100, high=100)))
+@given(
+    st.sampled_from(CASTABLE),
+    st.sampled_from(CASTABLE).flatmap(lambda dt: arrays(dt, low=-100, high=100)),
+)
 def test_cast_matches_numpy(launcher, dst, host):
     out = run(launcher, lambda s, x: K.cast(s, x, dst), host)
     assert out.dtype == np.dtype(dst) and out.shape == host.shape
@@ -237,6 +271,7 @@ def test_cast_matches_numpy(launcher, dst, host):
 # ---------------------------------------------------------------------------------------
 # Matmul
 # ---------------------------------------------------------------------------------------
+
 
 @st.composite
 def matmul_cases(draw):
@@ -292,21 +327,29 @@ def test_matmul_bad_shapes(launcher):
 # Reductions
 # ---------------------------------------------------------------------------------------
 
+
 @st.composite
 def reduce_cases(draw):
     op = draw(st.sampled_from(K.REDUCE_OPS))
     dtype = draw(st.sampled_from(NUMERIC + [np.float16]))
     host = draw(arrays(dtype))
-    axes = draw(st.none() | st.lists(st.integers(0, max(host.ndim - 1, 0)), unique=True,
-                                     max_size=host.ndim).map(tuple))
+    axes = draw(
+        st.none()
+        | st.lists(st.integers(0, max(host.ndim - 1, 0)), unique=True, max_size=host.ndim).map(
+            tuple
+        )
+    )
     if axes is not None and host.ndim and draw(st.booleans()):
-        axes = tuple(ax - host.ndim for ax in axes)          # negative axes too
+        axes = tuple(ax - host.ndim for ax in axes)  # negative axes too
     return op, host, axes, draw(st.booleans())
 
 
 def numpy_reduce(op, host, axes, keepdims):
-    total = np.sum(host.astype(np.float64 if host.dtype.kind == "f" else np.int64),
-                   axis=axes, keepdims=keepdims)
+    total = np.sum(
+        host.astype(np.float64 if host.dtype.kind == "f" else np.int64),
+        axis=axes,
+        keepdims=keepdims,
+    )
     if op == "sum":
         return np.asarray(total).astype(host.dtype)
     count = host.size // max(np.asarray(total).size, 1)
@@ -326,7 +369,7 @@ def test_reduce_matches_numpy(launcher, case):
 def test_reduce_details(launcher):
     x = np.array([[-7, 2], [3, 4], [-1, -1]], np.int32)
     out = run(launcher, lambda s, v: K.reduce(s, "mean", v, 1, False), x)
-    np.testing.assert_array_equal(out, [-2, 3, -1])          # truncated toward zero
+    np.testing.assert_array_equal(out, [-2, 3, -1])  # truncated toward zero
     out = run(launcher, lambda s, v: K.reduce(s, "sum", v, None, True), x)
     assert out.shape == (1, 1) and out[0, 0] == 0
     # float16 accumulates in float32: 2048 + 1 + 1 + ... stays exact
@@ -354,10 +397,15 @@ def test_reduce_bad_axes(launcher):
 # add_n, assign, fill
 # ---------------------------------------------------------------------------------------
 
+
 @FEW
-@given(st.sampled_from([np.float32, np.int64, np.float16]).flatmap(
-    lambda dt: hnp.array_shapes(min_dims=0, max_dims=3, max_side=5).flatmap(
-        lambda shape: st.lists(arrays(dt, shape), min_size=1, max_size=4))))
+@given(
+    st.sampled_from([np.float32, np.int64, np.float16]).flatmap(
+        lambda dt: hnp.array_shapes(min_dims=0, max_dims=3, max_side=5).flatmap(
+            lambda shape: st.lists(arrays(dt, shape), min_size=1, max_size=4)
+        )
+    )
+)
 def test_add_n_matches_numpy(launcher, hosts):
     out = run(launcher, lambda s, *xs: K.add_n(s, xs), *hosts)
     expected = hosts[0].copy()
@@ -383,6 +431,7 @@ def test_assign_copies_into_existing_array(launcher, src, dst_dtype):
         dev_src = K.to_device(stream, src)
         result = K.assign(stream, dst, dev_src)
         return result is dst, K.to_host(stream, dst)
+
     same, out = launcher.call(body)
     assert same
     np.testing.assert_array_equal(out, src.astype(dst_dtype))
@@ -390,15 +439,18 @@ def test_assign_copies_into_existing_array(launcher, src, dst_dtype):
 
 def test_assign_shape_mismatch(launcher):
     def body(stream):
-        K.assign(stream, K.fill(stream, (2, 2), 0, np.float32),
-                 K.fill(stream, (4,), 0, np.float32))
+        K.assign(stream, K.fill(stream, (2, 2), 0, np.float32), K.fill(stream, (4,), 0, np.float32))
+
     with pytest.raises(ValueError, match="shapes"):
         launcher.call(body)
 
 
 @FEW
-@given(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5),
-       st.sampled_from(CASTABLE), st.integers(-50, 50))
+@given(
+    hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5),
+    st.sampled_from(CASTABLE),
+    st.integers(-50, 50),
+)
 def test_fill_matches_numpy(launcher, shape, dtype, value):
     out = launcher.call(lambda s: K.to_host(s, K.fill(s, shape, value, dtype)))
     assert out.dtype == np.dtype(dtype)
@@ -408,6 +460,7 @@ def test_fill_matches_numpy(launcher, shape, dtype, value):
 # ---------------------------------------------------------------------------------------
 # The launcher
 # ---------------------------------------------------------------------------------------
+
 
 def test_launcher_runs_calls_on_its_own_thread(launcher):
     seen = launcher.call(lambda stream, x: (threading.current_thread(), stream, x), 42)
@@ -423,6 +476,7 @@ def test_launcher_errors_propagate(launcher):
 
     def fail(stream):
         raise Boom("kernel failed")
+
     with pytest.raises(Boom, match="kernel failed"):
         launcher.call(fail)
     with pytest.raises(TimeoutError):
@@ -433,12 +487,11 @@ def test_launcher_errors_propagate(launcher):
 def test_closed_launcher_raises():
     la = K.CudaLauncher(0)
     host = np.arange(4, dtype=np.int64)
-    np.testing.assert_array_equal(
-        la.call(lambda s: K.to_host(s, K.to_device(s, host))), host)
+    np.testing.assert_array_equal(la.call(lambda s: K.to_host(s, K.to_device(s, host))), host)
     la.close()
     assert la.closed and not la.thread.is_alive()
     with pytest.raises(RuntimeError, match="closed"):
         la.call(lambda s: 1)
-    la.close()                                          # closing twice is harmless
+    la.close()  # closing twice is harmless
     with pytest.raises(RuntimeError):
         la.call(K.fill, (2,), 0, np.float32, timeout=1.0)

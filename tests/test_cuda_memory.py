@@ -26,18 +26,21 @@ def test_cap_lets_allocations_through_up_to_the_limit_then_flushes_then_refuses(
 
     def flush():
         flushed.append(held[0])
-        held[0] = 500                 # the pending frees gave 100 bytes back
+        held[0] = 500  # the pending frees gave 100 bytes back
+
     cap = cuda_memory.MemoryCap(0, 1000)
-    cap.check(400, lambda: held[0], flush)            # 600 + 400 fits exactly
+    cap.check(400, lambda: held[0], flush)  # 600 + 400 fits exactly
     assert flushed == []
-    cap.check(500, lambda: held[0], flush)            # fits only after the flush
+    cap.check(500, lambda: held[0], flush)  # fits only after the flush
     assert flushed == [600]
     with pytest.raises(tf.errors.ResourceExhaustedError) as info:
         cap.check(501, lambda: held[0], flush)
-    assert info.value.message == ("OOM when allocating 501 bytes on GPU 0: this process may "
-                                  "hold at most 1000B (1000 bytes) of the card (gpu_options) "
-                                  "and holds 500 bytes")
-    cuda_memory.MemoryCap(3).check(1 << 60, lambda: 0, flush)   # no cap: anything goes
+    assert info.value.message == (
+        "OOM when allocating 501 bytes on GPU 0: this process may "
+        "hold at most 1000B (1000 bytes) of the card (gpu_options) "
+        "and holds 500 bytes"
+    )
+    cuda_memory.MemoryCap(3).check(1 << 60, lambda: 0, flush)  # no cap: anything goes
 
 
 def test_caps_are_set_per_device():
@@ -87,10 +90,15 @@ print("after free", mm.memalloc(6 << 30))
 
 def test_numba_memory_manager_plugin_caps_allocations():
     env = dict(os.environ, PYTHONPATH=REPO)
-    env.pop("NUMBA_ENABLE_CUDASIM", None)      # the real driver module (no card needed)
+    env.pop("NUMBA_ENABLE_CUDASIM", None)  # the real driver module (no card needed)
     env["MINITF_GPU_BACKEND"] = "numpy"
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(_CHILD)], env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_CHILD)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [
         "uncapped 1 16",

@@ -5,7 +5,8 @@ Tasks"."""
 import re
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from minitf.framework import errors
 from minitf.framework.device_spec import DeviceSpec
@@ -27,31 +28,42 @@ def parse(s):
 
 # -- parsing ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, expected", [
-    ("/job:worker/replica:1/task:2/device:GPU:3", ("worker", 1, 2, "GPU", 3)),
-    ("/device:GPU:3/task:2/replica:1/job:worker", ("worker", 1, 2, "GPU", 3)),   # any order
-    ("/job:ps", ("ps", None, None, None, None)),
-    ("/job:ps_2/task:10", ("ps_2", None, 10, None, None)),
-    ("/job:a1", ("a1", None, None, None, None)),
-    ("/replica:0", (None, 0, None, None, None)),
-    ("/device:XLA_CPU:0", (None, None, None, "XLA_CPU", 0)),
-    ("/device:GPU", (None, None, None, "GPU", None)),         # no index: accepted by C++
-    ("/device:GPU:*", (None, None, None, "GPU", None)),
-    ("/device:*", (None, None, None, None, None)),
-    ("/device:*:2", (None, None, None, None, 2)),
-    ("/device:gpu:3", (None, None, None, "gpu", 3)),          # case preserved
-    ("/job:a/task:1/job:b", ("b", None, 1, None, None)),     # last one wins
-    ("/job:a/job:*", (None, None, None, None, None)),         # * unsets again
-    ("/cpu:0/device:GPU", (None, None, None, "GPU", None)),   # a later device resets the id
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("/job:worker/replica:1/task:2/device:GPU:3", ("worker", 1, 2, "GPU", 3)),
+        ("/device:GPU:3/task:2/replica:1/job:worker", ("worker", 1, 2, "GPU", 3)),  # any order
+        ("/job:ps", ("ps", None, None, None, None)),
+        ("/job:ps_2/task:10", ("ps_2", None, 10, None, None)),
+        ("/job:a1", ("a1", None, None, None, None)),
+        ("/replica:0", (None, 0, None, None, None)),
+        ("/device:XLA_CPU:0", (None, None, None, "XLA_CPU", 0)),
+        ("/device:GPU", (None, None, None, "GPU", None)),  # no index: accepted by C++
+        ("/device:GPU:*", (None, None, None, "GPU", None)),
+        ("/device:*", (None, None, None, None, None)),
+        ("/device:*:2", (None, None, None, None, 2)),
+        ("/device:gpu:3", (None, None, None, "gpu", 3)),  # case preserved
+        ("/job:a/task:1/job:b", ("b", None, 1, None, None)),  # last one wins
+        ("/job:a/job:*", (None, None, None, None, None)),  # * unsets again
+        ("/cpu:0/device:GPU", (None, None, None, "GPU", None)),  # a later device resets the id
+    ],
+)
 def test_parse(text, expected):
     assert parse(text) == expected
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("/cpu:0", ("CPU", 0)), ("/CPU:1", ("CPU", 1)), ("/gpu:2", ("GPU", 2)),
-    ("/GPU:3", ("GPU", 3)), ("/gpu:*", ("GPU", None)), ("/CPU:*", ("CPU", None)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("/cpu:0", ("CPU", 0)),
+        ("/CPU:1", ("CPU", 1)),
+        ("/gpu:2", ("GPU", 2)),
+        ("/GPU:3", ("GPU", 3)),
+        ("/gpu:*", ("GPU", None)),
+        ("/CPU:*", ("CPU", None)),
+    ],
+)
 def test_legacy_forms(text, expected):
     assert parse(text) == (None, None, None) + expected
 
@@ -62,23 +74,53 @@ def test_empty_and_slash_are_all_unset(text):
     assert dnu.parse_full_name(text).to_string() == ""
 
 
-@pytest.mark.parametrize("text", ["/job:*", "/replica:*", "/task:*", "/device:*:*",
-                                  "/job:*/replica:*/task:*/device:*:*"])
+@pytest.mark.parametrize(
+    "text", ["/job:*", "/replica:*", "/task:*", "/device:*:*", "/job:*/replica:*/task:*/device:*:*"]
+)
 def test_star_means_unset(text):
     assert parse(text) == (None,) * 5
 
 
-@pytest.mark.parametrize("text", [
-    "/Cpu:0", "/cPU:0", "/Gpu:1",        # mixed-case legacy: Python only
-    "/cpu", "/gpu",                      # legacy needs ":N" in C++
-    "/job:123", "/job:_a", "/job:", "/job:a-b", "/job:a.b",
-    "/device:0GPU:0", "/device:", "/device:GPU:", "/device:GPU:x", "/device:GPU:1:2",
-    "/task:-1", "/replica:-2", "/device:GPU:-1", "/cpu:-1",
-    "/task:x", "/task:", "/replica:1.5",
-    "/bar:3", "/job:a/extra", "/job:a/", "//", "/job:a//task:1",
-    "job:a", "gpu:0", "device:GPU:0", " /job:a", "/job:a ",
-    "/job:*x", "/cpu:0x", "/job:\u00e9",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/Cpu:0",
+        "/cPU:0",
+        "/Gpu:1",  # mixed-case legacy: Python only
+        "/cpu",
+        "/gpu",  # legacy needs ":N" in C++
+        "/job:123",
+        "/job:_a",
+        "/job:",
+        "/job:a-b",
+        "/job:a.b",
+        "/device:0GPU:0",
+        "/device:",
+        "/device:GPU:",
+        "/device:GPU:x",
+        "/device:GPU:1:2",
+        "/task:-1",
+        "/replica:-2",
+        "/device:GPU:-1",
+        "/cpu:-1",
+        "/task:x",
+        "/task:",
+        "/replica:1.5",
+        "/bar:3",
+        "/job:a/extra",
+        "/job:a/",
+        "//",
+        "/job:a//task:1",
+        "job:a",
+        "gpu:0",
+        "device:GPU:0",
+        " /job:a",
+        "/job:a ",
+        "/job:*x",
+        "/cpu:0x",
+        "/job:\u00e9",
+    ],
+)
 def test_malformed_gives_none(text):
     assert dnu.parse_full_name(text) is None
 
@@ -100,10 +142,11 @@ def test_parse_accepts_bytes_rejects_other_types():
 
 # -- ParsedName -------------------------------------------------------------------------------
 
+
 def test_parsed_name_to_string():
     assert ParsedName("w", 0, 1, "GPU", 2).to_string() == "/job:w/replica:0/task:1/device:GPU:2"
     assert ParsedName(type="GPU").to_string() == "/device:GPU:*"
-    assert ParsedName(id=3).to_string() == ""                  # an id alone is not printed
+    assert ParsedName(id=3).to_string() == ""  # an id alone is not printed
     assert ParsedName(job="ps", task=0).to_string() == "/job:ps/task:0"
     assert ParsedName().to_string() == ""
     assert dnu.parse_full_name("/gpu:1/job:w").to_string() == "/job:w/device:GPU:1"
@@ -116,7 +159,7 @@ def test_parsed_name_copy_eq_repr():
     assert a == b and a is not b
     b.id = 3
     assert a != b and a.id == 2
-    assert ParsedName(id=1) != ParsedName()       # compared by fields, not by printed form
+    assert ParsedName(id=1) != ParsedName()  # compared by fields, not by printed form
     assert (a == "/job:w/replica:0/task:1/device:GPU:2") is False
     assert repr(ParsedName(job="w", id=0)) == "ParsedName(job='w', id=0)"
     assert set(ParsedName.__slots__) == {"job", "replica", "task", "type", "id"}
@@ -126,11 +169,13 @@ def test_parsed_name_copy_eq_repr():
 
 def test_is_fully_specified():
     assert dnu.parse_full_name(CPU0).is_fully_specified()
-    assert not dnu.parse_full_name("/job:localhost/replica:0/task:0/device:CPU:*") \
-        .is_fully_specified()
+    assert not dnu.parse_full_name(
+        "/job:localhost/replica:0/task:0/device:CPU:*"
+    ).is_fully_specified()
 
 
 # -- names of real devices --------------------------------------------------------------------
+
 
 def test_full_name():
     assert dnu.full_name("localhost", 0, 0, "CPU", 0) == CPU0
@@ -140,8 +185,10 @@ def test_full_name():
 def test_legacy_name():
     assert dnu.legacy_name(CPU0) == "/job:localhost/replica:0/task:0/cpu:0"
     assert dnu.legacy_name(GPU1) == "/job:localhost/replica:0/task:0/gpu:1"
-    assert dnu.legacy_name("/job:w/replica:0/task:3/device:XLA_GPU:0") == \
-        "/job:w/replica:0/task:3/xla_gpu:0"
+    assert (
+        dnu.legacy_name("/job:w/replica:0/task:3/device:XLA_GPU:0")
+        == "/job:w/replica:0/task:3/xla_gpu:0"
+    )
     # The legacy alias itself parses back to the same device.
     assert dnu.parse_full_name(dnu.legacy_name(GPU1)) == dnu.parse_full_name(GPU1)
     with pytest.raises(ValueError):
@@ -151,6 +198,7 @@ def test_legacy_name():
 
 
 # -- merging (the placer's colocation groups) -------------------------------------------------
+
 
 def merged(a, b, soft=False):
     target = dnu.parse_full_name(a)
@@ -167,31 +215,42 @@ def test_merge_copies_fields_set_in_other():
     assert merged("/device:GPU:1", "/device:GPU:*") == "/device:GPU:1"
 
 
-@pytest.mark.parametrize("a, b, what", [
-    ("/job:a", "/job:b", "jobs"),
-    ("/replica:0", "/replica:1", "replicas"),
-    ("/task:0", "/task:1", "tasks"),
-    ("/device:CPU:0", "/device:GPU:0", "types"),
-    ("/device:GPU:0", "/device:GPU:1", "ids"),
-    ("/device:GPU:0", "/device:gpu:0", "types"),           # case-sensitive
-])
+@pytest.mark.parametrize(
+    "a, b, what",
+    [
+        ("/job:a", "/job:b", "jobs"),
+        ("/replica:0", "/replica:1", "replicas"),
+        ("/task:0", "/task:1", "tasks"),
+        ("/device:CPU:0", "/device:GPU:0", "types"),
+        ("/device:GPU:0", "/device:GPU:1", "ids"),
+        ("/device:GPU:0", "/device:gpu:0", "types"),  # case-sensitive
+    ],
+)
 def test_merge_conflicts_raise_invalid_argument(a, b, what):
     msg = "Cannot merge devices with incompatible %s: '%s' and '%s'" % (
-        what, dnu.parse_full_name(a).to_string(), dnu.parse_full_name(b).to_string())
+        what,
+        dnu.parse_full_name(a).to_string(),
+        dnu.parse_full_name(b).to_string(),
+    )
     with pytest.raises(errors.InvalidArgumentError, match="^" + re.escape(msg) + "$") as info:
         dnu.merge_dev_names(dnu.parse_full_name(a), dnu.parse_full_name(b))
     assert info.value.error_code == errors.INVALID_ARGUMENT
     assert info.value.node_def is None and info.value.op is None
 
 
-@pytest.mark.parametrize("what, a, b", [
-    ("jobs", "/job:a", "/job:b"), ("replicas", "/replica:0", "/replica:1"),
-    ("tasks", "/task:0", "/task:1"),
-])
+@pytest.mark.parametrize(
+    "what, a, b",
+    [
+        ("jobs", "/job:a", "/job:b"),
+        ("replicas", "/replica:0", "/replica:1"),
+        ("tasks", "/task:0", "/task:1"),
+    ],
+)
 def test_soft_placement_does_not_forgive_job_replica_task(what, a, b):
     with pytest.raises(errors.InvalidArgumentError, match="incompatible " + what):
-        dnu.merge_dev_names(dnu.parse_full_name(a), dnu.parse_full_name(b),
-                            allow_soft_placement=True)
+        dnu.merge_dev_names(
+            dnu.parse_full_name(a), dnu.parse_full_name(b), allow_soft_placement=True
+        )
 
 
 def test_soft_placement_type_conflict_clears_type_and_id():
@@ -214,12 +273,14 @@ def test_merge_error_shows_target_as_it_was_at_the_conflict():
     other = dnu.parse_full_name("/job:w/task:1")
     with pytest.raises(errors.InvalidArgumentError) as info:
         dnu.merge_dev_names(target, other)
-    assert str(info.value) == ("Cannot merge devices with incompatible tasks: "
-                               "'/job:w/task:0' and '/job:w/task:1'")
+    assert str(info.value) == (
+        "Cannot merge devices with incompatible tasks: '/job:w/task:0' and '/job:w/task:1'"
+    )
     assert target.job == "w"
 
 
 # -- specification tests ----------------------------------------------------------------------
+
 
 def test_is_specification():
     p = dnu.parse_full_name
@@ -249,11 +310,11 @@ def test_matches():
     assert dnu.matches(dnu.parse_full_name("/gpu:1"), GPU1)
     assert dnu.matches("/job:localhost/device:GPU:*", GPU1)
     assert dnu.matches("", CPU0)
-    assert not dnu.matches("/device:gpu:1", GPU1)        # case-sensitive type
+    assert not dnu.matches("/device:gpu:1", GPU1)  # case-sensitive type
     assert not dnu.matches("/device:GPU:0", GPU1)
     assert not dnu.matches("/job:ps", CPU0)
     assert dnu.matches("/job:localhost/replica:0/task:0/cpu:0", CPU0)
-    assert not dnu.matches("/gpu:1", "/Gpu:1")         # unparsable device name matches nothing
+    assert not dnu.matches("/gpu:1", "/Gpu:1")  # unparsable device name matches nothing
     with pytest.raises(ValueError):
         dnu.matches("/Gpu:1", GPU1)
 
@@ -262,9 +323,14 @@ def test_matches():
 
 _NAME = st.from_regex(r"\A[A-Za-z][A-Za-z0-9_]{0,6}\Z")
 _NAT = st.integers(min_value=0, max_value=10**6)
-_names = st.builds(ParsedName,
-                   job=st.none() | _NAME, replica=st.none() | _NAT, task=st.none() | _NAT,
-                   type=st.none() | _NAME, id=st.none() | _NAT)
+_names = st.builds(
+    ParsedName,
+    job=st.none() | _NAME,
+    replica=st.none() | _NAT,
+    task=st.none() | _NAT,
+    type=st.none() | _NAME,
+    id=st.none() | _NAT,
+)
 
 
 def _printable(p):
@@ -285,10 +351,15 @@ def test_to_string_parse_round_trip(p):
 @given(_names)
 def test_python_parser_reads_cpp_output_to_the_same_fields(p):
     spec = DeviceSpec.from_string(p.to_string())
-    expected_type = p.type.upper() if p.type in ("cpu", "gpu") else p.type   # TF 1.15 rule
+    expected_type = p.type.upper() if p.type in ("cpu", "gpu") else p.type  # TF 1.15 rule
     q = _printable(p)
-    assert (spec.job, spec.replica, spec.task, spec.device_type, spec.device_index) == \
-        (q.job, q.replica, q.task, expected_type, q.id)
+    assert (spec.job, spec.replica, spec.task, spec.device_type, spec.device_index) == (
+        q.job,
+        q.replica,
+        q.task,
+        expected_type,
+        q.id,
+    )
 
 
 def _union(x, y):
@@ -313,7 +384,8 @@ def test_merge_laws(a, b, soft):
         return
     assert not any(clashes[:3])
     assert (target.job, target.replica, target.task) == tuple(
-        _union(x, y) for x, y in zip(fields(a)[:3], fields(b)[:3]))
+        _union(x, y) for x, y in zip(fields(a)[:3], fields(b)[:3])
+    )
     if not any(clashes):
         # Without conflicts the merge is the field-wise union and more specific than both.
         assert fields(target) == tuple(_union(x, y) for x, y in zip(fields(a), fields(b)))

@@ -5,7 +5,8 @@ Tasks"."""
 import re
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from minitf.framework import device_spec as pydev
 from minitf.framework.device_spec import DeviceSpec
@@ -22,26 +23,40 @@ def parse(s):
 
 # -- §1.2 the parser --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, expected", [
-    ("/job:foo/replica:0/task:1/device:GPU:2", ("foo", 0, 1, "GPU", 2)),
-    ("/job:worker", ("worker", None, None, None, None)),
-    ("/replica:3", (None, 3, None, None, None)),
-    ("/task:7", (None, None, 7, None, None)),
-    ("/device:GPU:1", (None, None, None, "GPU", 1)),
-    ("/device:GPU:*", (None, None, None, "GPU", None)),
-    ("/device:XLA_CPU:0", (None, None, None, "XLA_CPU", 0)),
-    ("/device:MyCustom:4", (None, None, None, "MyCustom", 4)),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("/job:foo/replica:0/task:1/device:GPU:2", ("foo", 0, 1, "GPU", 2)),
+        ("/job:worker", ("worker", None, None, None, None)),
+        ("/replica:3", (None, 3, None, None, None)),
+        ("/task:7", (None, None, 7, None, None)),
+        ("/device:GPU:1", (None, None, None, "GPU", 1)),
+        ("/device:GPU:*", (None, None, None, "GPU", None)),
+        ("/device:XLA_CPU:0", (None, None, None, "XLA_CPU", 0)),
+        ("/device:MyCustom:4", (None, None, None, "MyCustom", 4)),
+    ],
+)
 def test_full_forms(text, expected):
     assert parse(text) == expected
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("/cpu:0", ("CPU", 0)), ("/CPU:0", ("CPU", 0)), ("/Cpu:1", ("CPU", 1)), ("/cPU:2", ("CPU", 2)),
-    ("/gpu:1", ("GPU", 1)), ("/GPU:3", ("GPU", 3)), ("/gPu:0", ("GPU", 0)),
-    ("/cpu", ("CPU", None)), ("/gpu", ("GPU", None)), ("/GPU:*", ("GPU", None)),
-    ("/cpu:*", ("CPU", None)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("/cpu:0", ("CPU", 0)),
+        ("/CPU:0", ("CPU", 0)),
+        ("/Cpu:1", ("CPU", 1)),
+        ("/cPU:2", ("CPU", 2)),
+        ("/gpu:1", ("GPU", 1)),
+        ("/GPU:3", ("GPU", 3)),
+        ("/gPu:0", ("GPU", 0)),
+        ("/cpu", ("CPU", None)),
+        ("/gpu", ("GPU", None)),
+        ("/GPU:*", ("GPU", None)),
+        ("/cpu:*", ("CPU", None)),
+    ],
+)
 def test_legacy_forms_any_case(text, expected):
     assert parse(text)[3:] == expected
     assert parse(text)[:3] == (None, None, None)
@@ -86,34 +101,59 @@ def test_job_is_not_validated():
     assert parse("/job:")[0] == ""
 
 
-@pytest.mark.parametrize("text, head", [
-    ("/foo:1", "foo"), ("/bar", "bar"),
-    ("/device:GPU", "device"),            # accepted by C++, rejected by Python
-    ("/device:GPU:0:1", "device"),
-    ("/job", "job"), ("/job:a:b", "job"), ("/task", "task"), ("/replica:1:2", "replica"),
-    ("/cpu:0:1", "cpu"), ("/job:a/xpu:0", "xpu"),
-])
+@pytest.mark.parametrize(
+    "text, head",
+    [
+        ("/foo:1", "foo"),
+        ("/bar", "bar"),
+        ("/device:GPU", "device"),  # accepted by C++, rejected by Python
+        ("/device:GPU:0:1", "device"),
+        ("/job", "job"),
+        ("/job:a:b", "job"),
+        ("/task", "task"),
+        ("/replica:1:2", "replica"),
+        ("/cpu:0:1", "cpu"),
+        ("/job:a/xpu:0", "xpu"),
+    ],
+)
 def test_unknown_attribute_message(text, head):
     msg = "Unknown attribute '%s' is encountered while parsing the device spec: '%s'." % (
-        head, text)
+        head,
+        text,
+    )
     with pytest.raises(ValueError, match="^" + re.escape(msg) + "$"):
         DeviceSpec.from_string(text)
 
 
-@pytest.mark.parametrize("text", [
-    "/cpu:0/gpu:1", "/device:CPU:0/device:GPU:0", "/gpu:0/device:GPU:0", "/device:GPU:0/cpu",
-    "/gpu:0/gpu:0",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/cpu:0/gpu:1",
+        "/device:CPU:0/device:GPU:0",
+        "/gpu:0/device:GPU:0",
+        "/device:GPU:0/cpu",
+        "/gpu:0/gpu:0",
+    ],
+)
 def test_multiple_device_types_message(text):
     msg = "Multiple device types are not allowed while parsing the device spec: %s." % text
     with pytest.raises(ValueError, match="^" + re.escape(msg) + "$"):
         DeviceSpec.from_string(text)
 
 
-@pytest.mark.parametrize("text, bad", [
-    ("/replica:x", "x"), ("/replica:*", "*"), ("/task:*", "*"), ("/task:1.5", "1.5"),
-    ("/job:a/task:", ""), ("/device:GPU:x", "x"), ("/gpu:x", "x"), ("/cpu:", ""),
-])
+@pytest.mark.parametrize(
+    "text, bad",
+    [
+        ("/replica:x", "x"),
+        ("/replica:*", "*"),
+        ("/task:*", "*"),
+        ("/task:1.5", "1.5"),
+        ("/job:a/task:", ""),
+        ("/device:GPU:x", "x"),
+        ("/gpu:x", "x"),
+        ("/cpu:", ""),
+    ],
+)
 def test_non_integer_fields_raise_value_error_naming_value_and_spec(text, bad):
     with pytest.raises(ValueError) as info:
         DeviceSpec.from_string(text)
@@ -138,14 +178,18 @@ def test_parse_is_cached_and_returns_immutable_tuples():
 
 # -- §1.3 printing ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, printed", [
-    ("/cpu:0", "/device:CPU:0"),
-    ("/gpu:*", "/device:GPU:*"),
-    ("gpu", "/device:GPU:*"),
-    ("/device:GPU:1/task:2/replica:0/job:w", "/job:w/replica:0/task:2/device:GPU:1"),
-    ("/job:ps/task:0", "/job:ps/task:0"),
-    ("", ""),
-])
+
+@pytest.mark.parametrize(
+    "text, printed",
+    [
+        ("/cpu:0", "/device:CPU:0"),
+        ("/gpu:*", "/device:GPU:*"),
+        ("gpu", "/device:GPU:*"),
+        ("/device:GPU:1/task:2/replica:0/job:w", "/job:w/replica:0/task:2/device:GPU:1"),
+        ("/job:ps/task:0", "/job:ps/task:0"),
+        ("", ""),
+    ],
+)
 def test_to_string_canonical_layout(text, printed):
     assert DeviceSpec.from_string(text).to_string() == printed
     assert pydev.canonical_name(text) == printed
@@ -158,8 +202,10 @@ def test_index_without_type_is_not_printed():
 
 def test_canonical_name():
     assert pydev.canonical_name(None) == ""
-    assert pydev.canonical_name(DeviceSpec(job="w", device_type="gpu", device_index=0)) == \
-        "/job:w/device:GPU:0"
+    assert (
+        pydev.canonical_name(DeviceSpec(job="w", device_type="gpu", device_index=0))
+        == "/job:w/device:GPU:0"
+    )
     assert pydev.canonical_name("/Cpu:0/job:x") == "/job:x/device:CPU:0"
     assert pydev.canonical_name(b"/gpu:1") == "/device:GPU:1"
     with pytest.raises(ValueError):
@@ -175,6 +221,7 @@ def test_check_valid():
 
 
 # -- §1.5 the object API ----------------------------------------------------------------------
+
 
 def test_constructor_coercions():
     spec = DeviceSpec(job=1, replica="2", task=3.0, device_type="cpu", device_index="4")
@@ -245,8 +292,10 @@ def test_make_merged_spec_does_not_mutate():
 def test_replace():
     base = DeviceSpec.from_string("/job:a/task:1/device:GPU:0")
     assert base.replace(task=2).to_string() == "/job:a/task:2/device:GPU:0"
-    assert base.replace(device_type="cpu", device_index=None).to_string() == \
-        "/job:a/task:1/device:CPU:*"
+    assert (
+        base.replace(device_type="cpu", device_index=None).to_string()
+        == "/job:a/task:1/device:CPU:*"
+    )
     assert base.replace(job=None).to_string() == "/task:1/device:GPU:0"
     assert base.to_string() == "/job:a/task:1/device:GPU:0"
     with pytest.raises(TypeError):
@@ -274,27 +323,34 @@ def test_repr_and_str():
 
 # -- §1.6 the merge function behind tf.device ---------------------------------------------------
 
+
 class FakeOp:
     def __init__(self, device=""):
         self.device = device
 
 
-@pytest.mark.parametrize("block, current, expected", [
-    ("/job:worker", "/gpu:1", "/job:worker/device:GPU:1"),
-    ("/job:a/task:1/device:GPU:0", "/task:3/cpu:*", "/job:a/task:3/device:CPU:0"),
-    ("/device:CPU:7", "/device:GPU:*", "/device:GPU:7"),
-    ("/job:worker", "", "/job:worker"),
-    ("/cpu:0", "", "/device:CPU:0"),            # strings from tf.device are canonicalised
-    ("/job:ps/task:0/cpu:0", "/job:worker/replica:1/task:2/device:GPU:3",
-     "/job:worker/replica:1/task:2/device:GPU:3"),   # inner wins on every field
-    ("", "/gpu:0", "/device:GPU:0"),
-    ("/job:w", "/Gpu:1", "/job:w/device:GPU:1"),
-])
+@pytest.mark.parametrize(
+    "block, current, expected",
+    [
+        ("/job:worker", "/gpu:1", "/job:worker/device:GPU:1"),
+        ("/job:a/task:1/device:GPU:0", "/task:3/cpu:*", "/job:a/task:3/device:CPU:0"),
+        ("/device:CPU:7", "/device:GPU:*", "/device:GPU:7"),
+        ("/job:worker", "", "/job:worker"),
+        ("/cpu:0", "", "/device:CPU:0"),  # strings from tf.device are canonicalised
+        (
+            "/job:ps/task:0/cpu:0",
+            "/job:worker/replica:1/task:2/device:GPU:3",
+            "/job:worker/replica:1/task:2/device:GPU:3",
+        ),  # inner wins on every field
+        ("", "/gpu:0", "/device:GPU:0"),
+        ("/job:w", "/Gpu:1", "/job:w/device:GPU:1"),
+    ],
+)
 def test_merge_examples(block, current, expected):
     m = pydev.merge_device(block)
     assert m.merge(current) == expected
     assert m(FakeOp(current)) == expected
-    assert m.merge(current) == expected          # second call (cached) agrees
+    assert m.merge(current) == expected  # second call (cached) agrees
 
 
 def test_merge_of_none_current_means_nothing_set():
@@ -302,8 +358,12 @@ def test_merge_of_none_current_means_nothing_set():
 
 
 def test_malformed_string_fails_when_the_block_is_created():
-    with pytest.raises(ValueError, match=re.escape(
-            "Unknown attribute 'x' is encountered while parsing the device spec: '/x:1'.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "Unknown attribute 'x' is encountered while parsing the device spec: '/x:1'."
+        ),
+    ):
         pydev.merge_device("/x:1")
     with pytest.raises(ValueError, match="Multiple device types"):
         pydev.merge_device("/cpu:0/gpu:0")
@@ -319,11 +379,19 @@ def test_merge_device_rejects_non_strings():
         pydev.merge_device(3)
 
 
-@pytest.mark.parametrize("block, null", [
-    ("", True), ("/", True), ("//", True), (DeviceSpec(), True),
-    (DeviceSpec(device_index=2), True),          # prints as "": nothing to merge (TF rule)
-    ("/job:a", False), ("/gpu:*", False), (DeviceSpec(task=0), False),
-])
+@pytest.mark.parametrize(
+    "block, null",
+    [
+        ("", True),
+        ("/", True),
+        ("//", True),
+        (DeviceSpec(), True),
+        (DeviceSpec(device_index=2), True),  # prints as "": nothing to merge (TF rule)
+        ("/job:a", False),
+        ("/gpu:*", False),
+        (DeviceSpec(task=0), False),
+    ],
+)
 def test_is_null_merge(block, null):
     assert pydev.merge_device(block).is_null_merge is null
 
@@ -350,8 +418,7 @@ def test_nested_blocks_fill_in_unset_fields_inner_wins():
     outer = pydev.merge_device("/job:worker/task:1/cpu:0")
     inner = pydev.merge_device("/gpu:1")
     assert _apply_stack([outer, inner]) == "/job:worker/task:1/device:GPU:1"
-    assert _apply_stack([outer, pydev.merge_device(""), inner]) == \
-        "/job:worker/task:1/device:GPU:1"
+    assert _apply_stack([outer, pydev.merge_device(""), inner]) == "/job:worker/task:1/device:GPU:1"
     assert _apply_stack([outer, None, inner]) == "/device:GPU:1"
 
 
@@ -385,6 +452,7 @@ def test_merge_device_repr():
 
 def test_merge_is_fast():
     import timeit
+
     m = pydev.merge_device("/job:worker")
     m.merge("/gpu:1")
     per_call = min(timeit.repeat(lambda: m.merge("/gpu:1"), number=20000, repeat=3)) / 20000
@@ -393,15 +461,18 @@ def test_merge_is_fast():
 
 # -- properties -------------------------------------------------------------------------------
 
-_FREE_TEXT = st.text(alphabet=st.characters(blacklist_characters="/:",
-                                            blacklist_categories=("Cs",)), max_size=8)
+_FREE_TEXT = st.text(
+    alphabet=st.characters(blacklist_characters="/:", blacklist_categories=("Cs",)), max_size=8
+)
 _INTS = st.integers(min_value=-3, max_value=10**6)
-_specs = st.builds(DeviceSpec,
-                   job=st.none() | _FREE_TEXT,
-                   replica=st.none() | _INTS,
-                   task=st.none() | _INTS,
-                   device_type=st.none() | _FREE_TEXT,
-                   device_index=st.none() | _INTS)
+_specs = st.builds(
+    DeviceSpec,
+    job=st.none() | _FREE_TEXT,
+    replica=st.none() | _INTS,
+    task=st.none() | _INTS,
+    device_type=st.none() | _FREE_TEXT,
+    device_index=st.none() | _INTS,
+)
 
 
 def _printed_fields(spec):
@@ -438,12 +509,14 @@ def test_merge_from_field_wise_law(a, b):
 
 _NAME = st.from_regex(r"\A[A-Za-z][A-Za-z0-9_]{0,6}\Z")
 _NAT = st.integers(min_value=0, max_value=10**6)
-_cpp_valid_specs = st.builds(DeviceSpec,
-                             job=st.none() | _NAME,
-                             replica=st.none() | _NAT,
-                             task=st.none() | _NAT,
-                             device_type=st.none() | _NAME,
-                             device_index=st.none() | _NAT)
+_cpp_valid_specs = st.builds(
+    DeviceSpec,
+    job=st.none() | _NAME,
+    replica=st.none() | _NAT,
+    task=st.none() | _NAT,
+    device_type=st.none() | _NAME,
+    device_index=st.none() | _NAT,
+)
 
 
 @settings(max_examples=300)
@@ -451,8 +524,9 @@ _cpp_valid_specs = st.builds(DeviceSpec,
 def test_cpp_parser_reads_python_output_to_the_same_fields(spec):
     parsed = cdev.parse_full_name(spec.to_string())
     assert parsed is not None
-    assert (parsed.job, parsed.replica, parsed.task, parsed.type, parsed.id) == \
-        _printed_fields(spec)
+    assert (parsed.job, parsed.replica, parsed.task, parsed.type, parsed.id) == _printed_fields(
+        spec
+    )
     assert parsed.to_string() == spec.to_string()
 
 
@@ -460,8 +534,11 @@ def test_cpp_parser_reads_python_output_to_the_same_fields(spec):
 @given(_cpp_valid_specs, _cpp_valid_specs)
 def test_merge_device_agrees_with_make_merged_spec(block, current):
     block_text, current_text = block.to_string(), current.to_string()
-    expected = DeviceSpec.from_string(block_text).make_merged_spec(
-        DeviceSpec.from_string(current_text)).to_string()
+    expected = (
+        DeviceSpec.from_string(block_text)
+        .make_merged_spec(DeviceSpec.from_string(current_text))
+        .to_string()
+    )
     assert pydev.merge_device(block_text).merge(current_text) == expected
     assert pydev.merge_device(DeviceSpec.from_string(block_text)).merge(current_text) == expected
 

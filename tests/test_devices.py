@@ -33,7 +33,8 @@ def test_cuda_visible_devices_renumbers_cards(monkeypatch, capsys):
         "/job:localhost/replica:0/task:0/device:GPU:0 -> device: 0, name: minitf emulated GPU, "
         "pci bus id: 0000:04:00.0, compute capability: 7.0",
         "/job:localhost/replica:0/task:0/device:GPU:1 -> device: 1, name: minitf emulated GPU, "
-        "pci bus id: 0000:03:00.0, compute capability: 7.0"]
+        "pci bus id: 0000:03:00.0, compute capability: 7.0",
+    ]
     with tf.device("/gpu:0"):
         a = tf.constant(1.0, name="a")
     sess = tf.Session(config=tf.ConfigProto(log_device_placement=True))
@@ -42,7 +43,8 @@ def test_cuda_visible_devices_renumbers_cards(monkeypatch, capsys):
     assert "a: (Const): /job:localhost/replica:0/task:0/device:GPU:0" in capsys.readouterr().out
     assert [d.name for d in sess.list_devices()][1:] == [
         "/job:localhost/replica:0/task:0/device:GPU:0",
-        "/job:localhost/replica:0/task:0/device:GPU:1"]
+        "/job:localhost/replica:0/task:0/device:GPU:1",
+    ]
 
 
 def test_empty_cuda_visible_devices_hides_every_card(monkeypatch):
@@ -53,9 +55,14 @@ def test_empty_cuda_visible_devices_hides_every_card(monkeypatch):
     assert not tf.test.is_gpu_available()
 
 
-@pytest.mark.parametrize("value,message", [
-    ("1,x", "'x' is not a GPU id"), ("5", "lists GPU 5 but this machine has 2 GPU card(s)"),
-    ("1,1", "lists GPU 1 twice")])
+@pytest.mark.parametrize(
+    "value,message",
+    [
+        ("1,x", "'x' is not a GPU id"),
+        ("5", "lists GPU 5 but this machine has 2 GPU card(s)"),
+        ("1,1", "lists GPU 1 twice"),
+    ],
+)
 def test_malformed_cuda_visible_devices(monkeypatch, value, message):
     """A malformed CUDA_VISIBLE_DEVICES is a clear InvalidArgumentError, not a silent guess."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
@@ -80,7 +87,10 @@ def test_device_lib_lists_local_devices():
     """device_lib.list_local_devices(): names without a job, types, memory, descriptions."""
     devs = tf.device_lib.list_local_devices()
     assert [(d.name, d.device_type) for d in devs] == [
-        ("/device:CPU:0", "CPU"), ("/device:GPU:0", "GPU"), ("/device:GPU:1", "GPU")]
+        ("/device:CPU:0", "CPU"),
+        ("/device:GPU:0", "GPU"),
+        ("/device:GPU:1", "GPU"),
+    ]
     assert devs[0].memory_limit == 268435456 and devs[1].memory_limit == 4 << 30
     assert devs[1].physical_device_desc.startswith("device: 0, name: minitf emulated GPU")
     assert 'name: "/device:GPU:1"' in repr(devs[2])
@@ -166,8 +176,10 @@ def test_an_op_too_big_for_its_card_fails_with_oom(fresh_cards):
     with pytest.raises(tf.errors.ResourceExhaustedError) as info:
         tf.Session().run(big)
     msg = str(info.value)
-    assert "OOM when allocating tensor with shape[600,600] and type float on " \
-           "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc" in msg
+    assert (
+        "OOM when allocating tensor with shape[600,600] and type float on "
+        "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc" in msg
+    )
     assert "[[{{node" in msg
 
 
@@ -205,19 +217,21 @@ def test_virtual_devices_split_a_card_into_logical_gpus(fresh_cards, capsys):
     their sum on card 0."""
     tf.config.emulate_gpus(2, memory_limit=1 << 30)
     cfg = _virtual([256, 128], [])
-    assert str(cfg.gpu_options).startswith("experimental {\n  virtual_devices {\n"
-                                           "    memory_limit_mb: 256.0\n")
+    assert str(cfg.gpu_options).startswith(
+        "experimental {\n  virtual_devices {\n    memory_limit_mb: 256.0\n"
+    )
     with tf.device("/gpu:1"):
-        fits = tf.zeros([1024, 1024], name="fits") + 1.0            # 4 MiB
-        too_big = tf.zeros([6000, 6000], name="too_big") + 1.0      # 137 MiB > 128 MB
+        fits = tf.zeros([1024, 1024], name="fits") + 1.0  # 4 MiB
+        too_big = tf.zeros([6000, 6000], name="too_big") + 1.0  # 137 MiB > 128 MB
     sess = tf.Session(config=cfg)
     out = capsys.readouterr().out
     created = [line for line in out.splitlines() if line.startswith("Creating TensorFlow")]
     assert [c.split(" -> ")[0] for c in created] == [
         "Creating TensorFlow device (%s with 256 MB memory)" % GPU0,
         "Creating TensorFlow device (%s with 128 MB memory)" % GPU1,
-        "Creating TensorFlow device (%s with %d MB memory)" % (
-            GPU2, allocator.GpuMemoryPolicy(1 << 30, None).limit_bytes >> 20)]
+        "Creating TensorFlow device (%s with %d MB memory)"
+        % (GPU2, allocator.GpuMemoryPolicy(1 << 30, None).limit_bytes >> 20),
+    ]
     # both logical GPUs of card 0 name the same physical card
     assert created[0].split("physical GPU (")[1] == created[1].split("physical GPU (")[1]
     assert created[0].split("physical GPU (")[1].startswith("device: 0, ")
@@ -245,21 +259,39 @@ def test_virtual_devices_with_allow_growth_grow_each_logical_gpu(fresh_cards):
     assert 4 << 20 <= grown <= 128 << 20
 
 
-@pytest.mark.parametrize("per_card,options,error,text", [
-    ([[100], [100]], {"per_process_gpu_memory_fraction": 0.5},
-     tf.errors.InvalidArgumentError, "It's invalid to set per_process_gpu_memory_fraction "
-                                     "when virtual_devices is set."),
-    ([[100]], {}, tf.errors.InvalidArgumentError,
-     "doesn't match the number of elements in the virtual_devices list. #GPUs in "
-     "visible_device_list: 2 virtual_devices.size(): 1"),
-    ([[0], []], {}, tf.errors.InvalidArgumentError, "memory_limit_mb must be > 0, got 0.0"),
-    ([[float("nan")], []], {}, tf.errors.InvalidArgumentError, "memory_limit_mb must be > 0"),
-    ([[5000], []], {}, tf.errors.InvalidArgumentError,
-     "memory_limit of 4.88G (5242880000 bytes) is larger than the GPU's memory of 4.00G"),
-    ([[3000, 3000], []], {}, tf.errors.InvalidArgumentError,
-     "The virtual devices of GPU 0 ask for 5.86G (6291456000 bytes) in all, more than its "
-     "4.00G (4294967296 bytes)"),
-])
+@pytest.mark.parametrize(
+    "per_card,options,error,text",
+    [
+        (
+            [[100], [100]],
+            {"per_process_gpu_memory_fraction": 0.5},
+            tf.errors.InvalidArgumentError,
+            "It's invalid to set per_process_gpu_memory_fraction when virtual_devices is set.",
+        ),
+        (
+            [[100]],
+            {},
+            tf.errors.InvalidArgumentError,
+            "doesn't match the number of elements in the virtual_devices list. #GPUs in "
+            "visible_device_list: 2 virtual_devices.size(): 1",
+        ),
+        ([[0], []], {}, tf.errors.InvalidArgumentError, "memory_limit_mb must be > 0, got 0.0"),
+        ([[float("nan")], []], {}, tf.errors.InvalidArgumentError, "memory_limit_mb must be > 0"),
+        (
+            [[5000], []],
+            {},
+            tf.errors.InvalidArgumentError,
+            "memory_limit of 4.88G (5242880000 bytes) is larger than the GPU's memory of 4.00G",
+        ),
+        (
+            [[3000, 3000], []],
+            {},
+            tf.errors.InvalidArgumentError,
+            "The virtual devices of GPU 0 ask for 5.86G (6291456000 bytes) in all, more than its "
+            "4.00G (4294967296 bytes)",
+        ),
+    ],
+)
 def test_bad_virtual_devices_are_refused_at_session_creation(per_card, options, error, text):
     with pytest.raises(error) as info:
         tf.Session(config=_virtual(*per_card, **options))
@@ -269,9 +301,10 @@ def test_bad_virtual_devices_are_refused_at_session_creation(per_card, options, 
 def test_fewer_gpus_than_virtual_devices_is_an_unknown_error():
     cfg = _virtual([100], [100])
     cfg.device_count["GPU"] = 1
-    with pytest.raises(tf.errors.UnknownError, match="Not enough GPUs to create virtual "
-                                                     "devices. num_gpus_to_use: 1 "
-                                                     "#virtual_devices: 2"):
+    with pytest.raises(
+        tf.errors.UnknownError,
+        match="Not enough GPUs to create virtual devices. num_gpus_to_use: 1 #virtual_devices: 2",
+    ):
         tf.Session(config=cfg)
 
 
@@ -306,23 +339,46 @@ def test_three_programs_at_04_share_a_card_only_two_fit(fresh_cards, tmp_path):
     import os
     import subprocess
     import sys
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(tf.__file__)),
-               MINITF_STATE_DIR=str(tmp_path))
+
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.path.dirname(os.path.dirname(tf.__file__)),
+        MINITF_STATE_DIR=str(tmp_path),
+    )
     procs = []
     try:
         for _ in range(2):
-            p = subprocess.Popen([sys.executable, "-c", _PROGRAM], env=env, text=True,
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            p = subprocess.Popen(
+                [sys.executable, "-c", _PROGRAM],
+                env=env,
+                text=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
             assert p.stdout.readline().strip() == "6.0"
             procs.append(p)
-        third = subprocess.run([sys.executable, "-c", _PROGRAM], env=env, text=True,
-                               input="", capture_output=True, timeout=60)
+        third = subprocess.run(
+            [sys.executable, "-c", _PROGRAM],
+            env=env,
+            text=True,
+            input="",
+            capture_output=True,
+            timeout=60,
+        )
         assert third.returncode == 3
-        assert "failed to allocate 1.60G (1717986918 bytes) from device: " \
-               "CUDA_ERROR_OUT_OF_MEMORY" in third.stdout
+        assert (
+            "failed to allocate 1.60G (1717986918 bytes) from device: "
+            "CUDA_ERROR_OUT_OF_MEMORY" in third.stdout
+        )
         procs[0].communicate("\n", timeout=30)
-        again = subprocess.run([sys.executable, "-c", _PROGRAM], env=env, text=True,
-                               input="\n", capture_output=True, timeout=60)
+        again = subprocess.run(
+            [sys.executable, "-c", _PROGRAM],
+            env=env,
+            text=True,
+            input="\n",
+            capture_output=True,
+            timeout=60,
+        )
         assert again.returncode == 0 and again.stdout.strip() == "6.0"
     finally:
         for p in procs:

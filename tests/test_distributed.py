@@ -13,12 +13,11 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.distributed import master_interface
-from minitf.distributed import protocol_pb2 as pb
-from minitf.distributed import services
-from minitf.distributed.master_interface import LocalMaster, RemoteMaster
-from minitf.distributed.local_cluster import free_port
 from helpers import child_pids, freed, no_cycle_collector, wait_until
+from minitf.distributed import master_interface, services
+from minitf.distributed import protocol_pb2 as pb
+from minitf.distributed.local_cluster import free_port
+from minitf.distributed.master_interface import LocalMaster, RemoteMaster
 
 pytestmark = pytest.mark.cluster
 
@@ -33,8 +32,10 @@ def no_child_processes_left():
 
 
 def _spec(ps=2, worker=3, host="127.0.0.1"):
-    return {"ps": ["%s:%d" % (host, free_port()) for _ in range(ps)],
-            "worker": ["%s:%d" % (host, free_port()) for _ in range(worker)]}
+    return {
+        "ps": ["%s:%d" % (host, free_port()) for _ in range(ps)],
+        "worker": ["%s:%d" % (host, free_port()) for _ in range(worker)],
+    }
 
 
 def _rpc(**kw):
@@ -45,10 +46,13 @@ def _rpc(**kw):
 
 
 def _start(spec, **kw):
-    tf.config.emulate_gpus(0)   # CPU-only tasks, like the machine of the reference outputs
+    tf.config.emulate_gpus(0)  # CPU-only tasks, like the machine of the reference outputs
     try:
-        return [tf.train.Server(spec, job_name=j, task_index=i, **kw)
-                for j in spec for i in range(len(spec[j]))]
+        return [
+            tf.train.Server(spec, job_name=j, task_index=i, **kw)
+            for j in spec
+            for i in range(len(spec[j]))
+        ]
     finally:
         tf.config.emulate_gpus(2)
 
@@ -62,8 +66,11 @@ def cluster(request):
     spec = _spec(host="127.0.0.1" if request.param == "rpc" else "localhost")
     servers = _start(spec)
     kind = RemoteMaster if request.param == "rpc" else LocalMaster
-    assert all(isinstance(master_interface.for_target(_target(spec, j, i)), kind)
-               for j in spec for i in range(len(spec[j])))
+    assert all(
+        isinstance(master_interface.for_target(_target(spec, j, i)), kind)
+        for j in spec
+        for i in range(len(spec[j]))
+    )
     try:
         yield spec, servers
     finally:
@@ -82,6 +89,7 @@ def _reset_all(spec):
 
 # -- (1) server lifecycle -----------------------------------------------------------------------
 
+
 def test_local_server_target_start_join_stop_frees_port():
     server = tf.train.Server.create_local_server()
     try:
@@ -95,12 +103,12 @@ def test_local_server_target_start_join_stop_frees_port():
         assert time.monotonic() - t0 >= 0.04
         a = tf.constant(3.0)
         c = a * 3
-        with tf.Session(server.target) as sess:   # the book's "Opening a Session"
+        with tf.Session(server.target) as sess:  # the book's "Opening a Session"
             assert sess.run(c) == 9.0
             assert isinstance(sess, tf.Session)
     finally:
         server.stop()
-    again = tf.train.Server({"local": ["127.0.0.1:%d" % port]})   # stop() freed the port
+    again = tf.train.Server({"local": ["127.0.0.1:%d" % port]})  # stop() freed the port
     again.stop()
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -117,10 +125,12 @@ def test_server_argument_errors():
         tf.train.Server(spec, start=False)
     with pytest.raises(ValueError, match="Must specify an explicit `task_index`."):
         tf.train.Server(spec, job_name="worker", start=False)
-    with pytest.raises(tf.errors.InvalidArgumentError,
-                       match=r'Could not parse port for local server from "127.0.0.1"'):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r'Could not parse port for local server from "127.0.0.1"',
+    ):
         tf.train.Server({"local": ["127.0.0.1"]})
-    with pytest.raises(tf.errors.InvalidArgumentError, match='Task 5 was not defined in job'):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Task 5 was not defined in job"):
         tf.train.Server(spec, job_name="worker", task_index=5)
 
 
@@ -156,11 +166,13 @@ def test_list_devices_of_the_cluster(cluster):
     spec, _ = cluster
     with tf.Session(_target(spec, "worker", 0), graph=tf.Graph()) as sess:
         names = sorted(d.name for d in sess.list_devices())
-    assert names == sorted("/job:%s/replica:0/task:%d/device:CPU:0" % (j, i)
-                           for j in spec for i in range(len(spec[j])))
+    assert names == sorted(
+        "/job:%s/replica:0/task:%d/device:CPU:0" % (j, i) for j in spec for i in range(len(spec[j]))
+    )
 
 
 # -- (2) runs over the cluster ---------------------------------------------------------------
+
 
 def _g1():
     with tf.device("/job:ps"):
@@ -181,7 +193,7 @@ def _ref_section(name, start, end):
     lines = (REF / name).read_text().splitlines()
     i = lines.index(start)
     j = lines.index(end, i)
-    return lines[i + 1:j]
+    return lines[i + 1 : j]
 
 
 def test_blog_pinning_across_tasks_through_every_master(cluster, capsys):
@@ -193,13 +205,17 @@ def test_blog_pinning_across_tasks_through_every_master(cluster, capsys):
         sess.run(a.initializer)
         log = capsys.readouterr().out.splitlines()
         assert sess.run([c, d, f]) == [4.0, 40.0, 45.0]
-    expected = _ref_section("ex_e_cluster.v1.stdout.txt", "### g1: sess.run(a.initializer)",
-                            "### g1: sess.run([c, d, f])")
+    expected = _ref_section(
+        "ex_e_cluster.v1.stdout.txt",
+        "### g1: sess.run(a.initializer)",
+        "### g1: sess.run([c, d, f])",
+    )
     # TF 1.15's rule (tf1_semantics §6.3): unpinned ops go to the best device of the whole
     # cluster, /job:ps/replica:0/task:0; TF 2.21 (the reference) prefers the master's task.
     unpinned = "/job:ps/replica:0/task:0/device:CPU:0"
-    expected = [re.sub(r"^(d_unpinned(/y)?: \(\w+\)): .*$", r"\1: " + unpinned, line)
-                for line in expected]
+    expected = [
+        re.sub(r"^(d_unpinned(/y)?: \(\w+\)): .*$", r"\1: " + unpinned, line) for line in expected
+    ]
     assert log == expected
     for job, i in [("worker", 1), ("worker", 2), ("ps", 0), ("ps", 1)]:
         with tf.Session(_target(spec, job, i)) as sess:
@@ -211,8 +227,9 @@ def test_book_replica_device_setter_graph_with_soft_placement(cluster, book_sett
     _reset_all(spec)
     fetches, init = book_setter_graph(tf.train.replica_device_setter(ps_tasks=2))
     with tf.Session(_target(spec, "worker", 0)) as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError,
-                           match="Cannot assign a device for operation p1"):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match="Cannot assign a device for operation p1"
+        ):
             sess.run(init)
     cfg = tf.ConfigProto(allow_soft_placement=True)
     with tf.Session(_target(spec, "worker", 0), config=cfg) as sess:
@@ -227,13 +244,14 @@ def test_feeds_fetches_and_large_tensors(cluster):
         y = x * 2.0
     with tf.device("/job:ps/task:1"):
         z = tf.reduce_sum(y)
-    big = np.arange(3 << 20, dtype=np.float32)   # 12 MiB: streamed in chunks both ways
+    big = np.arange(3 << 20, dtype=np.float32)  # 12 MiB: streamed in chunks both ways
     with tf.Session(_target(spec, "worker", 1)) as sess:
         yv, zv, xv = sess.run([y, z, x], feed_dict={x: big})
         np.testing.assert_array_equal(yv, big * 2)
         np.testing.assert_array_equal(xv, big)
-        assert zv == np.float32(big * 2).sum(dtype=np.float32) or abs(zv - (big * 2).sum()) \
-            < 1e-3 * abs(zv)
+        assert zv == np.float32(big * 2).sum(dtype=np.float32) or abs(
+            zv - (big * 2).sum()
+        ) < 1e-3 * abs(zv)
         assert sess.run(y, feed_dict={x: [1.0, 2.0]}).tolist() == [2.0, 4.0]
 
 
@@ -250,7 +268,7 @@ def test_large_fetches_from_several_tasks_at_once_with_traces(cluster):
     fetched tensors interleave; its own partition's values and every task's step stats join
     them."""
     spec, _ = cluster
-    n = 5 << 18                                   # 5 MiB of float32 each: several chunks
+    n = 5 << 18  # 5 MiB of float32 each: several chunks
     with tf.device("/job:ps/task:0"):
         a = tf.ones([n]) * 2
     with tf.device("/job:ps/task:1"):
@@ -266,8 +284,11 @@ def test_large_fetches_from_several_tasks_at_once_with_traces(cluster):
     np.testing.assert_array_equal(bv, ref * 3)
     np.testing.assert_array_equal(cv, ref)
     tasks = {d.device.split("/device:")[0] for d in meta.step_stats.dev_stats}
-    assert {"/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1",
-            "/job:worker/replica:0/task:0"} <= tasks
+    assert {
+        "/job:ps/replica:0/task:0",
+        "/job:ps/replica:0/task:1",
+        "/job:worker/replica:0/task:0",
+    } <= tasks
 
 
 def test_sessions_through_different_masters_share_variables(cluster):
@@ -282,9 +303,9 @@ def test_sessions_through_different_masters_share_variables(cluster):
     g2 = tf.Graph()
     with g2.as_default():
         with tf.device("/job:ps/task:1"):
-            v2 = tf.Variable(0.0, name="shared_v")   # same (device, container, name)
+            v2 = tf.Variable(0.0, name="shared_v")  # same (device, container, name)
         with tf.Session(_target(spec, "ps", 0)) as s2:
-            assert s2.run(v2) == 11.0   # no initialisation: the storage is shared
+            assert s2.run(v2) == 11.0  # no initialisation: the storage is shared
 
 
 def test_a_session_with_isolated_state_has_its_own_variables(cluster):
@@ -300,21 +321,24 @@ def test_a_session_with_isolated_state_has_its_own_variables(cluster):
         shared.run(v.initializer)
         assert shared.run(inc) == 2.0
     isolated = tf.ConfigProto(isolate_session_state=True)
-    with tf.Session(_target(spec, "worker", 1), config=isolated) as a, \
-            tf.Session(_target(spec, "worker", 1), config=isolated) as b:
+    with (
+        tf.Session(_target(spec, "worker", 1), config=isolated) as a,
+        tf.Session(_target(spec, "worker", 1), config=isolated) as b,
+    ):
         for sess in (a, b):
-            with pytest.raises(tf.errors.FailedPreconditionError,
-                               match="uninitialized value iso_v"):
-                sess.run(v)                     # not the shared one, not each other's
+            with pytest.raises(
+                tf.errors.FailedPreconditionError, match="uninitialized value iso_v"
+            ):
+                sess.run(v)  # not the shared one, not each other's
         a.run(v.initializer)
         assert [a.run(inc) for _ in range(3)] == [2.0, 3.0, 4.0]
         with pytest.raises(tf.errors.FailedPreconditionError):
             b.run(v)
-        doubled = v * 2                         # the graph grows: placed and split again
+        doubled = v * 2  # the graph grows: placed and split again
         assert a.run(doubled) == 8.0
         assert any(servers[i].worker.graph_mgr.isolated_sessions() for i in range(len(servers)))
     with tf.Session(_target(spec, "ps", 0)) as shared:
-        assert shared.run(v) == 2.0             # the shared variable was never touched
+        assert shared.run(v) == 2.0  # the shared variable was never touched
     assert wait_until(lambda: not any(s.worker.graph_mgr.isolated_sessions() for s in servers))
 
 
@@ -335,8 +359,7 @@ def test_send_recv_trace(cluster):
     assert tr[0].dst_device == "/job:worker/replica:0/task:1/device:CPU:0"
     devs = {d.device for d in md.step_stats.dev_stats}
     assert "/job:worker/replica:0/task:1/device:CPU:0" in devs
-    recv_nodes = [n for d in md.step_stats.dev_stats for n in d.node_stats
-                  if n.op_type == "_Recv"]
+    recv_nodes = [n for d in md.step_stats.dev_stats for n in d.node_stats if n.op_type == "_Recv"]
     assert recv_nodes
 
 
@@ -346,6 +369,7 @@ def test_received_tensors_are_freed_when_the_step_ends(cluster, monkeypatch):
     through a reference cycle or an idle pool thread.  (Before, every step kept its 4 MiB here,
     until the cycle collector happened to run: a worker's memory grew step after step.)"""
     from minitf.distributed import wire
+
     spec, _ = cluster
     received = []
     finish = wire.chunks._ChunkAssembler.finish
@@ -355,6 +379,7 @@ def test_received_tensors_are_freed_when_the_step_ends(cluster, monkeypatch):
         if value.nbytes >= 1 << 20:
             received.append(weakref.ref(value))
         return value
+
     monkeypatch.setattr(wire.chunks._ChunkAssembler, "finish", recording_finish)
     with tf.device("/job:ps/task:0"):
         v = tf.Variable(tf.ones([1 << 20]), name="big_ps0")
@@ -385,6 +410,7 @@ def test_control_edges_cross_tasks(cluster):
 
 
 # -- (3) errors --------------------------------------------------------------------------------
+
 
 def test_uninitialized_variable_error_via_grpc(cluster):
     spec, _ = cluster
@@ -427,7 +453,7 @@ def test_dead_task_gives_unavailable_and_others_keep_serving():
             b = a * 3
         with tf.Session(_target(spec, "worker", 0)) as sess:
             assert sess.run(b) == 6.0
-            servers[2].stop()   # worker/1
+            servers[2].stop()  # worker/1
             t0 = time.monotonic()
             with pytest.raises(tf.errors.UnavailableError) as ei:
                 sess.run(b)
@@ -437,8 +463,9 @@ def test_dead_task_gives_unavailable_and_others_keep_serving():
         with g.as_default():
             with tf.device("/job:ps/task:0"):
                 c = tf.constant(1.0) + 1.0
-            with tf.Session(_target(spec, "ps", 0), config=tf.ConfigProto(
-                    device_filters=["/job:ps"])) as sess:
+            with tf.Session(
+                _target(spec, "ps", 0), config=tf.ConfigProto(device_filters=["/job:ps"])
+            ) as sess:
                 assert sess.run(c) == 2.0
     finally:
         for s in servers:
@@ -460,8 +487,11 @@ def test_step_deadline(cluster):
     assert time.monotonic() - t0 < 10
 
 
-_METHODS = ["/minitf.%s/%s" % (service, m[0]) for service in ("MasterService", "WorkerService")
-            for m in services.methods(service)]
+_METHODS = [
+    "/minitf.%s/%s" % (service, m[0])
+    for service in ("MasterService", "WorkerService")
+    for m in services.methods(service)
+]
 
 
 @pytest.mark.slow
@@ -470,26 +500,28 @@ def test_malformed_and_oversized_messages_do_not_kill_the_server():
     ch = grpc.insecure_channel(server.bound_address)
     try:
         rng = np.random.default_rng(0)
-        garbage = [b"\xff" * 7, b"\x0a\xff\xff\xff\xff\x0f", bytes(rng.integers(0, 256, 64,
-                                                                              dtype=np.uint8))]
-        garbage.append(pb.RunGraphRequest(graph_handle="nope", recv_key=["x:0"] * 3)
-                       .SerializeToString())
-        garbage.append(pb.CreateSessionRequest(graph_def_chunk=b"\x0a\x03abc")
-                       .SerializeToString())
+        garbage = [
+            b"\xff" * 7,
+            b"\x0a\xff\xff\xff\xff\x0f",
+            bytes(rng.integers(0, 256, 64, dtype=np.uint8)),
+        ]
+        garbage.append(
+            pb.RunGraphRequest(graph_handle="nope", recv_key=["x:0"] * 3).SerializeToString()
+        )
+        garbage.append(pb.CreateSessionRequest(graph_def_chunk=b"\x0a\x03abc").SerializeToString())
         refused = 0
         for n in range(1000):
             method = _METHODS[n % len(_METHODS)]
             body = garbage[n % len(garbage)]
             if n % 250 == 0:
-                body = b"\x00" * (5 << 20)   # over the 4 MiB message cap
-            call = ch.unary_unary(method, request_serializer=None,
-                                  response_deserializer=None)
+                body = b"\x00" * (5 << 20)  # over the 4 MiB message cap
+            call = ch.unary_unary(method, request_serializer=None, response_deserializer=None)
             try:
                 call(body, timeout=2)
             except grpc.RpcError as e:
                 assert e.code() != grpc.StatusCode.DEADLINE_EXCEEDED
                 refused += 1
-        assert refused >= 500   # garbage that happens to parse is answered
+        assert refused >= 500  # garbage that happens to parse is answered
         r = services.Stub(ch, "WorkerService").GetStatus(pb.GetStatusRequest(), timeout=5)
         assert r.device_attributes
         c = tf.constant(2.0) * 4
@@ -501,6 +533,7 @@ def test_malformed_and_oversized_messages_do_not_kill_the_server():
 
 
 # -- (4) containers and reset --------------------------------------------------------------
+
 
 def _counter(graph, init_value=0.0):
     with graph.as_default():
@@ -527,24 +560,27 @@ def test_containers_and_session_reset():
         g2 = tf.Graph()
         x2, inc2, y2, inc_y2 = _counter(g2)
         sess_b = tf.Session(target, graph=g2)
-        assert sess_b.run(inc2) == 2.0      # no init: shared with session A's graph
+        assert sess_b.run(inc2) == 2.0  # no init: shared with session A's graph
         assert sess_b.run(inc_y2) == 102.0
         with tf.Session(graph=g2) as local:  # local sessions never share
-            with pytest.raises(tf.errors.FailedPreconditionError,
-                               match="Attempting to use uninitialized value x"):
+            with pytest.raises(
+                tf.errors.FailedPreconditionError, match="Attempting to use uninitialized value x"
+            ):
                 local.run(x2)
         tf.Session.reset(target, ["my-problem-1"])
         with pytest.raises(tf.errors.AbortedError, match=r"Session \w+ is not found\."):
             sess_b.run(x2)
         with tf.Session(target, graph=g2) as c:
-            with pytest.raises(tf.errors.FailedPreconditionError,
-                               match="Attempting to use uninitialized value y"):
+            with pytest.raises(
+                tf.errors.FailedPreconditionError, match="Attempting to use uninitialized value y"
+            ):
                 c.run(y2)
             assert c.run(x2) == 2.0
-        tf.Session.reset(target)                 # only the default (job-named) containers
+        tf.Session.reset(target)  # only the default (job-named) containers
         with tf.Session(target, graph=g2) as c:
-            with pytest.raises(tf.errors.FailedPreconditionError,
-                               match="Attempting to use uninitialized value x"):
+            with pytest.raises(
+                tf.errors.FailedPreconditionError, match="Attempting to use uninitialized value x"
+            ):
                 c.run(x2)
             c.run(y2.initializer)
             assert c.run(y2) == 100.0
@@ -562,8 +598,10 @@ def test_two_sessions_open_at_once_on_one_server(cluster):
     ga, gb = tf.Graph(), tf.Graph()
     xa, inca, _, _ = _counter(ga)
     xb, incb, _, _ = _counter(gb)
-    with tf.Session(_target(spec, "worker", 0), graph=ga) as a, \
-            tf.Session(_target(spec, "worker", 0), graph=gb) as b:
+    with (
+        tf.Session(_target(spec, "worker", 0), graph=ga) as a,
+        tf.Session(_target(spec, "worker", 0), graph=gb) as b,
+    ):
         a.run(xa.initializer)
         for _ in range(3):
             a.run(inca)
@@ -572,6 +610,7 @@ def test_two_sessions_open_at_once_on_one_server(cluster):
 
 
 # -- (6) token ---------------------------------------------------------------------------------
+
 
 def test_cluster_token(monkeypatch):
     monkeypatch.delenv("MINITF_CLUSTER_TOKEN", raising=False)
@@ -582,8 +621,7 @@ def test_cluster_token(monkeypatch):
             a = tf.constant(2.0)
         with tf.device("/job:worker/task:0"):
             b = a + 1.0
-        with pytest.raises(tf.errors.UnauthenticatedError,
-                           match="missing or wrong cluster token"):
+        with pytest.raises(tf.errors.UnauthenticatedError, match="missing or wrong cluster token"):
             with tf.Session(_target(spec, "worker", 0)) as sess:
                 sess.run(b)
         monkeypatch.setenv("MINITF_CLUSTER_TOKEN", "wrong")
@@ -600,6 +638,7 @@ def test_cluster_token(monkeypatch):
 
 # -- (7) how a client reaches its master -------------------------------------------------------
 
+
 def test_a_server_of_this_process_is_called_directly(monkeypatch):
     """A session on a server's own ``target`` calls that master without RPC (TF's
     LocalMaster): so even a server that wants a token serves this process's sessions.  Asking
@@ -611,11 +650,13 @@ def test_a_server_of_this_process_is_called_directly(monkeypatch):
         c = tf.constant(3.0) * 3
         with tf.Session(server.target) as sess:
             assert sess.run(c) == 9.0
-            assert [d.name for d in sess.list_devices()][0] == \
-                "/job:local/replica:0/task:0/device:CPU:0"
-        for target, config in ((server.target, _rpc()),
-                               ("grpc://" + server.bound_address.replace("localhost",
-                                                                         "127.0.0.1"), None)):
+            assert [d.name for d in sess.list_devices()][
+                0
+            ] == "/job:local/replica:0/task:0/device:CPU:0"
+        for target, config in (
+            (server.target, _rpc()),
+            ("grpc://" + server.bound_address.replace("localhost", "127.0.0.1"), None),
+        ):
             with pytest.raises(tf.errors.UnauthenticatedError, match="cluster token"):
                 with tf.Session(target, config=config) as sess:
                     sess.run(c)
@@ -633,11 +674,13 @@ def test_a_call_whose_channel_was_closed_meanwhile_is_made_on_a_fresh_one(monkey
         stubs = [services.Stub(closed, "MasterService")]
         closed.close()
         lookup = master_interface._channels.master
-        monkeypatch.setattr(master_interface._channels, "master",
-                            lambda a: stubs.pop() if stubs else lookup(a))
+        monkeypatch.setattr(
+            master_interface._channels, "master", lambda a: stubs.pop() if stubs else lookup(a)
+        )
         answer = RemoteMaster(address).call("ListDevices", pb.ListDevicesRequest(), 10)
-        assert not stubs and answer.local_device[0].name == \
-            "/job:local/replica:0/task:0/device:CPU:0"
+        assert (
+            not stubs and answer.local_device[0].name == "/job:local/replica:0/task:0/device:CPU:0"
+        )
     finally:
         server.stop()
 
@@ -650,9 +693,9 @@ def test_a_stopped_server_of_this_process_is_unavailable_to_its_sessions():
     server.stop()
     t0 = time.monotonic()
     with pytest.raises(tf.errors.UnavailableError, match="has stopped"):
-        sess.run(c)     # the open session's direct calls
+        sess.run(c)  # the open session's direct calls
     with pytest.raises(tf.errors.UnavailableError):
-        with tf.Session(server.target) as again:   # a new one: over gRPC, to nobody
+        with tf.Session(server.target) as again:  # a new one: over gRPC, to nobody
             again.run(c)
     assert time.monotonic() - t0 < 10
     sess.close()
@@ -675,10 +718,11 @@ def test_a_master_reporting_a_dead_task_keeps_the_other_sessions_calls(monkeypat
         worker, running, release = servers[1].worker, threading.Event(), threading.Event()
         run_graph = worker.run_graph
 
-        def held(*args):        # a's next step stays in flight until the test lets it go
+        def held(*args):  # a's next step stays in flight until the test lets it go
             running.set()
             assert release.wait(30)
             return run_graph(*args)
+
         monkeypatch.setattr(worker, "run_graph", held)
         got = []
         t = threading.Thread(target=lambda: got.append(a.run(on_w0)))
@@ -686,9 +730,9 @@ def test_a_master_reporting_a_dead_task_keeps_the_other_sessions_calls(monkeypat
         assert running.wait(10)
         servers[0].stop()
         with pytest.raises(tf.errors.UnavailableError, match="/job:ps/replica:0/task:0"):
-            b.run(on_ps)     # reported by the master, in its step's StepEnd ...
+            b.run(on_ps)  # reported by the master, in its step's StepEnd ...
         with pytest.raises(tf.errors.UnavailableError, match="/job:ps/replica:0/task:0"):
-            tf.Session(target, config=_rpc()).run(on_ps)   # ... and failing CreateSession
+            tf.Session(target, config=_rpc()).run(on_ps)  # ... and failing CreateSession
         release.set()
         t.join(30)
         assert got == [3.0]
@@ -701,9 +745,10 @@ def test_a_master_reporting_a_dead_task_keeps_the_other_sessions_calls(monkeypat
 
 def test_server_config_is_the_default_of_its_sessions(capsys):
     server = tf.train.Server.create_local_server(
-        config=tf.ConfigProto(log_device_placement=True, allow_soft_placement=True))
+        config=tf.ConfigProto(log_device_placement=True, allow_soft_placement=True)
+    )
     try:
-        with tf.device("/device:GPU:3"):   # no such card: soft placement picks GPU:0
+        with tf.device("/device:GPU:3"):  # no such card: soft placement picks GPU:0
             c = tf.constant(2.0) * 5.0
         with tf.Session(server.target) as sess:
             assert sess.run(c) == 10.0
@@ -718,7 +763,7 @@ def test_a_worker_splits_its_partition_by_device_again():
     same partitioner): within one task, a value crossing from a GPU to the CPU goes through a
     _Send/_Recv pair named ``<op>_G<n>``, in the step stats like the master's ``_S<n>`` pairs
     between tasks."""
-    server = tf.train.Server.create_local_server()    # this process's 2 emulated GPUs
+    server = tf.train.Server.create_local_server()  # this process's 2 emulated GPUs
     try:
         with tf.device("/gpu:0"):
             b = tf.constant([1.0, 2.0], name="a_gpu") * 2.0
@@ -726,10 +771,17 @@ def test_a_worker_splits_its_partition_by_device_again():
             c = tf.reduce_sum(b, name="c_cpu")
         md = tf.RunMetadata()
         with tf.Session(server.target, config=_rpc()) as sess:
-            assert sess.run(c, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
-                            run_metadata=md) == 6.0
-        where = {n.node_name: (n.op_type, d.device.rsplit("/", 1)[-1])
-                 for d in md.step_stats.dev_stats for n in d.node_stats}
+            assert (
+                sess.run(
+                    c, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md
+                )
+                == 6.0
+            )
+        where = {
+            n.node_name: (n.op_type, d.device.rsplit("/", 1)[-1])
+            for d in md.step_stats.dev_stats
+            for n in d.node_stats
+        }
         pairs = {name: v for name, v in where.items() if re.fullmatch(r"mul_G\d+", name)}
         assert sorted(pairs.values()) == [("_Recv", "device:CPU:0"), ("_Send", "device:GPU:0")]
         (t,) = [t for t in md.step_stats.transfers if t.tensor_name == b.name]

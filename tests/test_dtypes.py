@@ -5,7 +5,8 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from minitf.framework import dtypes
 
@@ -34,6 +35,7 @@ ALL = BASE + [d.as_ref for d in BASE]
 # ---------------------------------------------------------------------------------------
 # DType attributes
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dt,name,enum,enum_name,type_string,np_type,size", TABLE)
 def test_base_attributes(dt, name, enum, enum_name, type_string, np_type, size):
@@ -82,8 +84,16 @@ def test_repr_and_str():
 
 def test_classification_flags():
     floats = {dtypes.float16, dtypes.float32, dtypes.float64}
-    ints = {dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64,
-            dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64}
+    ints = {
+        dtypes.int8,
+        dtypes.int16,
+        dtypes.int32,
+        dtypes.int64,
+        dtypes.uint8,
+        dtypes.uint16,
+        dtypes.uint32,
+        dtypes.uint64,
+    }
     complexes = {dtypes.complex64, dtypes.complex128}
     for dt in ALL:
         base = dt.base_dtype
@@ -105,22 +115,21 @@ def test_real_dtype():
 def test_min_max():
     assert dtypes.int8.min == -128 and dtypes.int8.max == 127
     assert dtypes.uint8.min == 0 and dtypes.uint8.max == 255
-    assert dtypes.int32.min == -2 ** 31 and dtypes.int32.max == 2 ** 31 - 1
-    assert dtypes.int64_ref.max == 2 ** 63 - 1
-    assert dtypes.uint64.max == 2 ** 64 - 1
+    assert dtypes.int32.min == -(2**31) and dtypes.int32.max == 2**31 - 1
+    assert dtypes.int64_ref.max == 2**63 - 1
+    assert dtypes.uint64.max == 2**64 - 1
     assert dtypes.float32.max == np.finfo(np.float32).max
     assert dtypes.float64.min == np.finfo(np.float64).min
     assert dtypes.float16.max == 65504
 
 
-@pytest.mark.parametrize("dt", [dtypes.bool, dtypes.string, dtypes.complex64,
-                                dtypes.complex128, dtypes.bool_ref])
+@pytest.mark.parametrize(
+    "dt", [dtypes.bool, dtypes.string, dtypes.complex64, dtypes.complex128, dtypes.bool_ref]
+)
 def test_min_max_undefined(dt):
-    with pytest.raises(TypeError, match=r"Cannot find minimum value of <dtype: '%s'>\."
-                       % dt.name):
+    with pytest.raises(TypeError, match=r"Cannot find minimum value of <dtype: '%s'>\." % dt.name):
         dt.min
-    with pytest.raises(TypeError, match=r"Cannot find maximum value of <dtype: '%s'>\."
-                       % dt.name):
+    with pytest.raises(TypeError, match=r"Cannot find maximum value of <dtype: '%s'>\." % dt.name):
         dt.max
 
 
@@ -160,6 +169,7 @@ def test_pickle_and_copy_keep_identity():
 # ---------------------------------------------------------------------------------------
 # Equality and compatibility
 # ---------------------------------------------------------------------------------------
+
 
 def test_eq_accepts_anything_as_dtype_accepts():
     assert dtypes.float32 == "float32"
@@ -204,49 +214,74 @@ def test_is_compatible_with_rule(a, b):
 # as_dtype
 # ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value,expected", [
-    (dtypes.int32, dtypes.int32),
-    (np.float32, dtypes.float32),
-    (np.float64, dtypes.float64),
-    (np.int64, dtypes.int64),
-    (np.bool_, dtypes.bool),
-    (np.object_, dtypes.string),
-    (np.str_, dtypes.string),
-    (np.bytes_, dtypes.string),
-    (np.longlong, dtypes.int64),
-    (np.intc, dtypes.int32),
-    (np.dtype("float16"), dtypes.float16),
-    (np.dtype("<U7"), dtypes.string),
-    (np.dtype("S3"), dtypes.string),
-    (np.dtype(object), dtypes.string),
-    (np.dtype(">i4"), dtypes.int32),
-    (float, dtypes.float32),
-    (bool, dtypes.bool),
-    (object, dtypes.string),
-    ("float32", dtypes.float32),
-    ("float", dtypes.float32),
-    ("half", dtypes.float16),
-    ("double", dtypes.float64),
-    ("float64", dtypes.float64),
-    ("string", dtypes.string),
-    ("float32_ref", dtypes.float32_ref),
-    ("float_ref", dtypes.float32_ref),
-    ("double_ref", dtypes.float64_ref),
-    ("half_ref", dtypes.float16_ref),
-    ("int32", dtypes.int32),
-    (1, dtypes.float32),
-    (7, dtypes.string),
-    (103, dtypes.int32_ref),
-    (np.int32(9), dtypes.int64),
-])
+
+@pytest.mark.parametrize(
+    "value,expected",
+    [
+        (dtypes.int32, dtypes.int32),
+        (np.float32, dtypes.float32),
+        (np.float64, dtypes.float64),
+        (np.int64, dtypes.int64),
+        (np.bool_, dtypes.bool),
+        (np.object_, dtypes.string),
+        (np.str_, dtypes.string),
+        (np.bytes_, dtypes.string),
+        (np.longlong, dtypes.int64),
+        (np.intc, dtypes.int32),
+        (np.dtype("float16"), dtypes.float16),
+        (np.dtype("<U7"), dtypes.string),
+        (np.dtype("S3"), dtypes.string),
+        (np.dtype(object), dtypes.string),
+        (np.dtype(">i4"), dtypes.int32),
+        (float, dtypes.float32),
+        (bool, dtypes.bool),
+        (object, dtypes.string),
+        ("float32", dtypes.float32),
+        ("float", dtypes.float32),
+        ("half", dtypes.float16),
+        ("double", dtypes.float64),
+        ("float64", dtypes.float64),
+        ("string", dtypes.string),
+        ("float32_ref", dtypes.float32_ref),
+        ("float_ref", dtypes.float32_ref),
+        ("double_ref", dtypes.float64_ref),
+        ("half_ref", dtypes.float16_ref),
+        ("int32", dtypes.int32),
+        (1, dtypes.float32),
+        (7, dtypes.string),
+        (103, dtypes.int32_ref),
+        (np.int32(9), dtypes.int64),
+    ],
+)
 def test_as_dtype_accepts(value, expected):
     assert dtypes.as_dtype(value) is expected
 
 
-@pytest.mark.parametrize("value", [
-    int, str, bytes, complex, list, None, "DT_FLOAT", "Float32", "", 0, 11, 200, -1,
-    True, 1.0, [1], {"a": 1}, np.dtype("datetime64[s]"), np.datetime64, np.float32(1),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        int,
+        str,
+        bytes,
+        complex,
+        list,
+        None,
+        "DT_FLOAT",
+        "Float32",
+        "",
+        0,
+        11,
+        200,
+        -1,
+        True,
+        1.0,
+        [1],
+        {"a": 1},
+        np.dtype("datetime64[s]"),
+        np.datetime64,
+        np.float32(1),
+    ],
+)
 def test_as_dtype_rejects(value):
     with pytest.raises(TypeError) as info:
         dtypes.as_dtype(value)
@@ -269,44 +304,48 @@ def test_as_dtype_round_trips(dt):
 # infer_dtype
 # ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value,expected", [
-    (1.0, dtypes.float32),
-    (float("nan"), dtypes.float32),
-    (1, dtypes.int32),
-    (-2 ** 31, dtypes.int32),
-    (2 ** 31 - 1, dtypes.int32),
-    (2 ** 31, dtypes.int64),
-    (-2 ** 31 - 1, dtypes.int64),
-    (2 ** 63, dtypes.uint64),
-    (True, dtypes.bool),
-    ("hi", dtypes.string),
-    (b"hi", dtypes.string),
-    (1j, dtypes.complex128),
-    ([1, 2, 3], dtypes.int32),
-    ([1, 2 ** 40], dtypes.int64),
-    ([1, 2.0], dtypes.float32),
-    ([[1, 2], [3, 4.5]], dtypes.float32),
-    ((1, (2, 3)[0]), dtypes.int32),
-    ([True, False], dtypes.bool),
-    ([True, 2], dtypes.int32),
-    ([1, 1j], dtypes.complex128),
-    (["a", b"b"], dtypes.string),
-    ([["a"], ["b"]], dtypes.string),
-    ([], dtypes.float32),
-    ([[], []], dtypes.float32),
-    ([np.int64(5)], dtypes.int32),  # list contents follow TF's Python-value rules
-    ([np.float64(0.5)], dtypes.float32),
-    ([np.float16(1), np.float16(2)], dtypes.float16),
-    ([np.array([1, 2]), np.array([3, 4])], dtypes.int32),
-    (np.float64(1.0), dtypes.float64),  # numpy values keep their dtype
-    (np.int64(1), dtypes.int64),
-    (np.array([1.0, 2.0]), dtypes.float64),
-    (np.array([1, 2], dtype=np.int64), dtypes.int64),
-    (np.array([1, 2], dtype=np.uint8), dtypes.uint8),
-    (np.array(["a"]), dtypes.string),
-    (np.array([b"a"]), dtypes.string),
-    (np.bool_(True), dtypes.bool),
-])
+
+@pytest.mark.parametrize(
+    "value,expected",
+    [
+        (1.0, dtypes.float32),
+        (float("nan"), dtypes.float32),
+        (1, dtypes.int32),
+        (-(2**31), dtypes.int32),
+        (2**31 - 1, dtypes.int32),
+        (2**31, dtypes.int64),
+        (-(2**31) - 1, dtypes.int64),
+        (2**63, dtypes.uint64),
+        (True, dtypes.bool),
+        ("hi", dtypes.string),
+        (b"hi", dtypes.string),
+        (1j, dtypes.complex128),
+        ([1, 2, 3], dtypes.int32),
+        ([1, 2**40], dtypes.int64),
+        ([1, 2.0], dtypes.float32),
+        ([[1, 2], [3, 4.5]], dtypes.float32),
+        ((1, (2, 3)[0]), dtypes.int32),
+        ([True, False], dtypes.bool),
+        ([True, 2], dtypes.int32),
+        ([1, 1j], dtypes.complex128),
+        (["a", b"b"], dtypes.string),
+        ([["a"], ["b"]], dtypes.string),
+        ([], dtypes.float32),
+        ([[], []], dtypes.float32),
+        ([np.int64(5)], dtypes.int32),  # list contents follow TF's Python-value rules
+        ([np.float64(0.5)], dtypes.float32),
+        ([np.float16(1), np.float16(2)], dtypes.float16),
+        ([np.array([1, 2]), np.array([3, 4])], dtypes.int32),
+        (np.float64(1.0), dtypes.float64),  # numpy values keep their dtype
+        (np.int64(1), dtypes.int64),
+        (np.array([1.0, 2.0]), dtypes.float64),
+        (np.array([1, 2], dtype=np.int64), dtypes.int64),
+        (np.array([1, 2], dtype=np.uint8), dtypes.uint8),
+        (np.array(["a"]), dtypes.string),
+        (np.array([b"a"]), dtypes.string),
+        (np.bool_(True), dtypes.bool),
+    ],
+)
 def test_infer_dtype(value, expected):
     assert dtypes.infer_dtype(value) is expected
 
@@ -316,14 +355,28 @@ def test_infer_dtype_none():
         dtypes.infer_dtype(None)
 
 
-@pytest.mark.parametrize("value", [{}, {"a": 1}, object(), {1, 2}, [1, None], [1, "a"],
-                                   [[1], [{}]], 2 ** 64, [2 ** 64], -2 ** 63 - 1])
+@pytest.mark.parametrize(
+    "value",
+    [
+        {},
+        {"a": 1},
+        object(),
+        {1, 2},
+        [1, None],
+        [1, "a"],
+        [[1], [{}]],
+        2**64,
+        [2**64],
+        -(2**63) - 1,
+    ],
+)
 def test_infer_dtype_unsupported(value):
     with pytest.raises(TypeError) as info:
         dtypes.infer_dtype(value)
     assert str(info.value) == (
         "Failed to convert object of type %s to Tensor. Contents: %s. Consider casting "
-        "elements to a supported type." % (type(value), value))
+        "elements to a supported type." % (type(value), value)
+    )
 
 
 def test_infer_dtype_unsupported_numpy_dtype():
@@ -331,17 +384,21 @@ def test_infer_dtype_unsupported_numpy_dtype():
         dtypes.infer_dtype(np.array(["2020-01-01"], dtype="datetime64[D]"))
 
 
-@pytest.mark.parametrize("value,got,wanted", [
-    ([[1, 2], [3]], [2], [2, 2]),
-    ([[1], 2], [2], [2, 1]),
-    ([[[1, 2]], [[3]]], [2, 1], [2, 1, 2]),
-    ([[1, 2], []], [2], [2, 2]),
-])
+@pytest.mark.parametrize(
+    "value,got,wanted",
+    [
+        ([[1, 2], [3]], [2], [2, 2]),
+        ([[1], 2], [2], [2, 1]),
+        ([[[1, 2]], [[3]]], [2, 1], [2, 1, 2]),
+        ([[1, 2], []], [2], [2, 2]),
+    ],
+)
 def test_infer_dtype_ragged(value, got, wanted):
     with pytest.raises(ValueError) as info:
         dtypes.infer_dtype(value)
-    assert str(info.value) == ("Argument must be a dense tensor: %s - got shape %s, but "
-                               "wanted %s." % (value, got, wanted))
+    assert str(info.value) == (
+        "Argument must be a dense tensor: %s - got shape %s, but wanted %s." % (value, got, wanted)
+    )
 
 
 def test_infer_dtype_mixed_depth():
@@ -350,8 +407,11 @@ def test_infer_dtype_mixed_depth():
 
 
 # Rectangular nests of Python scalars of one kind-mix.
-_scalars = st.one_of(st.booleans(), st.integers(-2 ** 40, 2 ** 40),
-                     st.floats(allow_nan=False, allow_infinity=False, width=64))
+_scalars = st.one_of(
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+)
 
 
 def _rectangular(elements):
@@ -361,6 +421,7 @@ def _rectangular(elements):
         count = int(np.prod(shape)) if shape else 1
         flat = draw(st.lists(elements, min_size=count, max_size=count))
         return np.array(flat, dtype=object).reshape(shape).tolist() if shape else flat[0]
+
     return build()
 
 
@@ -368,7 +429,7 @@ def _tf_rule(np_dtype, arr):
     if np_dtype == np.float64:
         return dtypes.float32
     if np_dtype == np.int64:
-        fits = arr.size == 0 or (-2 ** 31 <= arr.min() and arr.max() < 2 ** 31)
+        fits = arr.size == 0 or (-(2**31) <= arr.min() and arr.max() < 2**31)
         return dtypes.int32 if fits else dtypes.int64
     return dtypes.as_dtype(np_dtype)
 
@@ -381,9 +442,9 @@ def test_infer_dtype_matches_numpy_then_tf_rule(value):
     assert dtypes.infer_dtype(arr) is dtypes.as_dtype(arr.dtype)
 
 
-@given(st.lists(st.integers(-2 ** 63, 2 ** 63 - 1), min_size=1, max_size=6))
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=6))
 def test_infer_dtype_int_width(ints):
-    fits = all(-2 ** 31 <= i < 2 ** 31 for i in ints)
+    fits = all(-(2**31) <= i < 2**31 for i in ints)
     assert dtypes.infer_dtype(ints) is (dtypes.int32 if fits else dtypes.int64)
 
 
@@ -392,11 +453,32 @@ def test_infer_dtype_any_float_makes_float32(floats, ints):
     assert dtypes.infer_dtype(ints + floats) is dtypes.float32
 
 
-@given(st.one_of(st.none(), st.text(), st.binary(), st.integers(), st.floats(), st.booleans(),
-                st.lists(st.integers(), max_size=3),
-                st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
-                st.sampled_from([int, float, str, bytes, object, complex, np.float32,
-                                 np.dtype("U3"), np.dtype("datetime64[s]"), dtypes.int8])))
+@given(
+    st.one_of(
+        st.none(),
+        st.text(),
+        st.binary(),
+        st.integers(),
+        st.floats(),
+        st.booleans(),
+        st.lists(st.integers(), max_size=3),
+        st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+        st.sampled_from(
+            [
+                int,
+                float,
+                str,
+                bytes,
+                object,
+                complex,
+                np.float32,
+                np.dtype("U3"),
+                np.dtype("datetime64[s]"),
+                dtypes.int8,
+            ]
+        ),
+    )
+)
 def test_eq_never_raises(value):
     result = dtypes.float32 == value
     assert result is True or result is False

@@ -10,7 +10,6 @@ import pytest
 import minitf as tf
 from minitf import errors
 
-
 CLASSES = [
     ("CancelledError", "CANCELLED", 1),
     ("UnknownError", "UNKNOWN", 2),

@@ -12,22 +12,29 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.runtime import executor, pools
 from helpers import chapter_control_deps_graph, freed, no_cycle_collector
-
+from minitf.runtime import executor, pools
 
 pytestmark = pytest.mark.usefixtures("cpu_only")
 
 
 def _config(inter, intra=1, **kw):
-    return tf.ConfigProto(inter_op_parallelism_threads=inter, intra_op_parallelism_threads=intra,
-                          use_per_session_threads=True, **kw)
+    return tf.ConfigProto(
+        inter_op_parallelism_threads=inter,
+        intra_op_parallelism_threads=intra,
+        use_per_session_threads=True,
+        **kw,
+    )
 
 
 def _traced(sess, fetches, feed_dict=None):
     md = tf.RunMetadata()
-    out = sess.run(fetches, feed_dict, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
-                   run_metadata=md)
+    out = sess.run(
+        fetches,
+        feed_dict,
+        options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+        run_metadata=md,
+    )
     nodes = {n.node_name: n for d in md.step_stats.dev_stats for n in d.node_stats}
     return out, nodes, md
 
@@ -76,8 +83,9 @@ def test_one_inter_op_thread_runs_branches_one_after_the_other():
     x, ends = _branches()
     with tf.Session(config=_config(1)) as sess:
         _, nodes, _ = _traced(sess, ends)
-        mm = sorted((n for n in nodes.values() if n.op_type == "MatMul"),
-                    key=lambda n: n.all_start_micros)
+        mm = sorted(
+            (n for n in nodes.values() if n.op_type == "MatMul"), key=lambda n: n.all_start_micros
+        )
         assert {n.thread_name for n in mm} == {"inter-op #0"}
         for a, b in zip(mm, mm[1:]):
             assert a.end_micros <= b.all_start_micros
@@ -141,15 +149,21 @@ def test_named_global_pools_and_pool_index():
     assert s1._impl._pool_sets[1] is not s2._impl._pool_sets[1]
     bad = tf.ConfigProto()
     bad.session_inter_op_thread_pool.add(num_threads=3, global_name="mt_pool_a")
-    with pytest.raises(tf.errors.InvalidArgumentError,
-                       match="Pool mt_pool_a configured previously with num_threads=1; cannot "
-                             "re-configure with num_threads=3"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match="Pool mt_pool_a configured previously with num_threads=1; cannot "
+        "re-configure with num_threads=3",
+    ):
         tf.Session(config=bad)
     x, ends = _branches(depth=1)
     md = tf.RunMetadata()
     s1.run(ends, options=tf.RunOptions(inter_op_thread_pool=1, trace_level=3), run_metadata=md)
-    names = {n.thread_name for d in md.step_stats.dev_stats for n in d.node_stats
-             if n.op_type == "MatMul"}
+    names = {
+        n.thread_name
+        for d in md.step_stats.dev_stats
+        for n in d.node_stats
+        if n.op_type == "MatMul"
+    }
     assert names <= {"inter-op #0", "inter-op #1"}
     with pytest.raises(tf.errors.InvalidArgumentError, match="Invalid inter_op_thread_pool: 2"):
         s1.run(ends, options=tf.RunOptions(inter_op_thread_pool=2))
@@ -202,8 +216,9 @@ def test_run_timeout_raises_deadline_exceeded():
     """RunOptions(timeout_in_ms) bounds a step: DeadlineExceededError, then the session works."""
     x, ends = _branches(k=1, depth=60, n=256)
     with tf.Session(config=_config(1)) as sess:
-        with pytest.raises(tf.errors.DeadlineExceededError,
-                           match="Timed out waiting for notification"):
+        with pytest.raises(
+            tf.errors.DeadlineExceededError, match="Timed out waiting for notification"
+        ):
             sess.run(ends, options=tf.RunOptions(timeout_in_ms=1))
         assert sess.run(x).shape == (256, 256)
 
@@ -219,6 +234,7 @@ def test_operation_timeout_in_ms_applies_to_every_run():
 def test_blas_threads_are_limited_during_steps_and_restored_after():
     """BLAS runs one thread per minitf thread while a step runs, then gets its limit back."""
     from threadpoolctl import threadpool_info
+
     before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
     seen = []
     a = tf.constant(np.ones((128, 128), np.float32))
@@ -233,8 +249,10 @@ def test_blas_threads_are_limited_during_steps_and_restored_after():
             def recording(ctx, ins):
                 seen.extend(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
                 return k(ctx, ins)
+
             eplan.kernels[eplan.fetch_slots[0][0]] = recording
             return eplan
+
         sess._impl.plan = spy
         sess.run(m)
     after = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
@@ -261,14 +279,18 @@ def test_tensors_cross_devices_through_send_recv_pairs():
     recv = nodes[t.dst_node]
     assert recv.op_type == "_Recv"
     assert nodes["b"].timeline_label == "b = MatMul(%s, %s)" % (t.dst_node, t.dst_node)
-    on = {n.node_name: d.device.rsplit(":", 2)[-2:] for d in md.step_stats.dev_stats
-          for n in d.node_stats}
+    on = {
+        n.node_name: d.device.rsplit(":", 2)[-2:]
+        for d in md.step_stats.dev_stats
+        for n in d.node_stats
+    }
     assert [on[n] for n in nodes if nodes[n].op_type == "_Send"] == [["GPU", "0"], ["GPU", "1"]]
     (back,) = [t for t in md.step_stats.transfers if t.tensor_name == "b:0"]
     assert back.src_device.endswith("GPU:1") and back.dst_device.endswith("CPU:0")
     devices = [d.device for d in md.step_stats.dev_stats]
-    assert devices == ["/job:localhost/replica:0/task:0/device:%s" % d
-                       for d in ("CPU:0", "GPU:0", "GPU:1")]
+    assert devices == [
+        "/job:localhost/replica:0/task:0/device:%s" % d for d in ("CPU:0", "GPU:0", "GPU:1")
+    ]
     assert nodes["b"].thread_name.startswith("inter-op #")
 
 
@@ -294,6 +316,7 @@ def test_pool_parallel_for_covers_the_range_once():
     def work(lo, hi):
         with lock:
             hits[lo:hi] += 1
+
     pool.parallel_for(100, work)
     pool.close()
     assert (hits == 1).all()
@@ -323,12 +346,14 @@ def test_pool_threads_do_not_keep_finished_tasks_alive():
 def test_bad_thread_counts():
     """A negative pool size is refused with a clear error."""
     with pytest.raises(tf.errors.InvalidArgumentError, match="thread pool size must be >= 0"):
-        tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=-1,
-                                         use_per_session_threads=True))
+        tf.Session(
+            config=tf.ConfigProto(inter_op_parallelism_threads=-1, use_per_session_threads=True)
+        )
 
 
-@pytest.mark.parametrize("axis,keep", [(None, False), (None, True), (1, False), ([1, 2], True),
-                                       (0, False)])
+@pytest.mark.parametrize(
+    "axis,keep", [(None, False), (None, True), (1, False), ([1, 2], True), (0, False)]
+)
 def test_split_reductions_and_add_n_match_numpy(axis, keep):
     """Large reductions and add_n split over the intra-op pool and still equal numpy."""
     rs = np.random.RandomState(2)
@@ -364,9 +389,9 @@ def test_a_recv_waiting_for_its_value_holds_no_thread():
     (recv,) = [n for n in nodes.values() if n.op_type == "_Recv"]
     (send,) = [n for n in nodes.values() if n.op_type == "_Send"]
     assert recv.all_start_micros <= nodes["b"].all_start_micros
-    assert recv.end_micros >= send.all_start_micros        # it ended when the value came
+    assert recv.end_micros >= send.all_start_micros  # it ended when the value came
     assert nodes["b"].thread_name == nodes["c"].thread_name == "inter-op #0"
-    assert send.thread_name == "inter-op #0"                # inline after b, on its thread
+    assert send.thread_name == "inter-op #0"  # inline after b, on its thread
 
 
 def _matmul_pair():
@@ -389,7 +414,8 @@ def test_default_threads_one_shared_pool_and_cpu_kernels_split():
     assert nodes["c"].thread_name.startswith("inter-op #")
     assert nodes["g"].chunks == []
     assert {ch.thread_name.split(" #")[0] for ch in nodes["c"].chunks if ch.index > 0} == {
-        "intra-op"}
+        "intra-op"
+    }
 
 
 def test_gpu_private_mode_gives_each_gpu_threads_of_its_own(monkeypatch):
@@ -401,12 +427,14 @@ def test_gpu_private_mode_gives_each_gpu_threads_of_its_own(monkeypatch):
     g, c = _matmul_pair()
     with tf.Session(config=_config(2, intra=2)) as sess:
         pool_set = sess._impl._pool_sets[0]
-        assert pool_set.queue_of(GPU0_NAME) == "GPU:0" and pool_set.queue_of(CPU0_NAME) == \
-            "inter-op"
+        assert (
+            pool_set.queue_of(GPU0_NAME) == "GPU:0" and pool_set.queue_of(CPU0_NAME) == "inter-op"
+        )
         values, nodes, _ = _traced(sess, [g.op, c.op])
     assert nodes["g"].thread_name == "GPU:0 inter-op #0"
-    assert {ch.thread_name.split(" #")[0] for ch in nodes["g"].chunks
-            if ch.index > 0} == {"GPU:0 intra-op"}
+    assert {ch.thread_name.split(" #")[0] for ch in nodes["g"].chunks if ch.index > 0} == {
+        "GPU:0 intra-op"
+    }
     assert nodes["c"].thread_name.startswith("inter-op #")
     monkeypatch.setenv("TF_GPU_THREAD_COUNT", "zero")
     with pytest.raises(tf.errors.InvalidArgumentError, match="Invalid TF_GPU_THREAD_COUNT"):

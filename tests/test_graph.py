@@ -8,15 +8,18 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import minitf as tf
 
-
-HYP = settings(max_examples=40, deadline=None, database=None,
-               suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                      HealthCheck.too_slow])
+HYP = settings(
+    max_examples=40,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 def op_names():
@@ -29,6 +32,7 @@ def run(fetches, feed_dict=None):
 
 
 # -- default graph ------------------------------------------------------------------------------
+
 
 def test_default_graph_is_stable_until_reset():
     """§ "Managing graphs": ops land in the default graph; reset replaces it."""
@@ -85,6 +89,7 @@ def test_graph_version_grows_with_ops():
 
 
 # -- unique names, name scopes (§11.1, §11.2) ---------------------------------------------------
+
 
 def test_unique_names_add_add_1():
     """§11.2: repeated default names get _1, _2 ..."""
@@ -158,18 +163,20 @@ def test_literal_operand_names():
     assert r.op.name == "sub" and r.op.inputs[0].op.name == "sub/x"
 
 
-@pytest.mark.parametrize("build, name, op_type", [
-    (lambda a, b: a + b, "add", "AddV2"),
-    (lambda a, b: tf.add(a, b), "Add", "AddV2"),
-    (lambda a, b: a - b, "sub", "Sub"),
-    (lambda a, b: a * b, "mul", "Mul"),
-    (lambda a, b: a / b, "truediv", "RealDiv"),
-    (lambda a, b: -a, "Neg", "Neg"),
-    (lambda a, b: a // b, "floordiv", "FloorDiv"),
-    (lambda a, b: tf.square(a), "Square", "Square"),
-    (lambda a, b: tf.matmul(tf.reshape(a, [1, 1]), tf.reshape(b, [1, 1])), "MatMul",
-     "MatMul"),
-])
+@pytest.mark.parametrize(
+    "build, name, op_type",
+    [
+        (lambda a, b: a + b, "add", "AddV2"),
+        (lambda a, b: tf.add(a, b), "Add", "AddV2"),
+        (lambda a, b: a - b, "sub", "Sub"),
+        (lambda a, b: a * b, "mul", "Mul"),
+        (lambda a, b: a / b, "truediv", "RealDiv"),
+        (lambda a, b: -a, "Neg", "Neg"),
+        (lambda a, b: a // b, "floordiv", "FloorDiv"),
+        (lambda a, b: tf.square(a), "Square", "Square"),
+        (lambda a, b: tf.matmul(tf.reshape(a, [1, 1]), tf.reshape(b, [1, 1])), "MatMul", "MatMul"),
+    ],
+)
 def test_op_types_and_default_names(build, name, op_type):
     """§11.1: operators and functions build TF's op types under TF's default names."""
     a = tf.constant(6.0, name="a")
@@ -226,6 +233,7 @@ def test_float_floordiv_is_floor_of_quotient():
 
 
 # -- Tensor and Operation objects ---------------------------------------------------------------
+
 
 def test_tensor_name_dtype_shape():
     """A tensor is named '<op>:<index>' and carries dtype and static shape."""
@@ -366,13 +374,17 @@ def test_inputs_from_another_graph_are_rejected():
 
 # -- variables (§1.8) ---------------------------------------------------------------------------
 
+
 def test_variable_creates_four_ops():
     """§1.8: tf.Variable(3.0, name='a') makes a/initial_value, a, a/Assign, a/read."""
     v = tf.Variable(3.0, name="a")
     ops = tf.get_default_graph().get_operations()
     assert [(o.name, o.type) for o in ops] == [
-        ("a/initial_value", "Const"), ("a", "VariableV2"), ("a/Assign", "Assign"),
-        ("a/read", "Identity")]
+        ("a/initial_value", "Const"),
+        ("a", "VariableV2"),
+        ("a/Assign", "Assign"),
+        ("a/read", "Identity"),
+    ]
     assert v.op is ops[1]
     assert v.name == "a:0"
     assert v.initializer is ops[2]
@@ -510,15 +522,19 @@ def test_variable_collections():
 
 # -- tf.device (§1.6, §11.7) --------------------------------------------------------------------
 
-@pytest.mark.parametrize("given_device, stored", [
-    ("/cpu:0", "/device:CPU:0"),
-    ("/gpu:1", "/device:GPU:1"),
-    ("/GPU:0", "/device:GPU:0"),
-    ("/device:GPU:1", "/device:GPU:1"),
-    ("/job:ps/task:0", "/job:ps/task:0"),
-    ("/task:1/job:worker/cpu:0", "/job:worker/task:1/device:CPU:0"),
-    ("/job:worker/replica:0/task:1/gpu:*", "/job:worker/replica:0/task:1/device:GPU:*"),
-])
+
+@pytest.mark.parametrize(
+    "given_device, stored",
+    [
+        ("/cpu:0", "/device:CPU:0"),
+        ("/gpu:1", "/device:GPU:1"),
+        ("/GPU:0", "/device:GPU:0"),
+        ("/device:GPU:1", "/device:GPU:1"),
+        ("/job:ps/task:0", "/job:ps/task:0"),
+        ("/task:1/job:worker/cpu:0", "/job:worker/task:1/device:CPU:0"),
+        ("/job:worker/replica:0/task:1/gpu:*", "/job:worker/replica:0/task:1/device:GPU:*"),
+    ],
+)
 def test_device_strings_are_canonicalised(given_device, stored):
     """§1.6/§10.3: strings given to tf.device are stored in canonical form."""
     with tf.device(given_device):
@@ -639,8 +655,12 @@ def test_malformed_device_string_raises_at_scope_entry(bad):
 
 def test_malformed_device_messages():
     """§11.3: TF 2.21 wording of the two common parse errors."""
-    with pytest.raises(ValueError, match=re.escape(
-            "Unknown attribute 'foo' is encountered while parsing the device spec: '/foo:1'.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "Unknown attribute 'foo' is encountered while parsing the device spec: '/foo:1'."
+        ),
+    ):
         with tf.device("/foo:1"):
             pass
     with pytest.raises(ValueError, match="Multiple device types are not allowed"):
@@ -671,6 +691,7 @@ def test_device_is_never_changed_by_running():
 
 
 # -- colocation (§1.7) --------------------------------------------------------------------------
+
 
 def test_colocate_with_copies_device_and_sets_class():
     """§1.7: ops created under colocate_with(v) get v's device and _class=[loc:@v]."""
@@ -733,8 +754,10 @@ def test_colocate_with_accepts_tensor_operation_variable():
 def test_colocate_with_none():
     """§1.7: colocate_with(None) needs ignore_existing=True; then it clears colocation."""
     a = tf.constant(1.0, name="a")
-    with pytest.raises(ValueError, match="Trying to reset colocation \\(op is None\\) but "
-                                         "ignore_existing is not True"):
+    with pytest.raises(
+        ValueError,
+        match="Trying to reset colocation \\(op is None\\) but ignore_existing is not True",
+    ):
         with tf.colocate_with(None):
             pass
     with tf.colocate_with(a):
@@ -746,6 +769,7 @@ def test_colocate_with_none():
 
 
 # -- control dependencies (§5.4) ----------------------------------------------------------------
+
 
 def test_control_dependencies_only_new_ops():
     """§5.4: only ops created inside the block get control inputs."""
@@ -800,9 +824,9 @@ def test_control_dependencies_dominated_inputs_pruned():
     a = tf.constant(1.0, name="a")
     b = tf.constant(2.0, name="b")
     with tf.control_dependencies([a]):
-        c = tf.identity(b, name="c")   # b made outside -> gets ^a
-        d = c + 1                      # c and add/y made inside -> nothing
-        e = tf.identity(a, name="e")   # a is a data input -> nothing
+        c = tf.identity(b, name="c")  # b made outside -> gets ^a
+        d = c + 1  # c and add/y made inside -> nothing
+        e = tf.identity(a, name="e")  # a is a data input -> nothing
     assert c.op.control_inputs == [a.op]
     assert d.op.inputs[1].op.control_inputs == [a.op]  # the literal add/y
     assert d.op.control_inputs == []
@@ -838,8 +862,9 @@ def test_control_dependencies_accepts_tensors_names_variables():
 @pytest.mark.parametrize("bad", [1.5, 3, object()])
 def test_control_dependencies_bad_objects(bad):
     """§5.4: other objects raise TypeError (e.g. 'Can not convert a float into ...')."""
-    with pytest.raises(TypeError, match="Can not convert a %s into a Tensor or Operation"
-                                        % type(bad).__name__):
+    with pytest.raises(
+        TypeError, match="Can not convert a %s into a Tensor or Operation" % type(bad).__name__
+    ):
         with tf.control_dependencies([bad]):
             pass
 
@@ -858,6 +883,7 @@ def test_control_dependencies_run_first():
 
 
 # -- group, initializers, containers ------------------------------------------------------------
+
 
 def test_group_is_noop_with_control_inputs():
     """tf.group makes a NoOp named group_deps waiting for its inputs."""
@@ -922,10 +948,11 @@ def test_container_sets_variable_attr():
 
 # -- shape and dtype errors at graph construction -----------------------------------------------
 
+
 def test_broadcast_shape_error():
     """Incompatible elementwise shapes fail at construction with TF's text."""
     with pytest.raises(ValueError, match="Dimensions must be equal, but are 2 and 3"):
-        tf.constant([1., 2.]) + tf.constant([1., 2., 3.])
+        tf.constant([1.0, 2.0]) + tf.constant([1.0, 2.0, 3.0])
 
 
 def test_matmul_shape_errors():
@@ -943,8 +970,11 @@ def test_matmul_shape_errors():
 
 def test_dtype_mismatch_type_error():
     """Mixing float32 and int32 tensors is a TypeError."""
-    with pytest.raises(TypeError, match="Input 'y' of 'AddV2' Op has type int32 that does not "
-                                        "match type float32 of argument 'x'"):
+    with pytest.raises(
+        TypeError,
+        match="Input 'y' of 'AddV2' Op has type int32 that does not "
+        "match type float32 of argument 'x'",
+    ):
         tf.constant(1.0) + tf.constant(1)
     with pytest.raises(TypeError):
         tf.matmul(tf.ones([2, 2]), tf.ones([2, 2], dtype=tf.int32))
@@ -960,8 +990,10 @@ def test_constant_value_not_representable():
 
 def test_reshape_element_count_error():
     """Reshape with the wrong element count fails at construction."""
-    with pytest.raises(ValueError, match=re.escape(
-            "Cannot reshape a tensor with 6 elements to shape [4] (4 elements)")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape("Cannot reshape a tensor with 6 elements to shape [4] (4 elements)"),
+    ):
         tf.reshape(tf.ones([2, 3]), [4])
     with pytest.raises(ValueError, match="Cannot reshape a tensor with 6 elements"):
         tf.reshape(tf.ones([2, 3]), [4, -1])
@@ -969,17 +1001,21 @@ def test_reshape_element_count_error():
 
 # -- op values -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value, dtype, np_dtype", [
-    (1, tf.int32, np.int32),
-    (1.0, tf.float32, np.float32),
-    (True, tf.bool, np.bool_),
-    ([1, 2], tf.int32, np.int32),
-    ([1, 2.5], tf.float32, np.float32),
-    (2 ** 40, tf.int64, np.int64),
-    (np.arange(3, dtype=np.int64), tf.int64, np.int64),
-    (np.array([1.0]), tf.float64, np.float64),
-    (np.float16(1), tf.float16, np.float16),
-])
+
+@pytest.mark.parametrize(
+    "value, dtype, np_dtype",
+    [
+        (1, tf.int32, np.int32),
+        (1.0, tf.float32, np.float32),
+        (True, tf.bool, np.bool_),
+        ([1, 2], tf.int32, np.int32),
+        ([1, 2.5], tf.float32, np.float32),
+        (2**40, tf.int64, np.int64),
+        (np.arange(3, dtype=np.int64), tf.int64, np.int64),
+        (np.array([1.0]), tf.float64, np.float64),
+        (np.float16(1), tf.float16, np.float16),
+    ],
+)
 def test_constant_dtype_inference(value, dtype, np_dtype):
     """tf.constant infers int32/float32 for Python numbers and keeps numpy dtypes."""
     c = tf.constant(value)
@@ -1013,8 +1049,9 @@ def test_constant_shape_fill_rules():
 
 def test_constant_too_many_elements():
     """TF: 'Too many elements provided. Needed at most 5, but received 7' (ValueError)."""
-    with pytest.raises(ValueError, match="Too many elements provided. Needed at most 5, but "
-                                         "received 7"):
+    with pytest.raises(
+        ValueError, match="Too many elements provided. Needed at most 5, but received 7"
+    ):
         tf.constant([1, 2, 3, 4, 5, 6, 7], shape=[5])
 
 
@@ -1130,10 +1167,19 @@ def test_add_n():
     np.testing.assert_array_equal(run(s), np.full((2, 2), 6.0))
 
 
-@pytest.mark.parametrize("axis, keepdims", [
-    (None, False), (0, False), (1, False), ([0, 1], False), (-1, False), (None, True),
-    (0, True), (1, True),
-])
+@pytest.mark.parametrize(
+    "axis, keepdims",
+    [
+        (None, False),
+        (0, False),
+        (1, False),
+        ([0, 1], False),
+        (-1, False),
+        (None, True),
+        (0, True),
+        (1, True),
+    ],
+)
 def test_reduce_sum_and_mean(axis, keepdims):
     """reduce_sum / reduce_mean over axes, with keepdims, match numpy."""
     x = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
@@ -1262,15 +1308,19 @@ def _eval_in_fresh_graph(build, *arrays):
 
 
 @HYP
-@given(data=st.data(), shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3,
-                                                                 max_side=4))
-@pytest.mark.parametrize("name, tf_fn, np_fn", [
-    ("add", lambda a, b: a + b, np.add),
-    ("sub", lambda a, b: a - b, np.subtract),
-    ("mul", lambda a, b: a * b, np.multiply),
-    ("tf.add", tf.add, np.add),
-    ("tf.multiply", tf.multiply, np.multiply),
-])
+@given(
+    data=st.data(), shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=4)
+)
+@pytest.mark.parametrize(
+    "name, tf_fn, np_fn",
+    [
+        ("add", lambda a, b: a + b, np.add),
+        ("sub", lambda a, b: a - b, np.subtract),
+        ("mul", lambda a, b: a * b, np.multiply),
+        ("tf.add", tf.add, np.add),
+        ("tf.multiply", tf.multiply, np.multiply),
+    ],
+)
 def test_float_binary_ops_match_numpy(name, tf_fn, np_fn, data, shapes):
     """Broadcasting float32 elementwise ops agree with numpy (values and static shape)."""
     sx, sy = shapes.input_shapes
@@ -1285,8 +1335,9 @@ def test_float_binary_ops_match_numpy(name, tf_fn, np_fn, data, shapes):
 
 
 @HYP
-@given(data=st.data(), shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3,
-                                                                 max_side=4))
+@given(
+    data=st.data(), shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=4)
+)
 def test_float_division_matches_numpy(data, shapes):
     """Broadcasting RealDiv and FloorDiv on float32 agree with numpy (TF's float FloorDiv is
     floor(x / y), computed in the tensor's dtype)."""
@@ -1301,15 +1352,17 @@ def test_float_division_matches_numpy(data, shapes):
 
 
 @HYP
-@given(data=st.data(), shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3,
-                                                                 max_side=4))
+@given(
+    data=st.data(), shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=4)
+)
 def test_int_binary_ops_match_numpy(data, shapes):
     """int32 +, -, *, // (floor semantics) and / (float64) agree with numpy."""
     sx, sy = shapes.input_shapes
     x = data.draw(hnp.arrays(np.int32, sx, elements=_INT))
     y = data.draw(hnp.arrays(np.int32, sy, elements=_NONZERO_INT))
     (add, sub, mul, fdiv, tdiv), _ = _eval_in_fresh_graph(
-        lambda a, b: [a + b, a - b, a * b, a // b, a / b], x, y)
+        lambda a, b: [a + b, a - b, a * b, a // b, a / b], x, y
+    )
     np.testing.assert_array_equal(add, x + y)
     np.testing.assert_array_equal(sub, x - y)
     np.testing.assert_array_equal(mul, x * y)
@@ -1319,8 +1372,9 @@ def test_int_binary_ops_match_numpy(data, shapes):
 
 
 @HYP
-@given(x=hnp.arrays(np.float32, hnp.array_shapes(min_dims=0, max_dims=3, max_side=4),
-                    elements=_FLOAT))
+@given(
+    x=hnp.arrays(np.float32, hnp.array_shapes(min_dims=0, max_dims=3, max_side=4), elements=_FLOAT)
+)
 def test_unary_ops_match_numpy(x):
     """Neg and Square agree with numpy for any shape."""
     (neg, sq), static = _eval_in_fresh_graph(lambda a: [-a, tf.square(a)], x)
@@ -1330,17 +1384,21 @@ def test_unary_ops_match_numpy(x):
 
 
 @HYP
-@given(data=st.data(),
-       x=hnp.arrays(np.float32, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
-                    elements=_FLOAT),
-       keepdims=st.booleans())
+@given(
+    data=st.data(),
+    x=hnp.arrays(np.float32, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4), elements=_FLOAT),
+    keepdims=st.booleans(),
+)
 def test_reductions_match_numpy(data, x, keepdims):
     """reduce_sum / reduce_mean over random axes agree with numpy, static shape included."""
     rank = x.ndim
-    axis = data.draw(st.one_of(
-        st.none(),
-        st.integers(-rank, rank - 1),
-        st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True)))
+    axis = data.draw(
+        st.one_of(
+            st.none(),
+            st.integers(-rank, rank - 1),
+            st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True),
+        )
+    )
     np_axis = tuple(axis) if isinstance(axis, list) else axis
     with tf.Graph().as_default() as g:
         c = tf.constant(x)
@@ -1357,8 +1415,7 @@ def test_reductions_match_numpy(data, x, keepdims):
 
 
 @HYP
-@given(x=hnp.arrays(np.int32, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
-                    elements=_INT))
+@given(x=hnp.arrays(np.int32, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4), elements=_INT))
 def test_int_reduce_sum_matches_numpy(x):
     """reduce_sum over all axes of an int32 tensor is exact."""
     out, static = _eval_in_fresh_graph(lambda a: tf.reduce_sum(a), x)

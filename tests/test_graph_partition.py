@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 import minitf as tf
 from minitf.framework.rendezvous import create_key, parse_key
 from minitf.kernels.sendrecv_kernels import edge_key
+from minitf.runtime import devices as devices_mod
 from minitf.runtime import graph_partition, subgraph
 from minitf.runtime.placer import place
-from minitf.runtime import devices as devices_mod
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
@@ -25,15 +25,20 @@ GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
 def _step(fetches, targets=(), feeds=(), feed_device=CPU0):
     ops = tf.get_default_graph().get_operations()
     placement = place(ops, devices_mod.local_devices())
-    return subgraph.build_step_graph(ops, placement.device_of, list(fetches), list(targets),
-                                     list(feeds), lambda t: feed_device)
+    return subgraph.build_step_graph(
+        ops, placement.device_of, list(fetches), list(targets), list(feeds), lambda t: feed_device
+    )
 
 
 def _split(step, fetch_device=None, loc_of=None):
     taken = {n.name for n in step.nodes}
-    return graph_partition.partition(step, loc_of or (lambda n: n.device),
-                                     graph_partition.namer("%s/_%d", taken), lambda d: 7,
-                                     fetch_device=fetch_device)
+    return graph_partition.partition(
+        step,
+        loc_of or (lambda n: n.device),
+        graph_partition.namer("%s/_%d", taken),
+        lambda d: 7,
+        fetch_device=fetch_device,
+    )
 
 
 def _by_type(parts, op_type):
@@ -45,14 +50,14 @@ def test_a_cross_device_edge_becomes_one_send_recv_pair_with_tf_s_key():
         a = tf.constant([1.0, 2.0], name="a")
     with tf.device("/gpu:1"):
         b = tf.square(a, name="b")
-        c = tf.negative(a, name="c")      # a second consumer there: the same _Recv
+        c = tf.negative(a, name="c")  # a second consumer there: the same _Recv
     parts = _split(_step([b, c]))
     assert sorted(parts.parts) == [GPU0, GPU1]
     (send,) = _by_type(parts, "_Send")
     (recv,) = _by_type(parts, "_Recv")
     assert send.device == GPU0 and recv.device == GPU1
     assert send in parts.parts[GPU0] and recv in parts.parts[GPU1]
-    assert (send.name, recv.name) == ("a/_0", "a/_1")      # TF's DirectSession names
+    assert (send.name, recv.name) == ("a/_0", "a/_1")  # TF's DirectSession names
     key = create_key(GPU0, 7, GPU1, "a:0")
     assert key == "%s;0000000000000007;%s;a:0;0:0" % (GPU0, GPU1)
     assert edge_key(send) == edge_key(recv) == key
@@ -109,7 +114,7 @@ def test_feeds_become_arg_nodes_and_prune_stops_at_them():
         q = tf.square(s, name="q")
     step = _step([q], feeds=[s])
     names = [n.name for n in step.nodes]
-    assert "p" not in names and "add" not in names        # cut at the fed tensor
+    assert "p" not in names and "add" not in names  # cut at the fed tensor
     (arg,) = step.args
     assert (arg.name, arg.type, arg.device) == ("_arg_add_0", "_Arg", CPU0)
     assert (arg.get_attr("index"), arg.get_attr("tensor_name")) == (0, "add:0")
@@ -128,13 +133,19 @@ def test_split_by_task_puts_the_recv_on_its_first_consumer_s_device():
     with tf.device("/cpu:0"):
         c = a + 2.0
     step = _step([b, c])
-    fake_task = {GPU0: "/job:ps/replica:0/task:0", GPU1: "/job:worker/replica:0/task:0",
-                 CPU0: "/job:worker/replica:0/task:0"}
+    fake_task = {
+        GPU0: "/job:ps/replica:0/task:0",
+        GPU1: "/job:worker/replica:0/task:0",
+        CPU0: "/job:worker/replica:0/task:0",
+    }
     parts = _split(step, loc_of=lambda n: fake_task[n.device])
     assert sorted(parts.parts) == ["/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"]
-    (recv,) = _by_type(parts, "_Recv")     # one per (tensor, task), whatever its consumers
-    first = [n for n in parts.parts["/job:worker/replica:0/task:0"]
-             if n.type != "_Recv" and any(src is recv for src, _ in n.inputs)]
+    (recv,) = _by_type(parts, "_Recv")  # one per (tensor, task), whatever its consumers
+    first = [
+        n
+        for n in parts.parts["/job:worker/replica:0/task:0"]
+        if n.type != "_Recv" and any(src is recv for src, _ in n.inputs)
+    ]
     assert recv.device == first[0].device and len(first) == 2
 
 
@@ -144,8 +155,13 @@ def test_namer_skips_names_in_use():
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 100), st.integers(0, 100),
-                          st.booleans()), min_size=1, max_size=10))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.integers(0, 100), st.integers(0, 100), st.booleans()),
+        min_size=1,
+        max_size=10,
+    )
+)
 def test_random_graphs_split_into_pieces_that_only_meet_at_send_recv(spec):
     """Every edge of every piece stays inside it; each _Send has exactly one _Recv with its key
     and vice versa; and running the graph gives the same values on one device or many."""

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import minitf as tf
+from helpers import child_pids, wait_until
 from minitf.distributed import LocalCluster
 from minitf.distributed.local_cluster import free_port
-from helpers import child_pids, wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -94,8 +94,13 @@ def test_three_client_processes_share_a_variable(tmp_path):
         target = cluster.target("worker", 0)
         outs = []
         for args in (["init"], [], []):
-            r = subprocess.run([sys.executable, str(script), target] + args, env=_env(),
-                               capture_output=True, text=True, timeout=60)
+            r = subprocess.run(
+                [sys.executable, str(script), target] + args,
+                env=_env(),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert r.returncode == 0, r.stderr[-2000:]
             outs.append(float(r.stdout.split()[-1]))
         assert outs == [1.0, 2.0, 3.0]
@@ -124,6 +129,7 @@ def _kill_mid_step(lc):
                 sess.run(out, feed_dict=feed)
         except Exception as e:  # noqa: BLE001
             errs.append(e)
+
     t = threading.Thread(target=run)
     t.start()
     time.sleep(1.0)
@@ -138,8 +144,10 @@ def _kill_mid_step(lc):
     with tf.Graph().as_default():
         with tf.device("/job:ps/task:1"):
             k = tf.constant(1.0) + 2.0
-        with tf.Session(lc.target("ps", 0), config=tf.ConfigProto(
-                device_filters=["/job:ps", "/job:worker/task:0"])) as sess:
+        with tf.Session(
+            lc.target("ps", 0),
+            config=tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:0"]),
+        ) as sess:
             assert sess.run(k) == 3.0
     lc.restart("worker", 2)
     g = tf.Graph()
@@ -151,13 +159,22 @@ def _kill_mid_step(lc):
 
 
 def test_children_exit_when_the_parent_is_killed(tmp_path):
-    parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent("""
         import sys, time
         from minitf.distributed import LocalCluster
         c = LocalCluster({"worker": 2})
         print(" ".join(str(c.pid("worker", i)) for i in range(2)), flush=True)
         time.sleep(120)
-    """)], stdout=subprocess.PIPE, env=_env(), text=True)
+    """),
+        ],
+        stdout=subprocess.PIPE,
+        env=_env(),
+        text=True,
+    )
     try:
         pids = [int(p) for p in parent.stdout.readline().split()]
         assert len(pids) == 2 and all(_alive(p) for p in pids)
@@ -173,9 +190,22 @@ def test_cli_serves_until_ctrl_c(tmp_path):
     port = free_port()
     cluster = tmp_path / "cluster.json"
     cluster.write_text(json.dumps({"worker": ["127.0.0.1:%d" % port]}))
-    proc = subprocess.Popen([sys.executable, "-m", "minitf.server", "--cluster", str(cluster),
-                             "--job", "worker", "--task", "0"], stdout=subprocess.PIPE,
-                            env=_env(), text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "minitf.server",
+            "--cluster",
+            str(cluster),
+            "--job",
+            "worker",
+            "--task",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        env=_env(),
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         assert line.strip() == "minitf-server worker 0 listening on 127.0.0.1:%d" % port

@@ -29,16 +29,15 @@ from hypothesis import strategies as st
 import minitf
 import minitf as tf
 import minitf.smi as smi_mod
+from helpers import wait_until
 from minitf.framework import errors
 from minitf.runtime import allocator, card_registry
-from helpers import wait_until
 
 MiB, GiB = 1 << 20, 1 << 30
-CARD = 4 * GiB                          # the default emulated card
-SHARE = int(CARD * 0.4)                 # 1717986918 bytes: per_process_gpu_memory_fraction=0.4
+CARD = 4 * GiB  # the default emulated card
+SHARE = int(CARD * 0.4)  # 1717986918 bytes: per_process_gpu_memory_fraction=0.4
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(minitf.__file__)))
-BOOK_TEXT = ("failed to allocate 3.66G (3928915200 bytes) from device: "
-             "CUDA_ERROR_OUT_OF_MEMORY")
+BOOK_TEXT = "failed to allocate 3.66G (3928915200 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY"
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 
 
@@ -84,9 +83,14 @@ def children(registry_dir):
 
     def spawn(name, fraction=0.4):
         code = CHILD % {"fraction": fraction, "card": CARD, "name": name}
-        p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=_child_env(registry_dir))
+        p = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_child_env(registry_dir),
+        )
         procs.append(p)
         return p
 
@@ -108,12 +112,12 @@ def wait_reserved(p, timeout=20):
     ready, _, _ = select.select([p.stdout], [], [], timeout)
     assert ready, "child %d did not report in %ss" % (p.pid, timeout)
     line = p.stdout.readline().split()
-    assert line and line[0] == "reserved", (line, p.stderr.read() if p.poll() is not None
-                                            else "")
+    assert line and line[0] == "reserved", (line, p.stderr.read() if p.poll() is not None else "")
     return int(line[1])
 
 
 # -- human-readable sizes -----------------------------------------------------------------------
+
 
 def test_human_readable_num_bytes_like_tf():
     """TF's HumanReadableNumBytes: the book's 3928915200 bytes are '3.66G'."""
@@ -126,6 +130,7 @@ def test_human_readable_num_bytes_like_tf():
 
 
 # -- Allocator ----------------------------------------------------------------------------------
+
 
 def test_allocator_accounting_and_peak():
     a = allocator.Allocator("GPU_0_bfc", GPU0, 100)
@@ -147,7 +152,7 @@ def test_allocator_accounting_and_peak():
         a.free(t3)
     with pytest.raises(ValueError):
         a.allocate(-1)
-    assert a.allocate(0) and a.bytes_in_use == 0   # empty tensors are fine
+    assert a.allocate(0) and a.bytes_in_use == 0  # empty tensors are fine
 
 
 def test_allocator_oom_text_like_tf():
@@ -159,7 +164,8 @@ def test_allocator_oom_text_like_tf():
     assert str(e.value) == (
         "OOM when allocating tensor with shape[2048,2048] and type float on "
         "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc "
-        "(requested 16777216 bytes, in use 1048576 of 8388608 bytes)")
+        "(requested 16777216 bytes, in use 1048576 of 8388608 bytes)"
+    )
     assert e.value.error_code == errors.RESOURCE_EXHAUSTED
     assert a.bytes_in_use == 1 * MiB and a.num_allocs == 1
 
@@ -168,9 +174,11 @@ def test_allocator_oom_text_without_shape_or_type():
     a = allocator.Allocator("GPU_1_bfc", "/job:localhost/replica:0/task:0/device:GPU:1", 10)
     with pytest.raises(errors.ResourceExhaustedError) as e:
         a.allocate(11)
-    assert str(e.value) == ("OOM when allocating tensor on /job:localhost/replica:0/task:0/"
-                            "device:GPU:1 by allocator GPU_1_bfc (requested 11 bytes, in use "
-                            "0 of 10 bytes)")
+    assert str(e.value) == (
+        "OOM when allocating tensor on /job:localhost/replica:0/task:0/"
+        "device:GPU:1 by allocator GPU_1_bfc (requested 11 bytes, in use "
+        "0 of 10 bytes)"
+    )
     with pytest.raises(errors.ResourceExhaustedError, match=r"tensor of type double on"):
         a.allocate(11, dtype_name="float64")
     with pytest.raises(errors.ResourceExhaustedError, match=r"shape\[\] and type int32 on"):
@@ -183,8 +191,11 @@ def test_allocator_usage_report_names_ops():
     a.allocate(4 * MiB, op_name="weights")
     a.allocate(1 * MiB, op_name="bias")
     report = a.usage_report().splitlines()
-    assert report == ["Current usage from device: %s, allocator: GPU_0_bfc" % GPU0,
-                      "  8.00M from weights", "  1.00M from bias"]
+    assert report == [
+        "Current usage from device: %s, allocator: GPU_0_bfc" % GPU0,
+        "  8.00M from weights",
+        "  1.00M from bias",
+    ]
 
 
 def test_allocator_is_thread_safe():
@@ -214,6 +225,7 @@ def test_allocator_grow_to_never_shrinks():
 
 # -- gpu_options -> bytes -----------------------------------------------------------------------
 
+
 def test_default_takes_all_free_memory_minus_a_reserve():
     """Fraction unset: all free memory minus 225 MiB (< 2 GiB free) or max(300 MiB, 5 %)."""
     assert allocator.reservation_size(CARD, tf.GPUOptions()) == CARD - 300 * MiB
@@ -241,8 +253,9 @@ def test_fraction_is_of_the_total_memory():
 def test_allow_growth_starts_at_zero_with_the_same_limit():
     p = allocator.GpuMemoryPolicy(CARD, tf.GPUOptions(allow_growth=True))
     assert p.initial_bytes == 0 and p.limit_bytes == CARD - 300 * MiB and p.allow_growth
-    p = allocator.GpuMemoryPolicy(CARD, tf.GPUOptions(allow_growth=True,
-                                                      per_process_gpu_memory_fraction=0.4))
+    p = allocator.GpuMemoryPolicy(
+        CARD, tf.GPUOptions(allow_growth=True, per_process_gpu_memory_fraction=0.4)
+    )
     assert p.initial_bytes == 0 and p.limit_bytes == SHARE
     assert allocator.reservation_size(CARD, tf.GPUOptions(allow_growth=True)) == 0
 
@@ -263,17 +276,17 @@ def test_memory_limit_rules():
     with pytest.raises(errors.InvalidArgumentError, match=">= 0"):
         allocator.reservation_size(CARD, None, memory_limit=-1)
     with pytest.raises(errors.InvalidArgumentError, match="It's invalid to set"):
-        allocator.reservation_size(CARD, tf.GPUOptions(per_process_gpu_memory_fraction=0.5),
-                                   memory_limit=GiB)
+        allocator.reservation_size(
+            CARD, tf.GPUOptions(per_process_gpu_memory_fraction=0.5), memory_limit=GiB
+        )
 
 
 @settings(max_examples=60, deadline=None)
-@given(capacity=st.integers(0, 1 << 40), fraction=st.floats(0.0, 1.0),
-       free=st.integers(0, 1 << 40))
+@given(capacity=st.integers(0, 1 << 40), fraction=st.floats(0.0, 1.0), free=st.integers(0, 1 << 40))
 def test_policy_never_exceeds_the_card(capacity, fraction, free):
-    p = allocator.GpuMemoryPolicy(capacity,
-                                  tf.GPUOptions(per_process_gpu_memory_fraction=fraction),
-                                  free_bytes=free)
+    p = allocator.GpuMemoryPolicy(
+        capacity, tf.GPUOptions(per_process_gpu_memory_fraction=fraction), free_bytes=free
+    )
     assert 0 <= p.limit_bytes <= capacity
     if fraction > 0:
         assert p.limit_bytes == int(capacity * fraction)
@@ -284,10 +297,10 @@ def test_policy_never_exceeds_the_card(capacity, fraction, free):
 def test_next_growth_doubles_up_to_the_limit():
     assert allocator.next_growth(0, 1, 100 * MiB) == 2 * MiB
     assert allocator.next_growth(2 * MiB, 3 * MiB, 100 * MiB) == 4 * MiB
-    assert allocator.next_growth(4 * MiB, 30 * MiB, 100 * MiB) == 32 * MiB   # 2 MiB x 2**k
+    assert allocator.next_growth(4 * MiB, 30 * MiB, 100 * MiB) == 32 * MiB  # 2 MiB x 2**k
     assert allocator.next_growth(64 * MiB, 65 * MiB, 100 * MiB) == 100 * MiB  # capped
     assert allocator.next_growth(60 * MiB, 101 * MiB, 100 * MiB) is None
-    assert allocator.next_growth(60 * MiB, 10 * MiB, 100 * MiB) == 60 * MiB   # never shrinks
+    assert allocator.next_growth(60 * MiB, 10 * MiB, 100 * MiB) == 60 * MiB  # never shrinks
 
 
 @pytest.mark.parametrize("order", [(0, 1, 2, 3), (1, 0, 2, 3), (1, 2, 0, 3), (3, 1, 0, 2)])
@@ -297,10 +310,11 @@ def test_growth_ends_where_the_step_s_needs_say_whatever_the_order(order):
     sizes = [8, 4 * MiB, 4, 4 * MiB]
     held = 0
 
-    def grow(needed):   # (called under the allocator's lock: its capacity can't be read here)
+    def grow(needed):  # (called under the allocator's lock: its capacity can't be read here)
         nonlocal held
         held = allocator.next_growth(held, needed, 100 * MiB)
         return held
+
     a = allocator.Allocator("GPU_0_bfc", GPU0, 0, grow=grow)
     for i in order:
         a.allocate(sizes[i])
@@ -308,6 +322,7 @@ def test_growth_ends_where_the_step_s_needs_say_whatever_the_order(order):
 
 
 # -- the registry, in one process ---------------------------------------------------------------
+
 
 def test_reserve_usage_release(registry_dir):
     r = card_registry.reserve(0, CARD, SHARE, owner="train.py")
@@ -321,7 +336,7 @@ def test_reserve_usage_release(registry_dir):
     r.set_sessions(3)
     assert card_registry.usage(0)[0]["sessions"] == 3
     r.release()
-    r.release()                                   # idempotent
+    r.release()  # idempotent
     assert card_registry.usage(0) == [] and r.released
     with card_registry.reserve(1, CARD, 10) as r2:
         assert card_registry.used_bytes(1) == 10
@@ -338,7 +353,7 @@ def test_reserve_failure_has_the_books_text_free_memory_and_holders():
         assert "3.00G free of 4.00G" in msg
         assert "pid %d (first-program) 1.00G" % os.getpid() in msg
         assert "per_process_gpu_memory_fraction" in msg and "CUDA_VISIBLE_DEVICES" in msg
-        assert len(card_registry.usage(0)) == 1               # the failed attempt left nothing
+        assert len(card_registry.usage(0)) == 1  # the failed attempt left nothing
     finally:
         holder.release()
 
@@ -371,10 +386,10 @@ def test_reused_pid_and_damaged_file_are_not_trusted(registry_dir):
     r = card_registry.reserve(0, CARD, GiB)
     path = registry_dir / "gpu0.json"
     state = json.loads(path.read_text())
-    state["entries"][0]["start_time"] += 12345     # "same pid, another process"
+    state["entries"][0]["start_time"] += 12345  # "same pid, another process"
     path.write_text(json.dumps(state))
     assert card_registry.usage(0) == []
-    assert json.loads(path.read_text())["entries"] == []   # reclaimed in the file too
+    assert json.loads(path.read_text())["entries"] == []  # reclaimed in the file too
     path.write_text("{ not json")
     assert card_registry.usage(0) == []
     assert card_registry.reserve(0, CARD, CARD).bytes == CARD
@@ -397,8 +412,9 @@ def test_allow_growth_grows_and_never_shrinks():
     other = None
     try:
         assert r.bytes == 0 and card_registry.usage(0)[0]["bytes"] == 0
-        a = allocator.Allocator("GPU_0_bfc", GPU0, r.bytes,
-                                grow=allocator.growth_callback(r, policy.limit_bytes))
+        a = allocator.Allocator(
+            "GPU_0_bfc", GPU0, r.bytes, grow=allocator.growth_callback(r, policy.limit_bytes)
+        )
         t1 = a.allocate(1 * MiB)
         assert r.bytes == 2 * MiB == a.capacity
         t2 = a.allocate(3 * MiB)
@@ -406,19 +422,22 @@ def test_allow_growth_grows_and_never_shrinks():
         a.free(t1)
         a.free(t2)
         assert a.bytes_in_use == 0
-        assert r.bytes == 4 * MiB == card_registry.used_bytes(0)        # nothing given back
-        assert r.grow(1 * MiB) == 4 * MiB                          # growing down does nothing
+        assert r.bytes == 4 * MiB == card_registry.used_bytes(0)  # nothing given back
+        assert r.grow(1 * MiB) == 4 * MiB  # growing down does nothing
         # another program takes the rest of the card: growth now fails with the driver's error
         other = card_registry.reserve(0, CARD, CARD - 4 * MiB, owner="greedy")
         with pytest.raises(errors.ResourceExhaustedError) as e:
             a.allocate(8 * MiB, shape=(2 * MiB,), dtype_name="float32")
-        assert str(e.value).startswith("OOM when allocating tensor with shape[2097152] and "
-                                       "type float on " + GPU0)
+        assert str(e.value).startswith(
+            "OOM when allocating tensor with shape[2097152] and type float on " + GPU0
+        )
         assert "CUDA_ERROR_OUT_OF_MEMORY" in str(e.value.__cause__)
         # growing to the 8 MiB needed takes 4 MiB more, and the card has none left
         cause = str(e.value.__cause__)
-        assert cause.startswith("failed to allocate 4.00M (4194304 bytes) from device: "
-                                "CUDA_ERROR_OUT_OF_MEMORY\nGPU 0: 0B free of 4.00G")
+        assert cause.startswith(
+            "failed to allocate 4.00M (4194304 bytes) from device: "
+            "CUDA_ERROR_OUT_OF_MEMORY\nGPU 0: 0B free of 4.00G"
+        )
         assert "pid %d (greedy) 4.00G" % os.getpid() in cause
         with pytest.raises(errors.ResourceExhaustedError, match="greedy"):
             r.grow(5 * MiB)
@@ -430,6 +449,7 @@ def test_allow_growth_grows_and_never_shrinks():
 
 
 # -- the registry, across real processes --------------------------------------------------------
+
 
 def test_two_processes_fit_a_third_fails(registry_dir):
     """Figure 12-4: two programs with fraction 0.4 share a 4 GiB card; a third one fails."""
@@ -445,26 +465,38 @@ def test_two_processes_fit_a_third_fails(registry_dir):
         p3 = spawn("program-3")
         assert p3.wait(timeout=20) == 3
         err = p3.stderr.read()
-        assert "ResourceExhaustedError: failed to allocate 1.60G (1717986918 bytes) from " \
-               "device: CUDA_ERROR_OUT_OF_MEMORY" in err
+        assert (
+            "ResourceExhaustedError: failed to allocate 1.60G (1717986918 bytes) from "
+            "device: CUDA_ERROR_OUT_OF_MEMORY" in err
+        )
         assert "819.20M free of 4.00G" in err
         assert "pid %d (program-1) 1.60G" % p1.pid in err
         assert "pid %d (program-2) 1.60G" % p2.pid in err
 
         # and so does this process
         with pytest.raises(errors.ResourceExhaustedError, match="CUDA_ERROR_OUT_OF_MEMORY"):
-            card_registry.reserve(0, CARD, allocator.reservation_size(
-                CARD, tf.GPUOptions(per_process_gpu_memory_fraction=0.4)))
+            card_registry.reserve(
+                0,
+                CARD,
+                allocator.reservation_size(
+                    CARD, tf.GPUOptions(per_process_gpu_memory_fraction=0.4)
+                ),
+            )
 
         # smi shows both programs, in-process and from the command line
         (card0, card1) = smi_mod.smi_data()
         assert card0["memory_used"] == 2 * SHARE and card0["memory_total"] == CARD
         assert [(p["pid"], p["name"], p["memory"]) for p in card0["processes"]] == sorted(
-            [(p1.pid, "program-1", SHARE), (p2.pid, "program-2", SHARE)])
+            [(p1.pid, "program-1", SHARE), (p2.pid, "program-2", SHARE)]
+        )
         assert card1["processes"] == [] and card1["memory_used"] == 0
-        out = subprocess.run([sys.executable, "-m", "minitf.smi", "--json"],
-                             capture_output=True, text=True, timeout=30,
-                             env=_child_env(registry_dir))
+        out = subprocess.run(
+            [sys.executable, "-m", "minitf.smi", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=_child_env(registry_dir),
+        )
         assert out.returncode == 0, out.stderr
         data = json.loads(out.stdout)
         assert data[0]["memory_used"] == 2 * SHARE
@@ -497,19 +529,20 @@ def test_killed_process_memory_is_reclaimed(registry_dir):
 
 # -- smi ----------------------------------------------------------------------------------------
 
+
 def test_smi_table_shows_cards_processes_and_memory(capsys):
     r = card_registry.reserve(0, CARD, SHARE, owner="python3 train.py")
     try:
         buf = io.StringIO()
         assert smi_mod.smi(file=buf) is None
         text = buf.getvalue()
-        smi_mod(file=None)                            # the module itself is callable
+        smi_mod(file=None)  # the module itself is callable
         assert capsys.readouterr().out.splitlines()[1:] == text.splitlines()[1:]
     finally:
         r.release()
     lines = text.splitlines()
     table = [ln for ln in lines if ln.startswith(("|", "+"))]
-    assert table and all(len(ln) == smi_mod.WIDTH for ln in table)   # fixed columns
+    assert table and all(len(ln) == smi_mod.WIDTH for ln in table)  # fixed columns
     assert "MINITF-SMI" in lines[2] and "2 emulated GPU card(s)" in lines[2]
     assert "Memory-Usage" in text and "Processes:" in text
     card_rows = [ln for ln in table if "minitf emulated GPU" in ln]
@@ -543,8 +576,13 @@ def test_smi_data_sums_a_process_reservations():
 
 
 def test_smi_command_line_table():
-    out = subprocess.run([sys.executable, "-m", "minitf.smi"], capture_output=True, text=True,
-                         timeout=30, env=_child_env(os.environ["MINITF_STATE_DIR"]))
+    out = subprocess.run(
+        [sys.executable, "-m", "minitf.smi"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=_child_env(os.environ["MINITF_STATE_DIR"]),
+    )
     assert out.returncode == 0, out.stderr
     assert "MINITF-SMI" in out.stdout and "No running processes found" in out.stdout
     assert out.stdout.count("minitf emulated GPU") == 2 and out.stderr == ""

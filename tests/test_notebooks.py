@@ -34,8 +34,8 @@ def _nbval_env(tmp_path):
         env.pop(name, None)
     env["MINITF_STATE_DIR"] = str(tmp_path / "state")
     (tmp_path / "tmp").mkdir()
-    env["TMPDIR"] = str(tmp_path / "tmp")   # the notebooks' temporary folders end up in here
-    env["NUMBA_ENABLE_CUDASIM"] = "1"    # emulated cards even on a CUDA machine, as committed
+    env["TMPDIR"] = str(tmp_path / "tmp")  # the notebooks' temporary folders end up in here
+    env["NUMBA_ENABLE_CUDASIM"] = "1"  # emulated cards even on a CUDA machine, as committed
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
@@ -44,15 +44,29 @@ def test_notebooks_match_their_committed_outputs(tmp_path):
     try:
         import nbval  # noqa: F401
     except ImportError:
-        pytest.fail("nbval is not installed: the notebooks cannot be checked (it belongs to the "
-                    "test dependencies)")
+        pytest.fail(
+            "nbval is not installed: the notebooks cannot be checked (it belongs to the "
+            "test dependencies)"
+        )
     names = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
     assert names, "no notebook found in %s" % NOTEBOOKS
-    cmd = [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env",
-           "--nbval-sanitize-with", "notebooks/nbval_sanitize.cfg", "-q", "-rA",
-           "-p", "no:cacheprovider", "notebooks/"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=_nbval_env(tmp_path),
-                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--nbval",
+        "--nbval-current-env",
+        "--nbval-sanitize-with",
+        "notebooks/nbval_sanitize.cfg",
+        "-q",
+        "-rA",
+        "-p",
+        "no:cacheprovider",
+        "notebooks/",
+    ]
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=_nbval_env(tmp_path), capture_output=True, text=True, timeout=TIMEOUT_S
+    )
     report = proc.stdout + proc.stderr
     assert proc.returncode == 0, "nbval failed (exit %d):\n%s" % (proc.returncode, report[-20000:])
     passed = re.findall(r"^PASSED notebooks/([^:\s]+\.ipynb)::Cell \d+", proc.stdout, re.M)

@@ -34,6 +34,7 @@ GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 # Parsing the reference files
 # =============================================================================================
 
+
 def ref_stdout(example):
     return (REF_DIR / ("%s.v1.stdout.txt" % example)).read_text()
 
@@ -43,11 +44,15 @@ def ref_stderr(example):
 
 
 # "  a/Assign      Assign      device='/device:CPU:0'  _class=['loc:@a']"
-_TABLE_RE = re.compile(r"^  (?P<name>\S+)\s+(?P<type>\w+)\s+device='(?P<device>[^']*)'"
-                       r"(?:\s+_class=(?P<cls>\[[^\]]*\]))?\s*$")
+_TABLE_RE = re.compile(
+    r"^  (?P<name>\S+)\s+(?P<type>\w+)\s+device='(?P<device>[^']*)'"
+    r"(?:\s+_class=(?P<cls>\[[^\]]*\]))?\s*$"
+)
 # "pin float op to '/cpu:1': EXCEPTION tensorflow....InvalidArgumentError"
-_PROBE_RE = re.compile(r"^(?P<label>\S.*?)\s*: (?:NO EXCEPTION, result=(?P<result>.*)"
-                       r"|EXCEPTION (?P<cls>\S+))$")
+_PROBE_RE = re.compile(
+    r"^(?P<label>\S.*?)\s*: (?:NO EXCEPTION, result=(?P<result>.*)"
+    r"|EXCEPTION (?P<cls>\S+))$"
+)
 _ERRNAME_RE = re.compile(r"^\s+tf\.errors name: (?P<name>\w+)\s+error_code: (?P<code>\w+)$")
 _MSG_RE = re.compile(r"^    \|(?: (?P<text>.*))?$")
 
@@ -57,7 +62,7 @@ def _lines_after(text, header):
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.startswith(header):
-            return lines[i + 1:]
+            return lines[i + 1 :]
     raise AssertionError("header %r not found in the reference file" % header)
 
 
@@ -126,7 +131,7 @@ class Outcome:
         lines = self.message_lines
         node_lines = [i for i, line in enumerate(lines) if line.startswith("Node: '")]
         if node_lines:
-            lines = lines[node_lines[-1] + 1:]
+            lines = lines[node_lines[-1] + 1 :]
         elif lines and lines[0] == "Graph execution error:":
             lines = lines[2:]
         return "\n".join(lines)
@@ -164,13 +169,17 @@ def probe(example, label):
 def value_line(text, name, after=None):
     """``<name> = <number>`` lines (e.g. ``c = 12.0``) → list of floats, in file order."""
     lines = _lines_after(text, after) if after else text.splitlines()
-    return [float(m.group(1)) for m in
-            (re.match(r"^%s = (\S+)$" % re.escape(name), line) for line in lines) if m]
+    return [
+        float(m.group(1))
+        for m in (re.match(r"^%s = (\S+)$" % re.escape(name), line) for line in lines)
+        if m
+    ]
 
 
 # =============================================================================================
 # Helpers on the minitf side
 # =============================================================================================
+
 
 def op_table(graph=None):
     """minitf's view of the same table: [(name, type, device, _class or None)] in graph order."""
@@ -210,6 +219,7 @@ def assert_error_matches(exc_info, outcome):
 # =============================================================================================
 # (a) simple placement + log_device_placement        ex_a_placement
 # =============================================================================================
+
 
 def build_ex_a():
     with tf.device("/cpu:0"):
@@ -304,8 +314,10 @@ def test_ex_a_placement_is_not_written_back(cpu_only):
     sess.run(a.initializer)
     sess.run(c)
     sess.run(c)
-    expected = table_after(ref_stdout("ex_a_placement"),
-                           "op.device strings after running (placement is NOT written back):")
+    expected = table_after(
+        ref_stdout("ex_a_placement"),
+        "op.device strings after running (placement is NOT written back):",
+    )
     assert op_table() == expected
     assert c.op.device == ""
 
@@ -350,6 +362,7 @@ def test_ex_a_no_logging_without_log_device_placement(cpu_only, capsys):
 # =============================================================================================
 # (b) dynamic placement functions                    ex_b_dynamic_placement
 # =============================================================================================
+
 
 def book_variables_on_cpu(op):
     """The book's device function: tests op.type == "Variable", which TF1 ops never have."""
@@ -400,8 +413,9 @@ def test_ex_b_book_function_results_are_stored_verbatim(cpu_only):
     the book's ``op.type == "Variable"`` test matches nothing: the op is a VariableV2
     (spec §1.6 kind 2, §10.3)."""
     a, b, c = build_ex_b(book_variables_on_cpu)
-    expected = table_after(ref_stdout("ex_b_dynamic_placement"),
-                           "op.device after build (book's function")
+    expected = table_after(
+        ref_stdout("ex_b_dynamic_placement"), "op.device after build (book's function"
+    )
     assert op_table() == expected
     assert a.op.type == "VariableV2"
     assert not [op for op in tf.get_default_graph().get_operations() if op.type == "Variable"]
@@ -411,8 +425,10 @@ def test_ex_b_book_function_results_are_stored_verbatim(cpu_only):
 def test_ex_b_book_function_without_soft_placement_fails(cpu_only):
     """ex_b: the book's function pins the variable to '/gpu:0'; on a CPU-only session the run
     fails with InvalidArgumentError naming ``a`` (spec §2.5 reason 1)."""
-    expected = probe("ex_b_dynamic_placement",
-                     "book variables_on_cpu, no soft placement: sess.run(a.initializer)")
+    expected = probe(
+        "ex_b_dynamic_placement",
+        "book variables_on_cpu, no soft placement: sess.run(a.initializer)",
+    )
     a, b, c = build_ex_b(book_variables_on_cpu)
     sess = tf.Session(config=config(log_device_placement=True))
     with pytest.raises(tf.errors.InvalidArgumentError) as info:
@@ -471,7 +487,9 @@ def test_ex_b_device_function_returning_none_raises_type_error(cpu_only):
 
 G3_FUNCTIONS = {
     "device fn returning DeviceSpec(CPU,0)": (
-        "under_devicespec_fn", lambda op: tf.DeviceSpec(device_type="CPU", device_index=0)),
+        "under_devicespec_fn",
+        lambda op: tf.DeviceSpec(device_type="CPU", device_index=0),
+    ),
     "device fn returning '/gpu:1'": ("under_str_fn_gpu1", lambda op: "/gpu:1"),
     "device fn returning ''": ("under_empty_fn", lambda op: ""),
 }
@@ -524,8 +542,11 @@ def test_ex_b_op_whose_device_function_raised_stays_in_graph(cpu_only):
     """ex_b 'all ops of g3': TF had already added the op to the graph when the device function
     raised, so ``under_none_fn`` is listed with device '' (no device entry applied; §11: what
     a program can read back follows the observed run)."""
-    expected = [row for row in table_after(ref_stdout("ex_b_dynamic_placement"),
-                                           "all ops of g3:") if row[0] == "under_none_fn"]
+    expected = [
+        row
+        for row in table_after(ref_stdout("ex_b_dynamic_placement"), "all ops of g3:")
+        if row[0] == "under_none_fn"
+    ]
     assert expected == [("under_none_fn", "Const", "", None)]
     got = [row for row in op_table(build_g3()) if row[0] == "under_none_fn"]
     assert got == expected
@@ -534,6 +555,7 @@ def test_ex_b_op_whose_device_function_raised_stays_in_graph(cpu_only):
 # =============================================================================================
 # (c) pinning to /gpu:0 with no GPU                  ex_c_gpu_pinning
 # =============================================================================================
+
 
 def build_ex_c():
     with tf.device("/gpu:0"):
@@ -594,8 +616,9 @@ def test_ex_c_soft_placement_log_and_values(cpu_only, capsys):
 def _pin_probes():
     found = []
     for label, outcome in probes(ref_stdout("ex_c_gpu_pinning")).items():
-        m = re.match(r"^pin float op to '(?P<dev>[^']*)'(?P<soft>, allow_soft_placement=True)?$",
-                     label)
+        m = re.match(
+            r"^pin float op to '(?P<dev>[^']*)'(?P<soft>, allow_soft_placement=True)?$", label
+        )
         if m:
             found.append(pytest.param(m.group("dev"), bool(m.group("soft")), outcome, id=label))
     assert len(found) == 9
@@ -657,15 +680,32 @@ def test_ex_d_control_inputs_and_node_def(cpu_only):
     """ex_d: only ops created inside the block get control inputs; op.inputs, op.control_inputs
     and node_def.input ('^a', '^b') (spec §5.4)."""
     chapter_control_deps_graph()
-    row_re = re.compile(r"^  (\S+)\s+(\w+)\s+inputs=(\[.*?\]) control_inputs=(\[.*?\]) "
-                        r"node_def\.input=(\[.*?\])$")
-    expected = [(m.group(1), m.group(2), ast.literal_eval(m.group(3)),
-                 ast.literal_eval(m.group(4)), ast.literal_eval(m.group(5)))
-                for m in map(row_re.match, ref_stdout("ex_d_control_deps").splitlines()) if m]
+    row_re = re.compile(
+        r"^  (\S+)\s+(\w+)\s+inputs=(\[.*?\]) control_inputs=(\[.*?\]) "
+        r"node_def\.input=(\[.*?\])$"
+    )
+    expected = [
+        (
+            m.group(1),
+            m.group(2),
+            ast.literal_eval(m.group(3)),
+            ast.literal_eval(m.group(4)),
+            ast.literal_eval(m.group(5)),
+        )
+        for m in map(row_re.match, ref_stdout("ex_d_control_deps").splitlines())
+        if m
+    ]
     assert len(expected) == 6
-    got = [(op.name, op.type, [t.name for t in op.inputs],
-            [c.name for c in op.control_inputs], list(op.node_def.input))
-           for op in tf.get_default_graph().get_operations()]
+    got = [
+        (
+            op.name,
+            op.type,
+            [t.name for t in op.inputs],
+            [c.name for c in op.control_inputs],
+            list(op.node_def.input),
+        )
+        for op in tf.get_default_graph().get_operations()
+    ]
     assert got == expected
 
 
@@ -814,15 +854,21 @@ def test_two_gpus_session_devices(two_gpus, capsys):
     lines = out_lines(capsys)
     # TF's "Creating TensorFlow device" line per GPU comes first, then the mapping block.
     for k, line in enumerate(lines[:2]):
-        assert re.match(r"^Creating TensorFlow device \(/job:localhost/replica:0/task:0/"
-                        r"device:GPU:%d with \d+ MB memory\) -> physical GPU \(device: %d, "
-                        r"name: .+\)$" % (k, k), line)
+        assert re.match(
+            r"^Creating TensorFlow device \(/job:localhost/replica:0/task:0/"
+            r"device:GPU:%d with \d+ MB memory\) -> physical GPU \(device: %d, "
+            r"name: .+\)$" % (k, k),
+            line,
+        )
     lines = lines[2:]
     assert lines[0] == "Device mapping:"
     assert len(lines) == 3
     for k, line in enumerate(lines[1:]):
-        assert re.match(r"^/job:localhost/replica:0/task:0/device:GPU:%d -> device: %d, name: "
-                        r".+, pci bus id: .+, compute capability: \d+\.\d+$" % (k, k), line)
+        assert re.match(
+            r"^/job:localhost/replica:0/task:0/device:GPU:%d -> device: %d, name: "
+            r".+, pci bus id: .+, compute capability: \d+\.\d+$" % (k, k),
+            line,
+        )
 
 
 def test_book_int32_variable_on_gpu_has_no_kernel(two_gpus):
@@ -835,9 +881,11 @@ def test_book_int32_variable_on_gpu_has_no_kernel(two_gpus):
         sess.run(i.initializer)
     e = info.value
     assert e.error_code == 3
-    assert ("Cannot assign a device for operation i: Could not satisfy explicit device "
-            "specification '/device:GPU:0' because no supported kernel for GPU devices is "
-            "available.") in e.message
+    assert (
+        "Cannot assign a device for operation i: Could not satisfy explicit device "
+        "specification '/device:GPU:0' because no supported kernel for GPU devices is "
+        "available."
+    ) in e.message
     assert e.op is not None and e.op.name == "i"
     assert "CUDA is not enabled" not in e.message
 
@@ -852,8 +900,11 @@ def test_book_float_variable_on_gpu_is_placed_on_gpu0(two_gpus, capsys):
     lines = out_lines(capsys)
     assert "i: (VariableV2): %s" % GPU0 in lines
     assert placements(lines) == {
-        "i": ("VariableV2", GPU0), "i/Assign": ("Assign", GPU0),
-        "i/read": ("Identity", GPU0), "i/initial_value": ("Const", GPU0)}
+        "i": ("VariableV2", GPU0),
+        "i/Assign": ("Assign", GPU0),
+        "i/read": ("Identity", GPU0),
+        "i/initial_value": ("Const", GPU0),
+    }
     value = sess.run(i)
     assert type(value) is np.float32 and value == np.float32(3.0)
 
@@ -869,8 +920,12 @@ def test_book_int32_variable_soft_placement_moves_to_cpu(two_gpus, capsys):
     capsys.readouterr()
     sess.run(i.initializer)
     lines = out_lines(capsys)
-    assert lines == ["i: (VariableV2): %s" % CPU0, "i/Assign: (Assign): %s" % CPU0,
-                     "i/read: (Identity): %s" % CPU0, "i/initial_value: (Const): %s" % GPU0]
+    assert lines == [
+        "i: (VariableV2): %s" % CPU0,
+        "i/Assign: (Assign): %s" % CPU0,
+        "i/read: (Identity): %s" % CPU0,
+        "i/initial_value: (Const): %s" % GPU0,
+    ]
     value = sess.run(i)
     assert type(value) is np.int32 and value == 3
 
@@ -889,9 +944,13 @@ def test_unpinned_ops_prefer_gpu0_when_a_kernel_exists(two_gpus, capsys):
     fv, iv = sess.run([fm, im])
     placed = placements(out_lines(capsys))
     assert placed == {
-        "float_matmul": ("MatMul", GPU0), "int_matmul": ("MatMul", CPU0),
-        "x": ("Const", GPU0), "w": ("Const", GPU0),
-        "xi": ("Const", CPU0), "wi": ("Const", CPU0)}
+        "float_matmul": ("MatMul", GPU0),
+        "int_matmul": ("MatMul", CPU0),
+        "x": ("Const", GPU0),
+        "w": ("Const", GPU0),
+        "xi": ("Const", CPU0),
+        "wi": ("Const", CPU0),
+    }
     np.testing.assert_array_equal(fv, np.array([[11.0]], np.float32))
     np.testing.assert_array_equal(iv, np.array([[11]], np.int32))
     assert fv.dtype == np.float32 and iv.dtype == np.int32

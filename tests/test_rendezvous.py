@@ -11,8 +11,9 @@ import minitf as tf
 from helpers import wait_until
 from minitf.framework.rendezvous import LocalRendezvous, create_key, parse_key
 
-KEY = create_key("/job:a/replica:0/task:0/device:CPU:0", 5,
-                 "/job:a/replica:0/task:0/device:GPU:0", "x:0")
+KEY = create_key(
+    "/job:a/replica:0/task:0/device:CPU:0", 5, "/job:a/replica:0/task:0/device:GPU:0", "x:0"
+)
 
 
 def _collector():
@@ -21,10 +22,16 @@ def _collector():
 
 
 def test_key_format_round_trips():
-    assert KEY == ("/job:a/replica:0/task:0/device:CPU:0;0000000000000005;"
-                   "/job:a/replica:0/task:0/device:GPU:0;x:0;0:0")
-    assert parse_key(KEY) == ("/job:a/replica:0/task:0/device:CPU:0", 5,
-                              "/job:a/replica:0/task:0/device:GPU:0", "x:0")
+    assert KEY == (
+        "/job:a/replica:0/task:0/device:CPU:0;0000000000000005;"
+        "/job:a/replica:0/task:0/device:GPU:0;x:0;0:0"
+    )
+    assert parse_key(KEY) == (
+        "/job:a/replica:0/task:0/device:CPU:0",
+        5,
+        "/job:a/replica:0/task:0/device:GPU:0",
+        "x:0",
+    )
     for bad in ("x", "a;zz;c;d;0:0", ";" * 10):
         with pytest.raises(tf.errors.InvalidArgumentError, match="Invalid rendezvous key"):
             parse_key(bad)
@@ -37,9 +44,9 @@ def test_send_before_recv_and_recv_before_send():
     r.recv_async(KEY, done)
     assert got == [(1.0, None)] and r.pending() == 0
     got, done = _collector()
-    r.recv_async("k2", done)           # waits: no value yet, and no thread is held
+    r.recv_async("k2", done)  # waits: no value yet, and no thread is held
     assert got == []
-    r.send("k2", 2.0)                  # the sender's thread calls the receiver back
+    r.send("k2", 2.0)  # the sender's thread calls the receiver back
     assert got == [(2.0, None)]
 
 
@@ -55,7 +62,7 @@ def test_abort_fails_waiting_and_later_receives_and_sends():
     assert got2 == [(None, err)]
     with pytest.raises(tf.errors.CancelledError):
         r.send("other", 3.0)
-    r.abort(tf.errors.UnknownError(None, None, "second"))   # the first abort wins
+    r.abort(tf.errors.UnknownError(None, None, "second"))  # the first abort wins
     assert r.aborted is err
 
 
@@ -64,11 +71,11 @@ def test_blocking_recv_waits_for_another_thread_and_times_out():
     got = []
     receiver = threading.Thread(target=lambda: got.append(r.recv(KEY, timeout=30)))
     receiver.start()
-    assert wait_until(lambda: KEY in r._waiters, 30)    # it waits for the value ...
+    assert wait_until(lambda: KEY in r._waiters, 30)  # it waits for the value ...
     r.send(KEY, 42)
     receiver.join(30)
-    assert got == [42]                                  # ... and has it once it is sent
+    assert got == [42]  # ... and has it once it is sent
     with pytest.raises(tf.errors.DeadlineExceededError, match="Timed out waiting for tensor"):
         r.recv("never", timeout=0.01)
-    r.send("never", 1)                 # the timed-out waiter is gone: the value stays
+    r.send("never", 1)  # the timed-out waiter is gone: the value stays
     assert r.pending() == 1

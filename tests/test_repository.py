@@ -19,8 +19,17 @@ OUTSIDE = [
     ("path to a folder beside the clone", re.compile(r"\.\./sh[a]red\b")),
 ]
 # Not under version control (the .gitignore entries and tool caches), for the walk without git.
-UNTRACKED_DIRS = {".git", ".venv", "__pycache__", "build", "dist", ".pytest_cache", ".hypothesis",
-                  ".ipynb_checkpoints", ".ruff_cache"}
+UNTRACKED_DIRS = {
+    ".git",
+    ".venv",
+    "__pycache__",
+    "build",
+    "dist",
+    ".pytest_cache",
+    ".hypothesis",
+    ".ipynb_checkpoints",
+    ".ruff_cache",
+}
 BINARY_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".ico", ".pdf", ".whl", ".gz", ".zip"}
 
 
@@ -32,9 +41,15 @@ def tracked_files():
         r = subprocess.run([git, "ls-files", "-z"], cwd=ROOT, capture_output=True, timeout=60)
         if r.returncode == 0:
             return [ROOT / name for name in r.stdout.decode().split("\0") if name]
-    return [p for p in ROOT.rglob("*")
-            if p.is_file() and not any(part in UNTRACKED_DIRS or part.endswith(".egg-info")
-                                       for part in p.relative_to(ROOT).parts)]
+    return [
+        p
+        for p in ROOT.rglob("*")
+        if p.is_file()
+        and not any(
+            part in UNTRACKED_DIRS or part.endswith(".egg-info")
+            for part in p.relative_to(ROOT).parts
+        )
+    ]
 
 
 def text_of(path):
@@ -56,7 +71,7 @@ def test_tracked_files_are_found():
 def test_no_tracked_file_points_outside_the_repository():
     found = []
     for path in sorted(tracked_files()):
-        if not path.is_file():        # deleted in the work tree, not yet committed
+        if not path.is_file():  # deleted in the work tree, not yet committed
             continue
         text = text_of(path)
         if text is None:
@@ -64,8 +79,10 @@ def test_no_tracked_file_points_outside_the_repository():
         for number, line in enumerate(text.splitlines(), 1):
             for what, pattern in OUTSIDE:
                 if pattern.search(line):
-                    found.append("%s:%d: %s: %s" % (path.relative_to(ROOT).as_posix(), number,
-                                                    what, line.strip()[:120]))
+                    found.append(
+                        "%s:%d: %s: %s"
+                        % (path.relative_to(ROOT).as_posix(), number, what, line.strip()[:120])
+                    )
     assert not found, "files that depend on what lies outside the repository:\n" + "\n".join(found)
 
 
@@ -74,9 +91,12 @@ def test_the_design_doc_names_every_module_and_no_other():
     its path under minitf/), and every path it names exists."""
     text = (ROOT / "docs" / "design.md").read_text()
     text = text.split("## Module map", 1)[1].split("\n## ", 1)[0]
-    modules = {str(p.relative_to(ROOT / "minitf")) for p in (ROOT / "minitf").rglob("*.py")
-               if "__pycache__" not in p.parts}
+    modules = {
+        str(p.relative_to(ROOT / "minitf"))
+        for p in (ROOT / "minitf").rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
     named = set(re.findall(r"`((?:[a-z_]+/)*[a-z_0-9]+\.py)`", text))
-    named = {n[len("minitf/"):] if n.startswith("minitf/") else n for n in named}
+    named = {n[len("minitf/") :] if n.startswith("minitf/") else n for n in named}
     assert sorted(modules - named) == [], "modules missing from docs/design.md"
     assert sorted(named - modules) == [], "docs/design.md names modules that do not exist"

@@ -51,6 +51,7 @@ def log_config(**kw):
 
 # -- fetches --------------------------------------------------------------------------------
 
+
 def test_fetch_tensor_and_operation():
     """Fetching a tensor gives its value; fetching an op gives None (but runs it)."""
     v = tf.Variable(1.0, name="v")
@@ -149,6 +150,7 @@ def test_fetched_arrays_are_copies():
 
 # -- feeds ----------------------------------------------------------------------------------
 
+
 def test_feed_by_tensor_and_by_name():
     """feed_dict keys may be tensors or tensor names."""
     p = tf.placeholder(tf.float32, shape=[2], name="p")
@@ -168,8 +170,8 @@ def test_feed_non_placeholder_replaces_value():
     v = tf.Variable(1.0, name="v")
     z = v.value() + 1  # v is never initialised
     with tf.Session() as sess:
-        assert sess.run(y, {x: 3.0}) == 30.0   # p is not needed
-        assert sess.run(z, {v.value(): 5.0}) == 6.0   # the uninitialised read does not run
+        assert sess.run(y, {x: 3.0}) == 30.0  # p is not needed
+        assert sess.run(z, {v.value(): 5.0}) == 6.0  # the uninitialised read does not run
         c = tf.constant(1.0, name="c")
         d = c + 1
         assert sess.run(d, {c: 41.0}) == 42.0
@@ -179,8 +181,10 @@ def test_feed_shape_mismatch():
     """§11.4: feeding a value of the wrong shape is a ValueError with TF's text."""
     p = tf.placeholder(tf.float32, shape=[2], name="p")
     with tf.Session() as sess:
-        with pytest.raises(ValueError, match=re.escape(
-                "Cannot feed value of shape (3,) for Tensor p:0, which has shape (2,)")):
+        with pytest.raises(
+            ValueError,
+            match=re.escape("Cannot feed value of shape (3,) for Tensor p:0, which has shape (2,)"),
+        ):
             sess.run(p, {p: [1.0, 2.0, 3.0]})
         q = tf.placeholder(tf.float32, shape=[None, 2], name="q")
         np.testing.assert_array_equal(sess.run(q, {q: np.ones((5, 2))}), np.ones((5, 2)))
@@ -207,8 +211,10 @@ def test_missing_feed_error():
     with tf.Session() as sess:
         with pytest.raises(tf.errors.InvalidArgumentError) as e:
             sess.run(y)
-    assert "You must feed a value for placeholder tensor 'p' with dtype float and shape [2]" \
+    assert (
+        "You must feed a value for placeholder tensor 'p' with dtype float and shape [2]"
         in e.value.message
+    )
     assert e.value.error_code == tf.errors.INVALID_ARGUMENT
     assert e.value.op is not None and e.value.op.name == "p"
     assert "[[" in e.value.message
@@ -218,9 +224,10 @@ def test_missing_feed_unknown_shape_and_int():
     """The message leaves out the shape when it is unknown; int32 is 'int32'."""
     p = tf.placeholder(tf.int32, name="p")
     with tf.Session() as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError,
-                           match="You must feed a value for placeholder tensor 'p' with dtype "
-                                 "int32"):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match="You must feed a value for placeholder tensor 'p' with dtype int32",
+        ):
             sess.run(p + 1)
 
 
@@ -236,6 +243,7 @@ def test_feed_dict_bad_key_and_value():
 
 
 # -- eval / run with a default session ---------------------------------------------------------
+
 
 def test_eval_and_run_with_session_context():
     """`with sess:` makes sess the default session for Tensor.eval() and Operation.run()."""
@@ -269,16 +277,22 @@ def test_eval_with_as_default_and_explicit_session():
 def test_eval_without_default_session():
     """Tensor.eval() with no default session is a ValueError with TF's text."""
     c = tf.constant(1.0)
-    with pytest.raises(ValueError, match=re.escape(
-            "Cannot evaluate tensor using `eval()`: No default session is registered.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape("Cannot evaluate tensor using `eval()`: No default session is registered."),
+    ):
         c.eval()
 
 
 def test_run_without_default_session():
     """Operation.run() with no default session is a ValueError with TF's text."""
     op = tf.no_op()
-    with pytest.raises(ValueError, match=re.escape(
-            "Cannot execute operation using `run()`: No default session is registered.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "Cannot execute operation using `run()`: No default session is registered."
+        ),
+    ):
         op.run()
 
 
@@ -290,21 +304,33 @@ def test_eval_with_session_of_another_graph():
     with other.as_default():
         tf.constant(0.0)
     sess = tf.Session(graph=other)
-    with pytest.raises(ValueError, match="Cannot use the given session to evaluate tensor: the "
-                                         "tensor's graph is different from the session's graph"):
+    with pytest.raises(
+        ValueError,
+        match="Cannot use the given session to evaluate tensor: the "
+        "tensor's graph is different from the session's graph",
+    ):
         c.eval(session=sess)
-    with pytest.raises(ValueError, match="Cannot use the given session to execute operation: "
-                                         "the operation's graph is different from the "
-                                         "session's graph"):
+    with pytest.raises(
+        ValueError,
+        match="Cannot use the given session to execute operation: "
+        "the operation's graph is different from the "
+        "session's graph",
+    ):
         op.run(session=sess)
     with sess.as_default():
-        with pytest.raises(ValueError, match="Cannot use the default session to evaluate "
-                                             "tensor: the tensor's graph is different from the "
-                                             "session's graph"):
+        with pytest.raises(
+            ValueError,
+            match="Cannot use the default session to evaluate "
+            "tensor: the tensor's graph is different from the "
+            "session's graph",
+        ):
             c.eval()
-        with pytest.raises(ValueError, match="Cannot use the default session to execute "
-                                             "operation: the operation's graph is different "
-                                             "from the session's graph"):
+        with pytest.raises(
+            ValueError,
+            match="Cannot use the default session to execute "
+            "operation: the operation's graph is different "
+            "from the session's graph",
+        ):
             op.run()
     sess.close()
 
@@ -326,6 +352,7 @@ def test_interactive_session():
 
 
 # -- fetch errors ---------------------------------------------------------------------------
+
 
 def test_fetch_tensor_of_another_graph():
     """Fetching a tensor that is not in the session's graph is a ValueError."""
@@ -354,8 +381,12 @@ def test_fetch_bad_types():
     """§11.4: fetching 1 or None is a TypeError."""
     tf.constant(0.0, name="c")
     with tf.Session() as sess:
-        with pytest.raises(TypeError, match=re.escape(
-                'Argument `fetch` = 1 has invalid type "int" must be a string or Tensor.')):
+        with pytest.raises(
+            TypeError,
+            match=re.escape(
+                'Argument `fetch` = 1 has invalid type "int" must be a string or Tensor.'
+            ),
+        ):
             sess.run(1)
         with pytest.raises(TypeError, match="None"):
             sess.run(None)
@@ -364,6 +395,7 @@ def test_fetch_bad_types():
 
 
 # -- lifetime -----------------------------------------------------------------------------------
+
 
 def test_closed_session():
     """§8: a closed session raises RuntimeError('Attempted to use a closed Session.')."""
@@ -382,8 +414,12 @@ def test_closed_session():
 def test_empty_graph():
     """§8: running a session over an empty graph is a RuntimeError."""
     sess = tf.Session(graph=tf.Graph())
-    with pytest.raises(RuntimeError, match=re.escape(
-            "The Session graph is empty.  Add operations to the graph before calling run().")):
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "The Session graph is empty.  Add operations to the graph before calling run()."
+        ),
+    ):
         sess.run([])
     sess.close()
 
@@ -403,8 +439,9 @@ def test_session_graph_property():
 
 def test_unknown_target_not_found():
     """§6.3: a target no session factory accepts raises NotFoundError."""
-    with pytest.raises(tf.errors.NotFoundError,
-                       match="No session factory registered for the given session options"):
+    with pytest.raises(
+        tf.errors.NotFoundError, match="No session factory registered for the given session options"
+    ):
         tf.Session("foo://x:1")
     with pytest.raises(tf.errors.NotFoundError):
         tf.Session("local")
@@ -438,6 +475,7 @@ def test_sessions_do_not_share_variables():
 
 
 # -- placement and its log (§2, §3) -------------------------------------------------------------
+
 
 def test_placement_at_first_run_and_after_growth(capsys):
     """§2.1/§3: the whole graph is placed (and logged) at the first run and again only when
@@ -547,7 +585,7 @@ def test_unpinned_constant_follows_consumer(capsys):
     assert found["b"][1] == CPU0
     assert found["a"][1] == CPU0
     assert found["s1"][1] == CPU0 and found["s2"][1] == GPU1
-    assert found["s"][1] == GPU0   # consumers disagree: first candidate
+    assert found["s"][1] == GPU0  # consumers disagree: first candidate
     assert found["k"][1] == GPU1
     assert found["k1"][1] == GPU0
 
@@ -601,10 +639,12 @@ def test_pin_to_missing_device_fails_at_run():
         sess.run(g)
     msg = e.value.message
     assert msg.startswith("Cannot assign a device for operation g: ")
-    assert "was explicitly assigned to /device:GPU:7 but available devices are [ " \
-           "/job:localhost/replica:0/task:0/device:CPU:0, " \
-           "/job:localhost/replica:0/task:0/device:GPU:0, " \
-           "/job:localhost/replica:0/task:0/device:GPU:1 ]" in msg
+    assert (
+        "was explicitly assigned to /device:GPU:7 but available devices are [ "
+        "/job:localhost/replica:0/task:0/device:CPU:0, "
+        "/job:localhost/replica:0/task:0/device:GPU:0, "
+        "/job:localhost/replica:0/task:0/device:GPU:1 ]" in msg
+    )
     assert "Make sure the device specification refers to a valid device." in msg
     assert "[[" in msg
     assert e.value.op is not None and e.value.op.name == "g"
@@ -650,8 +690,9 @@ def test_soft_placement_unknown_job_still_fails():
     with tf.device("/job:foo"):
         a = tf.identity(tf.constant(1.0), name="a")
     with tf.Session(config=tf.ConfigProto(allow_soft_placement=True)) as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError,
-                           match="Cannot assign a device for operation a"):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match="Cannot assign a device for operation a"
+        ):
             sess.run(a)
 
 
@@ -660,12 +701,14 @@ def test_int32_variable_on_gpu_fails_without_soft_placement():
     with tf.device("/gpu:0"):
         iv = tf.Variable(3, name="iv")
     with tf.Session() as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError,
-                           match="Cannot assign a device for operation iv"):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match="Cannot assign a device for operation iv"
+        ):
             sess.run(iv.initializer)
 
 
 # -- the session's devices (§2.1, §5.3) ---------------------------------------------------------
+
 
 def test_list_devices_default():
     """A local session has CPU:0 and one GPU per visible card."""
@@ -683,8 +726,10 @@ def test_device_count_gpu_zero_gives_cpu_only():
     with tf.device("/gpu:0"):
         c = tf.identity(tf.constant(1.0), name="c")
     with tf.Session(config=tf.ConfigProto(device_count={"GPU": 0})) as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError, match="available devices are \\[ "
-                           + re.escape(CPU0) + " \\]"):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match="available devices are \\[ " + re.escape(CPU0) + " \\]",
+        ):
             sess.run(c)
 
 
@@ -710,17 +755,20 @@ def test_visible_device_list_maps_gpu0_to_card1(capsys):
     sess = tf.Session(config=cfg)
     m = mapping(capsys.readouterr().out)
     assert list(m) == [GPU0]
-    assert m[GPU0].startswith("device: 1, ")   # TF names the platform GPU id there
+    assert m[GPU0].startswith("device: 1, ")  # TF names the platform GPU id there
     assert pci_bus_id(m[GPU0]) == card1_bus
     assert sorted(d.name for d in sess.list_devices()) == [CPU0, GPU0]
     sess.close()
 
 
-@pytest.mark.parametrize("spec, fragment", [
-    ("a", "Could not parse entry in 'visible_device_list': 'a'"),
-    ("2", "'visible_device_list' listed an invalid GPU id '2' but visible device count is 2"),
-    ("0,0", "visible_device_list contained a duplicate entry"),
-])
+@pytest.mark.parametrize(
+    "spec, fragment",
+    [
+        ("a", "Could not parse entry in 'visible_device_list': 'a'"),
+        ("2", "'visible_device_list' listed an invalid GPU id '2' but visible device count is 2"),
+        ("0,0", "visible_device_list contained a duplicate entry"),
+    ],
+)
 def test_visible_device_list_errors(spec, fragment):
     """§5.3: unparsable, out-of-range and duplicate entries are InvalidArgumentError."""
     cfg = tf.ConfigProto(gpu_options=tf.GPUOptions(visible_device_list=spec))
@@ -764,6 +812,7 @@ def test_cuda_visible_devices_empty_means_no_gpu(monkeypatch):
 
 # -- run-time errors (§8) ---------------------------------------------------------------------
 
+
 def test_uninitialized_variable_error():
     """§8: reading an uninitialised variable: FailedPreconditionError naming the reader."""
     v = tf.Variable(1.0, name="v")
@@ -781,8 +830,9 @@ def test_uninitialized_variable_fetched_directly():
     """Fetching the variable itself also fails with FailedPreconditionError."""
     v = tf.Variable(1.0, name="v")
     with tf.Session() as sess:
-        with pytest.raises(tf.errors.FailedPreconditionError,
-                           match="Attempting to use uninitialized value v"):
+        with pytest.raises(
+            tf.errors.FailedPreconditionError, match="Attempting to use uninitialized value v"
+        ):
             sess.run(v)
 
 
@@ -792,8 +842,7 @@ def test_int_matmul_inner_mismatch_at_run_time():
     b = tf.placeholder(tf.int32, name="b")
     m = tf.matmul(a, b)
     with tf.Session() as sess:
-        np.testing.assert_array_equal(
-            sess.run(m, {a: [[1, 2]], b: [[3], [4]]}), [[11]])
+        np.testing.assert_array_equal(sess.run(m, {a: [[1, 2]], b: [[3], [4]]}), [[11]])
         with pytest.raises(tf.errors.InvalidArgumentError) as e:
             sess.run(m, {a: np.ones((2, 3), np.int32), b: np.ones((2, 3), np.int32)})
     assert "Matrix size-incompatible: In[0]: [2,3], In[1]: [2,3]" in e.value.message
@@ -811,8 +860,10 @@ def test_assign_shape_mismatch_at_run_time():
         with pytest.raises(tf.errors.InvalidArgumentError) as e:
             sess.run(a, {p: 5.0})
         np.testing.assert_array_equal(sess.run(v), [1.0, 2.0, 3.0])
-    assert "Assign requires shapes of both tensors to match. lhs shape= [3] rhs shape= []" \
+    assert (
+        "Assign requires shapes of both tensors to match. lhs shape= [3] rhs shape= []"
         in e.value.message
+    )
     assert e.value.op is not None and e.value.op.name == "Assign"
 
 
@@ -823,9 +874,12 @@ def test_assign_shape_mismatch_on_uninitialized_variable():
     p = tf.placeholder(tf.float32, name="p")
     a = tf.assign(v, p)
     with tf.Session() as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError,
-                           match=re.escape("Assign requires shapes of both tensors to match. "
-                                           "lhs shape= [3] rhs shape= []")):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match=re.escape(
+                "Assign requires shapes of both tensors to match. lhs shape= [3] rhs shape= []"
+            ),
+        ):
             sess.run(a, {p: 5.0})
 
 
@@ -846,8 +900,9 @@ def test_broadcast_error_at_run_time():
     b = tf.placeholder(tf.float32, name="b")
     s = tf.add(a, b, name="s")
     with tf.Session() as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError,
-                           match=re.escape("Incompatible shapes: [2] vs. [3]")) as e:
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match=re.escape("Incompatible shapes: [2] vs. [3]")
+        ) as e:
             sess.run(s, {a: [1, 2], b: [1, 2, 3]})
     assert e.value.op.name == "s"
 
@@ -857,14 +912,14 @@ def test_session_factories_choose_the_implementation_by_target(monkeypatch):
     accepts the target makes the session's implementation, and ``Session.reset`` goes to the
     same factory.  The client class does the fetch and feed handling for every kind."""
     from minitf.runtime import session as session_mod
+
     made, resets = [], []
 
     class Fake:
         def __init__(self, target, graph, config):
             made.append(target)
 
-        def run(self, fetch_tensors, target_ops, feed_tensors, feed_values, options,
-                run_metadata):
+        def run(self, fetch_tensors, target_ops, feed_tensors, feed_values, options, run_metadata):
             return [float(len(feed_values)) for _ in fetch_tensors]
 
         def list_devices(self):
@@ -873,9 +928,16 @@ def test_session_factories_choose_the_implementation_by_target(monkeypatch):
         def close(self):
             made.append("closed")
 
-    monkeypatch.setitem(session_mod._factories, "FAKE_SESSION", session_mod.SessionFactory(
-        "FAKE_SESSION", lambda target: target.startswith("fake://"), Fake,
-        lambda target, containers, config: resets.append((target, containers))))
+    monkeypatch.setitem(
+        session_mod._factories,
+        "FAKE_SESSION",
+        session_mod.SessionFactory(
+            "FAKE_SESSION",
+            lambda target: target.startswith("fake://"),
+            Fake,
+            lambda target, containers, config: resets.append((target, containers)),
+        ),
+    )
     c = tf.constant(1.0)
     p = tf.placeholder(tf.float32)
     with tf.Session("fake://x") as sess:
@@ -888,5 +950,7 @@ def test_session_factories_choose_the_implementation_by_target(monkeypatch):
     assert resets == [("fake://x", ["c1"])]
     with pytest.raises(tf.errors.NotFoundError) as info:
         tf.Session("foo://x:1")
-    assert "Registered factories are {DIRECT_SESSION, FAKE_SESSION, GRPC_SESSION}." in \
-        info.value.message
+    assert (
+        "Registered factories are {DIRECT_SESSION, FAKE_SESSION, GRPC_SESSION}."
+        in info.value.message
+    )

@@ -29,21 +29,38 @@ def two_emulated_gpus():
 
 # -- helpers ---------------------------------------------------------------------------------
 
+
 def dump(stats):
     """Every field of a StepStats as plain tuples, for exact comparisons."""
     devs = []
     for d in stats.dev_stats:
         nodes = []
         for n in d.node_stats:
-            nodes.append((n.node_name, n.op_type, n.all_start_micros, n.op_start_rel_micros,
-                          n.op_end_rel_micros, n.all_end_rel_micros, n.scheduled_micros,
-                          n.thread_id, n.thread_name, n.pool, n.timeline_label,
-                          tuple((o.slot, o.dtype, o.shape, o.requested_bytes) for o in n.output),
-                          tuple((c.index, c.thread_id, c.thread_name, c.start_micros,
-                                 c.end_micros) for c in n.chunks)))
+            nodes.append(
+                (
+                    n.node_name,
+                    n.op_type,
+                    n.all_start_micros,
+                    n.op_start_rel_micros,
+                    n.op_end_rel_micros,
+                    n.all_end_rel_micros,
+                    n.scheduled_micros,
+                    n.thread_id,
+                    n.thread_name,
+                    n.pool,
+                    n.timeline_label,
+                    tuple((o.slot, o.dtype, o.shape, o.requested_bytes) for o in n.output),
+                    tuple(
+                        (c.index, c.thread_id, c.thread_name, c.start_micros, c.end_micros)
+                        for c in n.chunks
+                    ),
+                )
+            )
         devs.append((d.device, tuple(nodes)))
-    transfers = tuple((t.tensor_name, t.src_node, t.dst_node, t.src_device, t.dst_device,
-                       t.bytes, t.micros) for t in stats.transfers)
+    transfers = tuple(
+        (t.tensor_name, t.src_node, t.dst_node, t.src_device, t.dst_device, t.bytes, t.micros)
+        for t in stats.transfers
+    )
     return tuple(devs), transfers
 
 
@@ -103,10 +120,17 @@ def fig_ops(fig):
 
 # -- reproducibility and the dependency rule --------------------------------------------------
 
+
 def test_two_simulations_give_identical_records():
     fig, sess, sim1 = fig_sim()
-    sim2 = Simulation(tf.Session(), fig_ops(fig), inter_op_threads=2, intra_op_threads=3,
-                      gpu_thread_mode="gpu_private", gpu_thread_count=2)
+    sim2 = Simulation(
+        tf.Session(),
+        fig_ops(fig),
+        inter_op_threads=2,
+        intra_op_threads=3,
+        gpu_thread_mode="gpu_private",
+        gpu_thread_count=2,
+    )
     r1, r2 = sim1.run(), sim2.run()
     assert dump(r1) == dump(r2)
     assert sim1.events == sim2.events
@@ -153,7 +177,7 @@ def test_control_dependencies_delay_ops():
     sess = tf.Session()
     sim = Simulation(sess, z, inter_op_threads=2, intra_op_threads=2)
     pending = sim.pending_counts()
-    assert pending[x.op.name] == 2 and pending[y.op.name] == 2   # ^a, ^b
+    assert pending[x.op.name] == 2 and pending[y.op.name] == 2  # ^a, ^b
     assert pending[z.op.name] == 2 and pending[b.op.name] == 2
     # the sources are cheap: the caller will run them inline, last made ready first; they
     # include the _Recv on the CPU that z's value crosses to the caller by
@@ -184,6 +208,7 @@ def test_control_dependencies_delay_ops():
 
 # -- inter-op parallelism --------------------------------------------------------------------
 
+
 def two_branches():
     with tf.device("/gpu:0"):
         p = tf.square(tf.ones([512, 512], name="p_in"), name="p")
@@ -203,7 +228,7 @@ def test_two_inter_op_threads_run_independent_branches_in_parallel():
     assert overlap(interval(par, "p"), interval(par, "q"))
     assert not overlap(interval(ser, "p"), interval(ser, "q"))
     threads_par = {nodes_of(par)[n][0].thread_name for n in "pq"}
-    assert threads_par == {"inter-op #0", "inter-op #1"}     # the shared pool's
+    assert threads_par == {"inter-op #0", "inter-op #1"}  # the shared pool's
     assert {nodes_of(ser)[n][0].thread_name for n in "pq"} == {"inter-op #0"}
     end = lambda s: max(n.end_micros for n, _ in nodes_of(s).values())  # noqa: E731
     assert end(par) < end(ser)
@@ -213,14 +238,15 @@ def test_two_inter_op_threads_run_independent_branches_in_parallel():
 
 def test_expensive_nodes_queue_fifo_and_take_the_lowest_free_thread():
     with tf.device("/gpu:0"):
-        outs = [tf.square(tf.ones([256, 256], name="in%d" % k), name="sq%d" % k)
-                for k in range(3)]
+        outs = [tf.square(tf.ones([256, 256], name="in%d" % k), name="sq%d" % k) for k in range(3)]
     sim = Simulation(tf.Session(), [o.op for o in outs], inter_op_threads=2, intra_op_threads=1)
     assert sim.ready_queues() == {"inter-op": ["in0", "in1", "in2"]}
     ev = [sim.next_event() for _ in range(2)]
     assert [(e.kind, e.node, e.thread) for e in ev] == [
-        ("start", "in0", "inter-op #0"), ("start", "in1", "inter-op #1")]
-    assert sim.ready_queues() == {"inter-op": ["in2"]}    # both threads busy: in2 waits
+        ("start", "in0", "inter-op #0"),
+        ("start", "in1", "inter-op #1"),
+    ]
+    assert sim.ready_queues() == {"inter-op": ["in2"]}  # both threads busy: in2 waits
     assert sim.running() == {"inter-op #0": "in0", "inter-op #1": "in1"}
     stats = sim.run()
     assert nodes_of(stats)["in2"][0].all_start_micros == 1  # when a thread came free
@@ -230,9 +256,9 @@ def test_expensive_nodes_queue_fifo_and_take_the_lowest_free_thread():
 def test_a_send_runs_inline_and_a_recv_hands_its_successors_to_the_pool():
     with tf.device("/gpu:0"):
         x = tf.square(tf.ones([512, 512], name="x_in"), name="x")
-        here = tf.reduce_sum(x, name="here")      # expensive: its input is large
+        here = tf.reduce_sum(x, name="here")  # expensive: its input is large
     with tf.device("/gpu:1"):
-        there = tf.reduce_sum(x, name="there")    # the same, once x crossed to GPU:1
+        there = tf.reduce_sum(x, name="there")  # the same, once x crossed to GPU:1
     sim = Simulation(tf.Session(), [here.op, there.op], inter_op_threads=2, intra_op_threads=1)
     stats = sim.run()
     nodes = nodes_of(stats)
@@ -258,6 +284,7 @@ def test_a_send_runs_inline_and_a_recv_hands_its_successors_to_the_pool():
 
 # -- intra-op splitting ------------------------------------------------------------------------
 
+
 def test_split_kernel_runs_chunks_on_distinct_intra_op_threads():
     fig = figure_12_5()
     sess = tf.Session()
@@ -270,13 +297,13 @@ def test_split_kernel_runs_chunks_on_distinct_intra_op_threads():
     assert [c.index for c in a.chunks] == [0, 1, 2]
     threads = [c.thread_name for c in a.chunks]
     assert len(set(threads)) == 3
-    assert threads[0] == a.thread_name                      # chunk 0: the node's own thread
+    assert threads[0] == a.thread_name  # chunk 0: the node's own thread
     assert all(t.startswith("GPU:0 intra-op #") for t in threads[1:])
     assert len({c.thread_id for c in a.chunks}) == 3
-    for c in a.chunks:                                      # in parallel, inside the node
+    for c in a.chunks:  # in parallel, inside the node
         assert c.start_micros == a.all_start_micros and c.end_micros <= a.end_micros
     a1 = nodes_of(whole)["A"][0]
-    assert len(a1.chunks) == 1                               # one thread: a single chunk
+    assert len(a1.chunks) == 1  # one thread: a single chunk
     cost = CostModel().micros(fig["A"].op, "GPU")
     assert a1.all_end_rel_micros == cost + C.CHUNK_OVERHEAD_MICROS
     assert a.all_end_rel_micros == -(-cost // 3) + C.CHUNK_OVERHEAD_MICROS
@@ -303,7 +330,10 @@ def test_intra_op_pool_is_shared_between_split_nodes():
     stats = simulate(tf.Session(), [m1, m2], inter_op_threads=2, intra_op_threads=3)
     n1, n2 = nodes_of(stats)["m1"][0], nodes_of(stats)["m2"][0]
     assert {c.thread_name for c in n1.chunks[1:] + n2.chunks[1:]} <= {
-        "intra-op #0", "intra-op #1", "intra-op #2"}
+        "intra-op #0",
+        "intra-op #1",
+        "intra-op #2",
+    }
     # both want 2 intra-op threads; the pool has 3, so one chunk of the later node waits
     assert len(n1.chunks) == len(n2.chunks) == 3
     assert any(c.start_micros > n2.all_start_micros for c in n2.chunks[1:])
@@ -313,6 +343,7 @@ def test_intra_op_pool_is_shared_between_split_nodes():
 
 # -- step by step: Figure 12-5 ---------------------------------------------------------------
 
+
 def test_figure_12_5_step_by_step():
     fig, sess, sim = fig_sim()
     assert set(fig) == set("ABCDE")
@@ -320,8 +351,7 @@ def test_figure_12_5_step_by_step():
     # the sources are the constants; A needs two of them, the others one input each
     assert sim.pending_counts() == {"A": 2, "B": 1, "C": 1, "D": 1, "E": 1}
     # each GPU has a ready queue of its own (gpu_private); the shared pool's is empty
-    assert sim.ready_queues() == {"inter-op": [], "GPU:0": ["A_x", "A_w", "B_x"],
-                                  "GPU:1": ["C_x"]}
+    assert sim.ready_queues() == {"inter-op": [], "GPU:0": ["A_x", "A_w", "B_x"], "GPU:1": ["C_x"]}
     assert sim.running() == {}
 
     ev = sim.next_event()
@@ -335,7 +365,7 @@ def test_figure_12_5_step_by_step():
     assert running[ev.thread] == "A"
     assert running["GPU:0 intra-op #0"] == "A" and running["GPU:0 intra-op #1"] == "A"
     t_a = ev.time
-    ev = sim.next_event()                    # C starts on GPU:1 at the same time
+    ev = sim.next_event()  # C starts on GPU:1 at the same time
     assert (ev.kind, ev.node, ev.time, ev.device) == ("start", "C", t_a, GPU1)
     assert sim.running()["GPU:1 inter-op #0"] == "C"
 
@@ -379,8 +409,9 @@ def test_figure_12_5_in_a_given_graph():
     stats = simulate(tf.Session(graph=g), fig_ops(fig), inter_op_threads=1, intra_op_threads=1)
     assert len(nodes_of(stats)) == 9
     # fetching the tensors rather than running the ops: each value crosses to the client's CPU
-    fetched = simulate(tf.Session(graph=g), list(fig.values()), inter_op_threads=1,
-                       intra_op_threads=1)
+    fetched = simulate(
+        tf.Session(graph=g), list(fig.values()), inter_op_threads=1, intra_op_threads=1
+    )
     nodes = nodes_of(fetched)
     assert len(nodes) == 9 + 2 * 5
     assert sorted(n.op_type for n, d in nodes.values() if d == CPU0) == ["_Recv"] * 5
@@ -388,6 +419,7 @@ def test_figure_12_5_in_a_given_graph():
 
 
 # -- the record ------------------------------------------------------------------------------
+
 
 def test_record_devices_match_the_placement():
     fig, sess, sim = fig_sim()
@@ -397,7 +429,7 @@ def test_record_devices_match_the_placement():
     ops = {op.name: op for op in tf.get_default_graph().get_operations()}
     nodes = nodes_of(stats)
     for name, (n, device) in nodes.items():
-        if n.op_type in ("_Send", "_Recv"):    # added where a tensor crosses devices
+        if n.op_type in ("_Send", "_Recv"):  # added where a tensor crosses devices
             continue
         assert device == sess.placement.device_of[ops[name]].name
     assert nodes["total"][1] == CPU0
@@ -410,8 +442,7 @@ def test_record_devices_match_the_placement():
     assert sorted(tr) == ["A:0", "D:0"]
     d = tr["D:0"]
     assert d.src_node == "D" and nodes[d.dst_node][0].op_type == "_Recv"
-    assert nodes["total"][0].timeline_label == "total = Sum(%s, Const)" \
-        % d.dst_node
+    assert nodes["total"][0].timeline_label == "total = Sum(%s, Const)" % d.dst_node
     assert (d.src_device, d.dst_device, d.bytes) == (GPU1, CPU0, 4 << 20)
     assert d.micros == C.TRANSFER_LATENCY_MICROS + -(-(4 << 20) // C.TRANSFER_BYTES_PER_MICRO)
     assert nodes[d.dst_node][0].end_micros == nodes["total"][0].scheduled_micros
@@ -424,11 +455,12 @@ def test_record_fields():
     assert a.op_type == "MatMul" and a.pool == "inter_op"
     assert a.timeline_label == "A = MatMul(A_x, A_w)"
     assert [(o.slot, o.dtype, o.shape, o.requested_bytes) for o in a.output] == [
-        (0, "float32", (512, 512), 512 * 512 * 4)]
+        (0, "float32", (512, 512), 512 * 512 * 4)
+    ]
     assert a.scheduled_micros == 1 and a.all_start_micros >= 1
     assert a.op_start_rel_micros == 0 and a.op_end_rel_micros == a.all_end_rel_micros
     ids = {n.thread_name: n.thread_id for n, _ in nodes_of(stats).values()}
-    assert len(set(ids.values())) == len(ids)           # one id per thread
+    assert len(set(ids.values())) == len(ids)  # one id per thread
     # every device's nodes are listed in start order, starting at time 0
     for d in stats.dev_stats:
         starts = [n.all_start_micros for n in d.node_stats]
@@ -450,8 +482,7 @@ def test_feeds_are_arg_nodes_on_the_client_device():
     assert nodes["_arg_x_0"][1] == CPU0
     assert arg.op_type == "_Arg" and arg.pool == "inline" and arg.thread_name == "caller"
     assert arg.timeline_label == "_arg_x_0 = _Arg()"
-    assert [(o.dtype, o.shape, o.requested_bytes) for o in arg.output] == [
-        ("float32", (2, 3), 24)]
+    assert [(o.dtype, o.shape, o.requested_bytes) for o in arg.output] == [("float32", (2, 3), 24)]
     # unknown static dimension: zero bytes in the record
     assert nodes["w"][0].output[0].shape == (None, 3)
     assert nodes["w"][0].output[0].requested_bytes == 0
@@ -470,8 +501,8 @@ def test_simulated_and_real_runs_agree_on_devices():
     sess = tf.Session()
     fetches = list(fig.values())
     vals = sess.run(fetches)
-    np.testing.assert_allclose(vals[0], np.full((512, 512), 512.0))   # A
-    np.testing.assert_allclose(vals[4], -np.ones((1024, 1024)))         # E
+    np.testing.assert_allclose(vals[0], np.full((512, 512), 512.0))  # A
+    np.testing.assert_allclose(vals[4], -np.ones((1024, 1024)))  # E
     eplan = sess.plan(fetches)
     real = {(eplan.names[i], eplan.plan.device[i]) for i in range(eplan.plan.n)}
     stats = simulate(sess, fetches, inter_op_threads=2, intra_op_threads=3)
@@ -479,30 +510,31 @@ def test_simulated_and_real_runs_agree_on_devices():
     assert simulated == real
     # and the same as a traced real run records
     md = tf.RunMetadata()
-    sess.run(fetches, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
-             run_metadata=md)
+    sess.run(fetches, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
     traced = {(n.node_name, d.device) for d in md.step_stats.dev_stats for n in d.node_stats}
     assert traced == simulated
 
 
 # -- the cost model --------------------------------------------------------------------------
 
+
 def test_cost_model_defaults():
     fig = figure_12_5()
     cm = CostModel()
-    flops = 2 * 512 ** 3
+    flops = 2 * 512**3
     gpu_flops = C.CPU_FLOPS_PER_MICRO * C.GPU_SPEEDUP
     assert cm.micros(fig["A"].op, "GPU") == C.BASE_MICROS + -(-flops // gpu_flops)
     assert cm.micros(fig["A"].op, "CPU") == C.BASE_MICROS + -(-flops // C.CPU_FLOPS_PER_MICRO)
     assert cm.micros(fig["A"].op, "CPU") > cm.micros(fig["A"].op, "GPU") * 9
     n = 1024 * 1024
-    assert cm.micros(fig["B"].op, "GPU") == C.BASE_MICROS + -(-n // (C.CPU_ELEMENTS_PER_MICRO
-                                                                       * C.GPU_SPEEDUP))
-    assert cm.micros(fig["A"].op.inputs[0].op, "GPU") == C.BASE_MICROS   # a constant
+    assert cm.micros(fig["B"].op, "GPU") == C.BASE_MICROS + -(
+        -n // (C.CPU_ELEMENTS_PER_MICRO * C.GPU_SPEEDUP)
+    )
+    assert cm.micros(fig["A"].op.inputs[0].op, "GPU") == C.BASE_MICROS  # a constant
     assert cm.micros(tf.no_op(name="nop"), "CPU") == C.BASE_MICROS
     feed = tf.placeholder(tf.float32, [3], name="f")
     arg = tf.Session().plan(feed, {feed: [1, 2, 3]}).nodes[0]
-    assert arg.type == "_Arg" and cm.micros(arg, "CPU") == C.BASE_MICROS     # a feed
+    assert arg.type == "_Arg" and cm.micros(arg, "CPU") == C.BASE_MICROS  # a feed
     # unknown dimensions count as 1
     p = tf.placeholder(tf.float32, [None, 5000])
     assert cm.micros(tf.square(p).op, "CPU") == C.BASE_MICROS + 5
@@ -519,13 +551,14 @@ def test_cost_model_overrides():
     sess = tf.Session()
     cm = CostModel(overrides={"Square": 7, "C": 1000, "A": 30.4})
     private = dict(gpu_thread_mode="gpu_private", gpu_thread_count=2)
-    stats = simulate(sess, fig_ops(fig), cost_model=cm, inter_op_threads=2,
-                     intra_op_threads=3, **private)
+    stats = simulate(
+        sess, fig_ops(fig), cost_model=cm, inter_op_threads=2, intra_op_threads=3, **private
+    )
     nodes = nodes_of(stats)
-    assert nodes["B"][0].all_end_rel_micros == 7            # by op type
+    assert nodes["B"][0].all_end_rel_micros == 7  # by op type
     assert nodes["D"][0].all_end_rel_micros == 7
-    assert nodes["C"][0].all_end_rel_micros == 1000         # a name beats its type
-    assert nodes["E"][0].all_end_rel_micros == C.BASE_MICROS + 105   # Neg: not overridden
+    assert nodes["C"][0].all_end_rel_micros == 1000  # a name beats its type
+    assert nodes["E"][0].all_end_rel_micros == C.BASE_MICROS + 105  # Neg: not overridden
     assert nodes["D"][0].all_start_micros == nodes["C"][0].end_micros
     assert nodes["A"][0].all_end_rel_micros == 10 + C.CHUNK_OVERHEAD_MICROS  # 30 in 3 chunks
     base = simulate(sess, fig_ops(fig), inter_op_threads=2, intra_op_threads=3, **private)
@@ -538,13 +571,14 @@ def test_pool_sizes_default_from_the_session_config():
     sim = Simulation(tf.Session(config=config), list(fig.values()))
     assert sim.inter_op_threads == 3
     assert sim.intra_op_threads == (os.cpu_count() or 1)
-    assert (sim.gpu_thread_mode, sim.gpu_thread_count) == ("global", 2)   # TF's defaults
-    sim = Simulation(tf.Session(config=config), fig_ops(fig), inter_op_threads=1,
-                     intra_op_threads=2)
+    assert (sim.gpu_thread_mode, sim.gpu_thread_count) == ("global", 2)  # TF's defaults
+    sim = Simulation(
+        tf.Session(config=config), fig_ops(fig), inter_op_threads=1, intra_op_threads=2
+    )
     assert (sim.inter_op_threads, sim.intra_op_threads) == (1, 2)
     stats = sim.run()
     threads = {n.thread_name for n, _ in nodes_of(stats).values()}
-    assert threads == {"inter-op #0"}          # the constants are expensive: none inline
+    assert threads == {"inter-op #0"}  # the constants are expensive: none inline
 
 
 def test_gpu_thread_mode_follows_the_environment(monkeypatch):
@@ -594,10 +628,23 @@ def test_bad_arguments():
 
 # -- properties on random graphs ---------------------------------------------------------------
 
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.integers(0, 2), st.booleans(), st.integers(0, 1000),
-                          st.integers(0, 1000), st.booleans()), min_size=1, max_size=12),
-       st.integers(1, 3), st.integers(1, 3))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 2),
+            st.booleans(),
+            st.integers(0, 1000),
+            st.integers(0, 1000),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(1, 3),
+    st.integers(1, 3),
+)
 def test_random_graphs_respect_the_rules(spec, inter, intra):
     g = tf.Graph()
     with g.as_default():

@@ -13,13 +13,12 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.distributed import master_interface
+from helpers import wait_until
+from minitf.distributed import master_interface, streams, wire
 from minitf.distributed import protocol_pb2 as pb
-from minitf.distributed import streams, wire
 from minitf.distributed.local_cluster import free_port
 from minitf.framework import errors
 from minitf.runtime import step_run
-from helpers import wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -32,13 +31,22 @@ class _Peer:
 
     def __init__(self, port=None):
         self.port = port or free_port()
-        self.active = 0            # handlers running (one per open call)
+        self.active = 0  # handlers running (one per open call)
         self.cancelled = threading.Event()
         self.lock = threading.Lock()
         self.server = grpc.server(futures.ThreadPoolExecutor(16))
-        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
-            "minitf.WorkerService", {"RunGraphs": grpc.stream_stream_rpc_method_handler(
-                self.handler, response_serializer=wire.serialize)}),))
+        self.server.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(
+                    "minitf.WorkerService",
+                    {
+                        "RunGraphs": grpc.stream_stream_rpc_method_handler(
+                            self.handler, response_serializer=wire.serialize
+                        )
+                    },
+                ),
+            )
+        )
         self.server.add_insecure_port("127.0.0.1:%d" % self.port)
         self.server.start()
 
@@ -62,8 +70,9 @@ class _Peer:
             release = threading.Event()
             on_cancel(lambda: (self.cancelled.set(), release.set()))
             release.wait(10)
-        yield pb.RunGraphResponse(recv=[pb.NamedTensor(
-            name="x:0", tensor=wire.tensor_to_proto(float(req.step_id)))])
+        yield pb.RunGraphResponse(
+            recv=[pb.NamedTensor(name="x:0", tensor=wire.tensor_to_proto(float(req.step_id)))]
+        )
         yield pb.RunGraphResponse(step_stats=pb.StepStatsProto())
 
     def stop(self):
@@ -90,13 +99,15 @@ def _values(call, what, step_id=1, timeout=10):
     receiver = wire.NamedTensorReceiver()
     for raw in call.step(_request(what, step_id), timeout):
         msg = receiver.add_message(raw, pb.RunGraphResponse, "recv", "recv_part")
-        assert not msg.HasField("end")   # taken off by step()
+        assert not msg.HasField("end")  # taken off by step()
     return receiver.finish()
 
 
 def test_answer_puts_the_end_in_the_last_message_and_split_end_takes_it_off():
-    msgs = [pb.RunGraphResponse(recv=[pb.NamedTensor(name="a:0")]),
-            pb.RunGraphResponse(step_stats=pb.StepStatsProto())]
+    msgs = [
+        pb.RunGraphResponse(recv=[pb.NamedTensor(name="a:0")]),
+        pb.RunGraphResponse(step_stats=pb.StepStatsProto()),
+    ]
     out = list(streams.answer(iter(msgs)))
     assert len(out) == 2 and out[0] == msgs[0].SerializeToString()
     rest, end = streams.split_end(out[1])
@@ -106,17 +117,22 @@ def test_answer_puts_the_end_in_the_last_message_and_split_end_takes_it_off():
     def failing():
         yield msgs[0]
         raise errors.AbortedError(None, None, "gone")
+
     out = list(streams.answer(failing()))
-    assert len(out) == 1   # what was held back is dropped
+    assert len(out) == 1  # what was held back is dropped
     rest, end = streams.split_end(out[0])
     assert rest is None and end.code == errors.ABORTED and end.message == "gone"
     assert list(streams.answer(iter(()))) == [streams.end_message()]
     # an end anywhere among the fields is found; the other fields are kept in order
-    raw = (pb.RunStepResponse(step_id=7).SerializeToString() + streams.end_message()
-           + pb.RunStepResponse(tensor=[pb.NamedTensor(name="b:0")]).SerializeToString())
+    raw = (
+        pb.RunStepResponse(step_id=7).SerializeToString()
+        + streams.end_message()
+        + pb.RunStepResponse(tensor=[pb.NamedTensor(name="b:0")]).SerializeToString()
+    )
     rest, end = streams.split_end(raw)
     assert pb.RunStepResponse.FromString(rest) == pb.RunStepResponse(
-        step_id=7, tensor=[pb.NamedTensor(name="b:0")])
+        step_id=7, tensor=[pb.NamedTensor(name="b:0")]
+    )
     with pytest.raises(errors.InvalidArgumentError, match="Malformed StepEnd"):
         streams.split_end(b"\x2a\x02\x08\xff")
     with pytest.raises(errors.InvalidArgumentError, match="Malformed RunStepResponse"):
@@ -127,12 +143,12 @@ def test_steps_reuse_one_call_and_failures_come_in_band(peer):
     p, pool = peer
     call = pool.acquire()
     assert _values(call, "ok", 3) == {"x:0": 3.0}
-    assert pool.acquire() is call          # back in the pool, still open
+    assert pool.acquire() is call  # back in the pool, still open
     with pytest.raises(streams.StepError) as ei:
         _values(call, "fail", 4)
     e = ei.value
     assert e.code() == grpc.StatusCode.NOT_FOUND and e.details() == "No such thing: 4"
-    assert streams.is_derived(e) and streams.is_reported(e)   # as the peer marked it
+    assert streams.is_derived(e) and streams.is_reported(e)  # as the peer marked it
     assert isinstance(e, grpc.RpcError)
     again = pool.acquire()
     assert again is call and _values(again, "ok", 5) == {"x:0": 5.0}
@@ -147,7 +163,7 @@ def test_a_step_past_its_deadline_cancels_its_call(peer):
         _values(call, "hang", timeout=0.3)
     assert ei.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert time.monotonic() - t0 < 3
-    assert p.cancelled.wait(5)             # the peer's step heard of it
+    assert p.cancelled.wait(5)  # the peer's step heard of it
     assert wait_until(lambda: p.active == 0)
     fresh = pool.acquire()
     assert fresh is not call and _values(fresh, "ok", 6) == {"x:0": 6.0}
@@ -157,7 +173,7 @@ def test_a_caller_that_gives_up_mid_step_cancels_the_call(peer):
     p, pool = peer
     call = pool.acquire()
     steps = call.step(_request("ok", 1), 10)
-    next(steps)                            # the first of the step's two messages
+    next(steps)  # the first of the step's two messages
     steps.close()
     assert call.broken() or wait_until(call.broken)
     assert pool.acquire() is not call
@@ -175,17 +191,17 @@ def test_idle_calls_are_capped_and_closed_and_broken_ones_replaced(peer, monkeyp
     p, pool = peer
     calls = [pool.acquire() for _ in range(streams.MAX_IDLE + 2)]
     running = [c.step(_request("ok", i), 10) for i, c in enumerate(calls)]
-    for s in running:                  # four steps at once, each on its own call
+    for s in running:  # four steps at once, each on its own call
         assert next(s)
     assert wait_until(lambda: p.active == len(calls))
     for s in running:
-        s.close()                      # given up mid-step: cancelled
+        s.close()  # given up mid-step: cancelled
     calls = [pool.acquire() for _ in range(streams.MAX_IDLE + 2)]
-    for i, c in enumerate(calls):      # given back one after another: MAX_IDLE stay open
+    for i, c in enumerate(calls):  # given back one after another: MAX_IDLE stay open
         assert _values(c, "ok", i) == {"x:0": float(i)}
     assert wait_until(lambda: p.active == streams.MAX_IDLE)
     monkeypatch.setattr(streams, "IDLE_SECONDS", 0.2)
-    assert wait_until(lambda: p.active == 0)    # the watchdog closed them
+    assert wait_until(lambda: p.active == 0)  # the watchdog closed them
     c = pool.acquire()
     assert c not in calls and _values(c, "ok", 9) == {"x:0": 9.0}
     # the peer goes away while the call is idle, and comes back on the same port
@@ -203,7 +219,7 @@ def test_idle_calls_are_capped_and_closed_and_broken_ones_replaced(peer, monkeyp
 
 def _rpc():
     config = tf.ConfigProto()
-    config.rpc_options.use_rpc_for_inprocess_master = True   # not the direct calls
+    config.rpc_options.use_rpc_for_inprocess_master = True  # not the direct calls
     return config
 
 
@@ -238,7 +254,7 @@ def test_a_master_leaves_its_open_calls_alone_when_a_large_step_ends():
             assert sess.run([total, remote], {x: big}) == [big.size, 6.0]
             call = pool.acquire()
             pool.release(call)
-            time.sleep(0.2)   # gRPC runs the callback as the RunStep call ends
+            time.sleep(0.2)  # gRPC runs the callback as the RunStep call ends
             assert not call.broken()
             assert sess.run(remote) == 6.0
             assert pool.acquire() is call
@@ -255,16 +271,17 @@ def test_sessions_run_their_steps_on_open_calls():
             x = tf.Variable(1.0, name="x")
             y = x * 2
         target = server.target
-        pool = master_interface._channels.steps(target[len("grpc://"):], "RunSteps")
+        pool = master_interface._channels.steps(target[len("grpc://") :], "RunSteps")
         with tf.Session(target, config=_rpc()) as sess:
-            with pytest.raises(tf.errors.FailedPreconditionError,
-                               match="Attempting to use uninitialized value x"):
+            with pytest.raises(
+                tf.errors.FailedPreconditionError, match="Attempting to use uninitialized value x"
+            ):
                 sess.run(y)
-            [call] = pool._idle             # the step ran on an open call, now back in the pool
+            [call] = pool._idle  # the step ran on an open call, now back in the pool
             sess.run(x.initializer)
             assert sess.run(y) == 2.0
-            assert pool._idle == [call]     # the same call carried every step
-        with tf.Session(target, config=_rpc()) as other:   # another session shares them
+            assert pool._idle == [call]  # the same call carried every step
+        with tf.Session(target, config=_rpc()) as other:  # another session shares them
             assert other.run(y) == 2.0
     finally:
         server.stop()
@@ -277,17 +294,19 @@ def test_a_master_bug_is_the_same_internal_error_on_either_kind_of_call(monkeypa
     or on a RunStep call of its own (feeds too large for one message), or the client called
     the master of its own process directly."""
     from minitf.distributed import master
+
     server = tf.train.Server({"local": ["127.0.0.1:0"]})
 
     def broken(self, fetches, targets, feeds):
         raise ValueError("planted bug")
+
     try:
         with tf.device("/job:local/task:0"):
             x = tf.placeholder(tf.float32, [None], name="x")
             y = x * 2
         with tf.Session(server.target, config=_rpc() if rpc else None) as sess:
             monkeypatch.setattr(master.MasterSession, "signature", broken)
-            for n in (4, wire.INLINE_TENSOR_BYTES):   # on RunSteps, on RunStep
+            for n in (4, wire.INLINE_TENSOR_BYTES):  # on RunSteps, on RunStep
                 with pytest.raises(tf.errors.InternalError, match="^ValueError: planted bug$"):
                     sess.run(y, feed_dict={x: np.ones(n, np.float32)})
     finally:
@@ -323,16 +342,16 @@ def _partition_failures(monkeypatch, worker):
         except tf.errors.OpError as e:
             failures.append((time.monotonic(), e))
             raise
+
     monkeypatch.setattr(worker, "run_graph", noted)
     return failures
 
 
-def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(long_remote_step,
-                                                                     monkeypatch):
+def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(long_remote_step, monkeypatch):
     spec, servers, q, m = long_remote_step
     ended = _partition_failures(monkeypatch, servers[1].worker)
     with tf.Session("grpc://" + spec["worker"][0]) as sess:
-        sess.run(q)   # the session exists on the master
+        sess.run(q)  # the session exists on the master
         started, _ = _executor_runs(monkeypatch)
         pool = master_interface._channels.steps(spec["worker"][0], "RunSteps")
         call = pool.acquire()
@@ -344,19 +363,20 @@ def test_a_client_that_goes_away_mid_step_stops_the_remote_partition(long_remote
                 list(steps)
             except grpc.RpcError as e:
                 failed.append(e.code())
+
         t = threading.Thread(target=read)
         t.start()
         # (placing and registering the 3000 matmuls takes a while on a busy machine)
-        assert wait_until(lambda: started, 30)   # the remote partition runs
+        assert wait_until(lambda: started, 30)  # the remote partition runs
         cancelled_at = time.monotonic()
-        call.cancel()   # what an interrupted sess.run does (its finally)
+        call.cancel()  # what an interrupted sess.run does (its finally)
         t.join(10)
         assert failed == [grpc.StatusCode.CANCELLED]
         assert wait_until(lambda: ended, 10)
         when, err = ended[0]
         assert isinstance(err, tf.errors.CancelledError)
         assert when - cancelled_at < 5
-        assert sess.run(q)[0, 0] == 0.0   # the session carries on
+        assert sess.run(q)[0, 0] == 0.0  # the session carries on
 
 
 def _interrupt_when(predicate):
@@ -368,6 +388,7 @@ def _interrupt_when(predicate):
         if wait_until(predicate, 10):
             time.sleep(0.1)
             os.kill(os.getpid(), signal.SIGINT)
+
     thread = threading.Thread(target=fire)
     thread.start()
     return thread
@@ -386,6 +407,7 @@ def _executor_runs(monkeypatch):
     def noted_cancel(r, error):
         cancelled.append((r, error))
         cancel(r, error)
+
     monkeypatch.setattr(step_run.StepRun, "run", noted_run)
     monkeypatch.setattr(step_run.StepRun, "cancel", noted_cancel)
     return started, cancelled
@@ -405,8 +427,8 @@ def test_an_interrupted_local_step_stops(monkeypatch):
         [(run, error)] = cancelled
         assert started == [(run, threading.main_thread())]
         assert isinstance(error, tf.errors.CancelledError)
-        assert wait_until(lambda: run.outstanding == 0)   # nothing left running ...
-        assert not run.step.done                            # ... long before the end
+        assert wait_until(lambda: run.outstanding == 0)  # nothing left running ...
+        assert not run.step.done  # ... long before the end
         assert sess.run(q)[0, 0] == 0.0
 
 
@@ -415,26 +437,26 @@ def test_an_interrupted_direct_step_stops_every_partition(long_remote_step, monk
     """Interrupting a step that calls the master of this process directly: the client's
     thread was running the master's own partition, which stops, and the master cancels the
     partitions of the other tasks, as when a gRPC client goes away."""
-    spec, servers, q, m = long_remote_step          # m: on worker 1
+    spec, servers, q, m = long_remote_step  # m: on worker 1
     with tf.device("/job:worker/task:0"):
         m0 = q
         for _ in range(3000):
             m0 = tf.matmul(m0, q)
     ended = _partition_failures(monkeypatch, servers[1].worker)
     started, cancelled = _executor_runs(monkeypatch)
-    with tf.Session(servers[0].target) as sess:    # the master of worker 0, called directly
+    with tf.Session(servers[0].target) as sess:  # the master of worker 0, called directly
         sess.run(q)
         before = len(started)
-        interrupter = _interrupt_when(lambda: len(started) == before + 2)   # both partitions
+        interrupter = _interrupt_when(lambda: len(started) == before + 2)  # both partitions
         with pytest.raises(KeyboardInterrupt):
             sess.run([m0, m])
         interrupted_at = time.monotonic()
         interrupter.join()
         [run0] = [r for r, thread in started[before:] if thread is threading.main_thread()]
-        [error] = [e for r, e in cancelled if r is run0]   # worker 0's partition stopped ...
+        [error] = [e for r, e in cancelled if r is run0]  # worker 0's partition stopped ...
         assert isinstance(error, tf.errors.CancelledError)
         assert wait_until(lambda: run0.outstanding == 0) and not run0.step.done
-        assert wait_until(lambda: ended, 10)        # ... and worker 1's was cancelled
+        assert wait_until(lambda: ended, 10)  # ... and worker 1's was cancelled
         when, err = ended[0]
         assert isinstance(err, tf.errors.CancelledError)
         assert when - interrupted_at < 5

@@ -23,14 +23,22 @@ from pathlib import Path
 import pytest
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / "minitf"
-LAYERS = {"framework": 0, "ops": 1, "kernels": 2, "runtime": 3, "distributed": 4,
-          "train": 5, "viz": 5}
-LAYERS_MAY_IMPORT = {"config"}   # the top-level modules a layer may import
+LAYERS = {
+    "framework": 0,
+    "ops": 1,
+    "kernels": 2,
+    "runtime": 3,
+    "distributed": 4,
+    "train": 5,
+    "viz": 5,
+}
+LAYERS_MAY_IMPORT = {"config"}  # the top-level modules a layer may import
 
 
 # =============================================================================================
 # Reading the import graph
 # =============================================================================================
+
 
 def find_modules(package_dir):
     """{dotted name: path} of every module of the package (a package is its ``__init__``)."""
@@ -57,10 +65,15 @@ def _known(name, modules):
 def _literal_import(call):
     """The literal module name of ``__import__("x")`` / ``importlib.import_module("x")``."""
     f = call.func
-    dynamic = (isinstance(f, ast.Name) and f.id in ("__import__", "import_module")) or \
-        (isinstance(f, ast.Attribute) and f.attr == "import_module")
-    if dynamic and call.args and isinstance(call.args[0], ast.Constant) and \
-            isinstance(call.args[0].value, str):
+    dynamic = (isinstance(f, ast.Name) and f.id in ("__import__", "import_module")) or (
+        isinstance(f, ast.Attribute) and f.attr == "import_module"
+    )
+    if (
+        dynamic
+        and call.args
+        and isinstance(call.args[0], ast.Constant)
+        and isinstance(call.args[0].value, str)
+    ):
         return call.args[0].value
     return None
 
@@ -84,7 +97,7 @@ def imports_of(module, path, modules):
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
+                base = base[: len(base) - (node.level - 1)]
                 base = ".".join(base + ([node.module] if node.module else []))
             else:
                 base = node.module
@@ -114,6 +127,7 @@ def import_graph(package_dir):
 # =============================================================================================
 # Cycles and layers
 # =============================================================================================
+
 
 def strongly_connected(graph):
     """Tarjan's strongly connected components with more than one module, each sorted."""
@@ -175,8 +189,10 @@ def layer_of(module, modules):
 
 def describe_cycle(cycle, graph, modules, root):
     steps = " -> ".join(cycle)
-    where = ", ".join("%s:%d" % (modules[a].relative_to(root).as_posix(), graph[a][b])
-                      for a, b in zip(cycle, cycle[1:]))
+    where = ", ".join(
+        "%s:%d" % (modules[a].relative_to(root).as_posix(), graph[a][b])
+        for a, b in zip(cycle, cycle[1:])
+    )
     return "  %s\n      (%s)" % (steps, where)
 
 
@@ -206,19 +222,23 @@ def layer_problems(graph, modules, root):
             where = "%s:%d" % (modules[module].relative_to(root).as_posix(), line)
             if dst is None:
                 if target.partition(".")[2] not in LAYERS_MAY_IMPORT:
-                    problems.append("%s  %s (%s) imports %s (the API surface: a layer may "
-                                    "import only %s of it)" % (where, module, src, target,
-                                                               allowed))
+                    problems.append(
+                        "%s  %s (%s) imports %s (the API surface: a layer may "
+                        "import only %s of it)" % (where, module, src, target, allowed)
+                    )
             elif dst in LAYERS and LAYERS[dst] > LAYERS[src]:
                 problems.append("%s  %s (%s) imports %s (%s)" % (where, module, src, target, dst))
-    problems += ["%s.%s is in no layer: add it to LAYERS in tests/test_structure.py" % (top, name)
-                 for name in sorted(unknown)]
+    problems += [
+        "%s.%s is in no layer: add it to LAYERS in tests/test_structure.py" % (top, name)
+        for name in sorted(unknown)
+    ]
     return problems
 
 
 # =============================================================================================
 # The tests
 # =============================================================================================
+
 
 @pytest.fixture(scope="module")
 def minitf_graph():
@@ -230,10 +250,10 @@ def test_the_import_graph_is_read(minitf_graph):
     """The reader sees module-level, function-level and ``from package import module`` edges."""
     graph, modules, _ = minitf_graph
     assert len(modules) > 50
-    assert "minitf.runtime.executor" in graph["minitf.runtime.direct_session"] # module level
-    assert "minitf.kernels.cuda" in graph["minitf.kernels.cuda_ops"]           # in a function
-    assert "minitf.framework.errors" in graph["minitf.runtime.devices"]        # from pkg import m
-    assert "minitf.framework.graph" in graph["minitf.ops.array_ops"]           # from m import name
+    assert "minitf.runtime.executor" in graph["minitf.runtime.direct_session"]  # module level
+    assert "minitf.kernels.cuda" in graph["minitf.kernels.cuda_ops"]  # in a function
+    assert "minitf.framework.errors" in graph["minitf.runtime.devices"]  # from pkg import m
+    assert "minitf.framework.graph" in graph["minitf.ops.array_ops"]  # from m import name
 
 
 def test_no_import_cycles(minitf_graph):
@@ -246,12 +266,14 @@ def test_layers_import_only_downwards(minitf_graph):
     """framework < ops < kernels < runtime < distributed < train, viz; of the top-level modules
     a layer imports only minitf.config."""
     problems = layer_problems(*minitf_graph)
-    assert not problems, ("imports that go up (framework < ops < kernels < runtime < "
-                          "distributed < train, viz < the top-level modules):\n"
-                          + "\n".join(problems))
+    assert not problems, (
+        "imports that go up (framework < ops < kernels < runtime < "
+        "distributed < train, viz < the top-level modules):\n" + "\n".join(problems)
+    )
 
 
 # -- the checker itself, on a small made-up package ---------------------------------------------
+
 
 def _package(tmp_path, files):
     for name, text in files.items():
@@ -262,23 +284,26 @@ def _package(tmp_path, files):
 
 
 def test_checker_finds_cycles_and_upward_imports(tmp_path):
-    graph, modules, root = _package(tmp_path, {
-        "__init__.py": "from pkg.runtime import session\n",
-        "config.py": "",
-        "api.py": "import pkg.runtime.session\n",
-        "framework/__init__.py": "",
-        "framework/graph.py": "def late():\n    from ..ops import array_ops\n",
-        "ops/__init__.py": "",
-        "ops/array_ops.py": "from pkg.ops.op_def import apply_op\n",
-        "ops/op_def.py": "from pkg.framework import graph\n",
-        "runtime/__init__.py": "",
-        "runtime/session.py": "from pkg import config\nfrom . import helper\n"
-                              "def f():\n    return __import__('pkg.api')\n",
-        "runtime/helper.py": "import importlib\nimportlib.import_module('pkg.runtime.session')\n",
-    })
+    graph, modules, root = _package(
+        tmp_path,
+        {
+            "__init__.py": "from pkg.runtime import session\n",
+            "config.py": "",
+            "api.py": "import pkg.runtime.session\n",
+            "framework/__init__.py": "",
+            "framework/graph.py": "def late():\n    from ..ops import array_ops\n",
+            "ops/__init__.py": "",
+            "ops/array_ops.py": "from pkg.ops.op_def import apply_op\n",
+            "ops/op_def.py": "from pkg.framework import graph\n",
+            "runtime/__init__.py": "",
+            "runtime/session.py": "from pkg import config\nfrom . import helper\n"
+            "def f():\n    return __import__('pkg.api')\n",
+            "runtime/helper.py": "import importlib\n"
+            "importlib.import_module('pkg.runtime.session')\n",
+        },
+    )
     assert graph["pkg.framework.graph"] == {"pkg.ops.array_ops": 2}
-    assert graph["pkg.runtime.session"] == {"pkg.config": 1, "pkg.runtime.helper": 2,
-                                            "pkg.api": 4}
+    assert graph["pkg.runtime.session"] == {"pkg.config": 1, "pkg.runtime.helper": 2, "pkg.api": 4}
     assert cycle_problems(graph, modules, root) == [
         "modules in a cycle: pkg.api, pkg.runtime.helper, pkg.runtime.session",
         "  pkg.api -> pkg.runtime.session -> pkg.api\n"
@@ -298,15 +323,18 @@ def test_checker_finds_cycles_and_upward_imports(tmp_path):
 
 
 def test_checker_accepts_a_layered_package(tmp_path):
-    graph, modules, root = _package(tmp_path, {
-        "__init__.py": "import pkg.viz\nfrom pkg.runtime.session import Session\n",
-        "config.py": "",
-        "framework/__init__.py": "",
-        "framework/graph.py": "import os\nimport pkg.config\n",
-        "runtime/__init__.py": "",
-        "runtime/session.py": "from pkg.framework.graph import Graph\n",
-        "viz/__init__.py": "from pkg.runtime import session\nfrom .. import config\n",
-    })
+    graph, modules, root = _package(
+        tmp_path,
+        {
+            "__init__.py": "import pkg.viz\nfrom pkg.runtime.session import Session\n",
+            "config.py": "",
+            "framework/__init__.py": "",
+            "framework/graph.py": "import os\nimport pkg.config\n",
+            "runtime/__init__.py": "",
+            "runtime/session.py": "from pkg.framework.graph import Graph\n",
+            "viz/__init__.py": "from pkg.runtime import session\nfrom .. import config\n",
+        },
+    )
     assert cycle_problems(graph, modules, root) == []
     assert layer_problems(graph, modules, root) == []
 
@@ -314,4 +342,5 @@ def test_checker_accepts_a_layered_package(tmp_path):
 def test_checker_names_a_subpackage_in_no_layer(tmp_path):
     graph, modules, root = _package(tmp_path, {"__init__.py": "", "extras/__init__.py": ""})
     assert layer_problems(graph, modules, root) == [
-        "pkg.extras is in no layer: add it to LAYERS in tests/test_structure.py"]
+        "pkg.extras is in no layer: add it to LAYERS in tests/test_structure.py"
+    ]

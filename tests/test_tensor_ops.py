@@ -32,15 +32,18 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from minitf.framework.resource_mgr import VariableRef
 from minitf.kernels import cuda_ops, numpy_ops, tensor_ops
-from minitf.kernels.numpy_ops import NumpyOps, SPLIT_ELEMENTS, SPLIT_FLOPS
+from minitf.kernels.numpy_ops import SPLIT_ELEMENTS, SPLIT_FLOPS, NumpyOps
 
-BACKENDS = [pytest.param("numpy", id="numpy"),
-            pytest.param("cuda", id="cuda-sim", marks=pytest.mark.cudasim)]
+BACKENDS = [
+    pytest.param("numpy", id="numpy"),
+    pytest.param("cuda", id="cuda-sim", marks=pytest.mark.cudasim),
+]
 EXAMPLES = {"numpy": 50, "cuda": 12}
 
 FLOATS = [np.float16, np.float32, np.float64]
@@ -96,6 +99,7 @@ def fast_thread_switching():
 # Values and checks
 # ---------------------------------------------------------------------------------------
 
+
 def elements(dtype, low=-20, high=20):
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
@@ -128,8 +132,9 @@ def assert_numpy_answer(ops, out, expected):
     value = ops.to_host(out)
     expected = numpy_ops.scalarize(expected)
     if np.ndim(expected) == 0:
-        assert isinstance(value, np.generic), "rank 0 must come back as a numpy scalar: %r" \
-            % (value,)
+        assert isinstance(value, np.generic), "rank 0 must come back as a numpy scalar: %r" % (
+            value,
+        )
     else:
         assert type(value) is np.ndarray, type(value)
     assert value.dtype == expected.dtype
@@ -145,8 +150,13 @@ def numpy_zip(fn, x, y):
     """numpy's answer for ``zip(fn)``; FloorDiv on floats is TF's floor(x / y)."""
     if fn == "floordiv" and np.result_type(x, y).kind == "f":
         return np.floor(np.true_divide(x, y))
-    return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "realdiv": np.true_divide,
-            "floordiv": np.floor_divide}[fn](x, y)
+    return {
+        "add": np.add,
+        "sub": np.subtract,
+        "mul": np.multiply,
+        "realdiv": np.true_divide,
+        "floordiv": np.floor_divide,
+    }[fn](x, y)
 
 
 def numpy_reduce(fn, x, axes, keep_dims):
@@ -159,19 +169,23 @@ def numpy_reduce(fn, x, axes, keep_dims):
     n = math.prod(x.shape[a] for a in axes)
     if x.dtype.kind == "f":
         return np.asarray(total / n).astype(x.dtype)
-    return np.trunc(np.sum(x, axis=tuple(axes), keepdims=keep_dims, dtype=np.int64) / n) \
-        .astype(x.dtype)
+    return np.trunc(np.sum(x, axis=tuple(axes), keepdims=keep_dims, dtype=np.int64) / n).astype(
+        x.dtype
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # The contract and the backends list the same methods
 # ---------------------------------------------------------------------------------------
 
+
 def methods(cls):
     """The public methods of a class, with their parameter names."""
-    return {name: list(inspect.signature(fn).parameters)
-            for name, fn in inspect.getmembers(cls, inspect.isfunction)
-            if not name.startswith("_")}
+    return {
+        name: list(inspect.signature(fn).parameters)
+        for name, fn in inspect.getmembers(cls, inspect.isfunction)
+        if not name.startswith("_")
+    }
 
 
 def test_contract_lists_exactly_what_both_backends_implement():
@@ -181,7 +195,7 @@ def test_contract_lists_exactly_what_both_backends_implement():
     assert methods(cuda_ops.CudaOps) == contract
     for attr in tensor_ops.TensorOps.__annotations__:
         assert hasattr(NumpyOps, attr) and hasattr(cuda_ops.CudaOps, attr)
-    for name in contract:                           # and the module docstring's table too
+    for name in contract:  # and the module docstring's table too
         assert "``%s(" % name in tensor_ops.__doc__, "%s is not in tensor_ops' table" % name
 
 
@@ -189,16 +203,17 @@ def test_contract_lists_exactly_what_both_backends_implement():
 # Each method gives numpy's answer
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", BACKENDS)
 def test_map_matches_numpy(name):
     ops = backend(name)
     reference = {"neg": np.negative, "square": np.square}
 
     @examples(name)
-    @given(st.sampled_from(tensor_ops.MAP_FNS),
-           st.sampled_from(NUMERIC).flatmap(host_values))
+    @given(st.sampled_from(tensor_ops.MAP_FNS), st.sampled_from(NUMERIC).flatmap(host_values))
     def check(fn, x):
         assert_numpy_answer(ops, ops.map(fn)(ONE, ops.from_host(x)), reference[fn](x))
+
     check()
 
 
@@ -225,6 +240,7 @@ def test_zip_with_broadcasting_matches_numpy(name):
         fn, x, y = case
         out = ops.zip(fn)(ONE, ops.from_host(x), ops.from_host(y))
         assert_numpy_answer(ops, out, numpy_zip(fn, x, y))
+
     check()
 
 
@@ -267,6 +283,7 @@ def test_reduce_over_axis_lists_matches_numpy(name):
         fn, x, axes, keep = case
         out = ops.reduce(fn, keep, np.asarray(x).dtype)(ONE, ops.from_host(x), axes)
         assert_numpy_answer(ops, out, numpy_reduce(fn, x, axes, keep))
+
     check()
 
 
@@ -290,6 +307,7 @@ def test_matmul_with_both_transposes_matches_numpy(name):
         a, b, ta, tb = case
         out = ops.matmul(ta, tb)(ONE, ops.from_host(a), ops.from_host(b))
         assert_numpy_answer(ops, out, np.matmul(a.T if ta else a, b.T if tb else b))
+
     check()
 
 
@@ -298,13 +316,16 @@ def test_add_n_matches_numpy(name):
     ops = backend(name)
     same_shape = st.sampled_from(NUMERIC).flatmap(
         lambda dtype: hnp.array_shapes(min_dims=0, max_dims=3, max_side=3).flatmap(
-            lambda shape: st.lists(host_values(dtype, shape), min_size=1, max_size=4)))
+            lambda shape: st.lists(host_values(dtype, shape), min_size=1, max_size=4)
+        )
+    )
 
     @examples(name)
     @given(same_shape)
     def check(xs):
         out = ops.add_n()(ONE, [ops.from_host(x) for x in xs])
         assert_numpy_answer(ops, out, functools.reduce(np.add, xs))
+
     check()
 
 
@@ -313,11 +334,14 @@ def test_cast_matches_numpy(name):
     ops = backend(name)
 
     @examples(name, 2)
-    @given(st.sampled_from(CASTABLE),
-           st.sampled_from(CASTABLE).flatmap(lambda dt: host_values(dt, low=-100, high=100)))
+    @given(
+        st.sampled_from(CASTABLE),
+        st.sampled_from(CASTABLE).flatmap(lambda dt: host_values(dt, low=-100, high=100)),
+    )
     def check(dtype, x):
         out = ops.cast(dtype)(ONE, ops.from_host(x))
         assert_numpy_answer(ops, out, np.asarray(x).astype(dtype))
+
     check()
 
 
@@ -326,14 +350,19 @@ def test_constant_is_the_value_as_a_tensor(name):
     ops = backend(name)
 
     @examples(name)
-    @given(st.sampled_from(CASTABLE).flatmap(
-        lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=0, max_dims=3, max_side=3),
-                              elements=elements(dt))))
+    @given(
+        st.sampled_from(CASTABLE).flatmap(
+            lambda dt: hnp.arrays(
+                dt, hnp.array_shapes(min_dims=0, max_dims=3, max_side=3), elements=elements(dt)
+            )
+        )
+    )
     def check(value):
         compute = ops.constant(value)
         first, again = compute(ONE), compute(ONE)
         assert_numpy_answer(ops, first, value)
         assert_numpy_answer(ops, again, value)
+
     check()
     # strings have no kernels on a card: they stay on the host, as numpy values
     for text in (np.asarray(b"abc"), np.asarray(["a", "bc"])):
@@ -359,15 +388,16 @@ def test_copy_is_independent_of_its_source(name):
     @examples(name)
     @given(st.sampled_from(CASTABLE).flatmap(host_values))
     def check(x):
-        expected = np.copy(x)                   # (the numpy backend's tensor is x itself)
+        expected = np.copy(x)  # (the numpy backend's tensor is x itself)
         src = ops.from_host(x)
         copy = ops.copy(src)
         assert_numpy_answer(ops, copy, expected)
-        if np.ndim(x):                          # (numpy scalars cannot change)
+        if np.ndim(x):  # (numpy scalars cannot change)
             assert copy is not src
             overwrite(ops, src, 7)
             assert_numpy_answer(ops, copy, expected)
             np.testing.assert_array_equal(ops.to_host(src), np.full(np.shape(x), 7, src.dtype))
+
     check()
 
 
@@ -381,6 +411,7 @@ def test_shape_is_the_tensors_shape(name):
         assert ops.shape(ops.from_host(np.zeros(shape, np.float32))) == shape
         if shape == ():
             assert ops.shape(ops.from_host(np.float32(2))) == ()
+
     check()
 
 
@@ -389,12 +420,18 @@ def test_to_host_from_host_round_trip(name):
     ops = backend(name)
 
     @examples(name, 2)
-    @given(st.sampled_from(CASTABLE).flatmap(
-        lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0,
-                                                   max_side=3), elements=elements(dt))),
-        st.booleans())
+    @given(
+        st.sampled_from(CASTABLE).flatmap(
+            lambda dt: hnp.arrays(
+                dt,
+                hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3),
+                elements=elements(dt),
+            )
+        ),
+        st.booleans(),
+    )
     def check(value, as_scalar):
-        host = numpy_ops.scalarize(value) if as_scalar else value   # 0-d arrays too
+        host = numpy_ops.scalarize(value) if as_scalar else value  # 0-d arrays too
         tensor = ops.from_host(host)
         assert is_backend_tensor(ops, tensor)
         if name == "numpy" and type(host) is np.ndarray and host.ndim == 0:
@@ -406,6 +443,7 @@ def test_to_host_from_host_round_trip(name):
         assert_numpy_answer(ops, tensor, value)
         # bringing a host value to the host changes nothing
         assert_numpy_answer(ops, ops.from_host(ops.to_host(tensor)), value)
+
     check()
     ref = VariableRef("v", np.float32, (2,))
     assert ops.from_host(ref) is ref
@@ -420,17 +458,21 @@ def test_on_host_runs_a_host_kernel_on_numpy_values(name):
     def host_kernel(ctx, ins):
         seen.append((ctx, ins))
         x, ref_in, y = ins
-        return (np.reshape(x, (3, 2)), ref_in, np.concatenate([np.reshape(y, -1), [5]]),
-                np.reshape(np.reshape(y, -1), ()))      # a 0-d array, as reshape gives
+        return (
+            np.reshape(x, (3, 2)),
+            ref_in,
+            np.concatenate([np.reshape(y, -1), [5]]),
+            np.reshape(np.reshape(y, -1), ()),
+        )  # a 0-d array, as reshape gives
 
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     y = np.int64(4)
     outs = ops.on_host(host_kernel)(ONE, [ops.from_host(x), ref, ops.from_host(y)])
-    (ctx, ins), = seen
+    ((ctx, ins),) = seen
     assert ctx is ONE
     assert type(ins[0]) is np.ndarray and ins[0].dtype == np.float32
     np.testing.assert_array_equal(ins[0], x)
-    assert ins[1] is ref                            # variable references pass untouched
+    assert ins[1] is ref  # variable references pass untouched
     assert isinstance(ins[2], np.generic) and ins[2] == 4
     assert len(outs) == 4 and outs[1] is ref
     assert_numpy_answer(ops, outs[0], x.reshape(3, 2))
@@ -442,14 +484,20 @@ def test_on_host_runs_a_host_kernel_on_numpy_values(name):
 def test_an_emulated_cards_backend_switches_the_simulator_on():
     """In a fresh process where nothing asked for the simulator, the backend of an emulated
     card still runs its kernels in it (it turns it on before numba.cuda is imported)."""
-    script = ("import numpy as np\n"
-              "from minitf.kernels import cuda_ops\n"
-              "ops = cuda_ops.backend_for_card(0, emulated=True)\n"
-              "print(ops.to_host(ops.map('square')(None, ops.from_host(np.arange(3.0)))))\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM",
-                                                            "MINITF_GPU_BACKEND")}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=120)
+    script = (
+        "import numpy as np\n"
+        "from minitf.kernels import cuda_ops\n"
+        "ops = cuda_ops.backend_for_card(0, emulated=True)\n"
+        "print(ops.to_host(ops.map('square')(None, ops.from_host(np.arange(3.0)))))\n"
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("NUMBA_ENABLE_CUDASIM", "MINITF_GPU_BACKEND")
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[0. 1. 4.]"
 
@@ -479,8 +527,12 @@ def large(shape, dtype, seed, bound=50):
 
 
 @SPLIT
-@given(st.sampled_from(tensor_ops.ZIP_FNS), st.sampled_from(LARGE_DTYPES), large_shapes(),
-       st.integers(0, 2**16))
+@given(
+    st.sampled_from(tensor_ops.ZIP_FNS),
+    st.sampled_from(LARGE_DTYPES),
+    large_shapes(),
+    st.integers(0, 2**16),
+)
 def test_numpy_large_zip_same_answer_split(fn, dtype, shape, seed):
     if fn == "realdiv" and np.dtype(dtype).kind != "f":
         dtype = np.float64
@@ -489,13 +541,12 @@ def test_numpy_large_zip_same_answer_split(fn, dtype, shape, seed):
         y[y == 0] = 3
     ctx = TwoChunks()
     out = NumpyOps().zip(fn)(ctx, x, y)
-    assert fn == "floordiv" or ctx.splits == 1      # FloorDiv is not a splittable kernel
+    assert fn == "floordiv" or ctx.splits == 1  # FloorDiv is not a splittable kernel
     assert_numpy_answer(numpy_ops.NUMPY, out, numpy_zip(fn, x, y))
 
 
 @SPLIT
-@given(st.sampled_from(LARGE_DTYPES), large_shapes(), st.integers(2, 4),
-       st.integers(0, 2**16))
+@given(st.sampled_from(LARGE_DTYPES), large_shapes(), st.integers(2, 4), st.integers(0, 2**16))
 def test_numpy_large_add_n_same_answer_split(dtype, shape, count, seed):
     xs = [large(shape, dtype, seed + i) for i in range(count)]
     ctx = TwoChunks()
@@ -505,8 +556,13 @@ def test_numpy_large_add_n_same_answer_split(dtype, shape, count, seed):
 
 
 @SPLIT
-@given(st.sampled_from(tensor_ops.REDUCE_FNS), st.sampled_from(LARGE_DTYPES), large_shapes(),
-       st.booleans(), st.data())
+@given(
+    st.sampled_from(tensor_ops.REDUCE_FNS),
+    st.sampled_from(LARGE_DTYPES),
+    large_shapes(),
+    st.booleans(),
+    st.data(),
+)
 def test_numpy_large_reduce_same_answer_split(fn, dtype, shape, keep, data):
     x = large(shape, dtype, data.draw(st.integers(0, 2**16)))
     axes = sorted(data.draw(st.sets(st.integers(0, x.ndim - 1), min_size=1)))
@@ -518,8 +574,14 @@ def test_numpy_large_reduce_same_answer_split(fn, dtype, shape, keep, data):
 
 
 @SPLIT
-@given(st.integers(16, 128), st.integers(16, 128), st.sampled_from([np.float32, np.float64]),
-       st.booleans(), st.booleans(), st.integers(0, 2**16))
+@given(
+    st.integers(16, 128),
+    st.integers(16, 128),
+    st.sampled_from([np.float32, np.float64]),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 2**16),
+)
 def test_numpy_large_matmul_same_answer_split(m, n, dtype, ta, tb, seed):
     k = -(-SPLIT_FLOPS // (m * n))
     a = large((k, m) if ta else (m, k), dtype, seed, bound=4)

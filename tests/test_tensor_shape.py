@@ -4,16 +4,16 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, strategies as st
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
-from minitf.framework import dtypes
-from minitf.framework import tensor_shape
+from minitf.framework import dtypes, tensor_shape
 from minitf.framework.tensor_shape import Dimension, TensorShape
-
 
 # ---------------------------------------------------------------------------------------
 # Dimension
 # ---------------------------------------------------------------------------------------
+
 
 def test_dimension_value_int_index():
     d = Dimension(3)
@@ -128,6 +128,7 @@ def test_as_dimension_and_dimension_value():
 # ---------------------------------------------------------------------------------------
 # TensorShape: construction and reading
 # ---------------------------------------------------------------------------------------
+
 
 def test_construction_forms():
     assert TensorShape([2, 3]).as_list() == [2, 3]
@@ -249,6 +250,7 @@ def test_pickle():
 # TensorShape: equality
 # ---------------------------------------------------------------------------------------
 
+
 def test_eq_fully_defined():
     assert TensorShape([2, 3]) == TensorShape([2, 3])
     assert TensorShape([2, 3]) == [2, 3]
@@ -273,16 +275,21 @@ def test_ne():
     assert TensorShape([2, 3]) != TensorShape([2, 4])
     assert TensorShape([2, 3]) != TensorShape([2])
     assert not TensorShape([2, 3]) != TensorShape([2, 3])
-    for a, b in ((TensorShape(None), TensorShape(None)), (TensorShape(None), TensorShape([1])),
-                 (TensorShape([1]), TensorShape(None))):
-        with pytest.raises(ValueError, match="The inequality of unknown TensorShapes is "
-                                             "undefined."):
+    for a, b in (
+        (TensorShape(None), TensorShape(None)),
+        (TensorShape(None), TensorShape([1])),
+        (TensorShape([1]), TensorShape(None)),
+    ):
+        with pytest.raises(
+            ValueError, match="The inequality of unknown TensorShapes is undefined."
+        ):
             a != b
 
 
 # ---------------------------------------------------------------------------------------
 # TensorShape: compatibility, merging, concatenation, ranks
 # ---------------------------------------------------------------------------------------
+
 
 def test_is_compatible_with():
     assert TensorShape(None).is_compatible_with([2, 3])
@@ -355,6 +362,7 @@ def test_rank_helpers():
 # Module functions
 # ---------------------------------------------------------------------------------------
 
+
 def test_constructor_functions():
     s = TensorShape([1])
     assert tensor_shape.as_shape(s) is s
@@ -371,21 +379,24 @@ def test_constructor_functions():
     assert tensor_shape.matrix(2, None).as_list() == [2, None]
 
 
-@pytest.mark.parametrize("x,y,expected", [
-    ([2, 3], [3], [2, 3]),
-    ([2, 1], [1, 4], [2, 4]),
-    ([], [5], [5]),
-    ([5, 1, 3], [4, 1], [5, 4, 3]),
-    ([None, 3], [3], [None, 3]),
-    ([None], [4], [4]),
-    ([None], [1], [None]),
-    ([1], [None], [None]),
-    ([None], [None], [None]),
-    ([None], [0], [None]),
-    ([0], [1], [0]),
-    ([0], [0], [0]),
-    ([2, None], [None, 1, 5], [None, 2, 5]),
-])
+@pytest.mark.parametrize(
+    "x,y,expected",
+    [
+        ([2, 3], [3], [2, 3]),
+        ([2, 1], [1, 4], [2, 4]),
+        ([], [5], [5]),
+        ([5, 1, 3], [4, 1], [5, 4, 3]),
+        ([None, 3], [3], [None, 3]),
+        ([None], [4], [4]),
+        ([None], [1], [None]),
+        ([1], [None], [None]),
+        ([None], [None], [None]),
+        ([None], [0], [None]),
+        ([0], [1], [0]),
+        ([0], [0], [0]),
+        ([2, None], [None, 1, 5], [None, 2, 5]),
+    ],
+)
 def test_broadcast_static_shape(x, y, expected):
     result = tensor_shape.broadcast_static_shape(TensorShape(x), TensorShape(y))
     assert isinstance(result, TensorShape)
@@ -402,8 +413,11 @@ def test_broadcast_static_shape_incompatible():
     with pytest.raises(ValueError) as info:
         tensor_shape.broadcast_static_shape(TensorShape([2]), TensorShape([3]))
     assert str(info.value) == "Incompatible shapes for broadcasting: (2,) and (3,)"
-    with pytest.raises(ValueError, match=r"^Incompatible shapes for broadcasting: "
-                                         r"\(\?, 2\) and \(4, 3\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^Incompatible shapes for broadcasting: "
+        r"\(\?, 2\) and \(4, 3\)$",
+    ):
         tensor_shape.broadcast_static_shape([None, 2], [4, 3])
 
 

@@ -12,19 +12,35 @@ from hypothesis import strategies as st
 
 from minitf.runtime import trace
 from minitf.runtime.config_proto import RunMetadata, StepStats
-from minitf.runtime.step_stats import (ChunkStats, DeviceStepStats, NodeExecStats, TensorOutput,
-                                       TransferStats)
+from minitf.runtime.step_stats import (
+    ChunkStats,
+    DeviceStepStats,
+    NodeExecStats,
+    TensorOutput,
+    TransferStats,
+)
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
 
 
-def node(name, label, start, dur, outputs=(), thread=(7, "CPU inter-op #0"), chunks=(),
-         op_type=None):
+def node(
+    name, label, start, dur, outputs=(), thread=(7, "CPU inter-op #0"), chunks=(), op_type=None
+):
     outs = [TensorOutput(k, "float32", (2,), nbytes) for k, nbytes in enumerate(outputs)]
-    return NodeExecStats(name, op_type or "Op", start, dur, thread[0], thread[1], "inter_op",
-                         label, output=outs, chunks=chunks)
+    return NodeExecStats(
+        name,
+        op_type or "Op",
+        start,
+        dur,
+        thread[0],
+        thread[1],
+        "inter_op",
+        label,
+        output=outs,
+        chunks=chunks,
+    )
 
 
 def stats(*devs, transfers=()):
@@ -36,8 +52,7 @@ def stats(*devs, transfers=()):
 
 
 def events(step_stats, **kw):
-    return json.loads(trace.Timeline(step_stats).generate_chrome_trace_format(**kw))[
-        "traceEvents"]
+    return json.loads(trace.Timeline(step_stats).generate_chrome_trace_format(**kw))["traceEvents"]
 
 
 def of(evs, ph, cat=None):
@@ -50,9 +65,11 @@ def ops(evs):
 
 # -- pids and metadata ------------------------------------------------------------------------
 
+
 def test_pids_and_process_names():
-    s = stats((CPU, [node("a", "a = Const()", 10, 5, [8])]),
-              (GPU0, [node("b", "b = Neg(a)", 20, 5, [8])]))
+    s = stats(
+        (CPU, [node("a", "a = Const()", 10, 5, [8])]), (GPU0, [node("b", "b = Neg(a)", 20, 5, [8])])
+    )
     evs = events(s)
     meta = of(evs, "M")
     assert meta == [
@@ -62,18 +79,18 @@ def test_pids_and_process_names():
         {"name": "process_name", "ph": "M", "pid": 3, "args": {"name": GPU0 + " Compute"}},
         {"name": "process_name", "ph": "M", "pid": 4, "args": {"name": GPU0 + " Tensors"}},
     ]
-    assert evs[:5] == meta                     # metadata first
+    assert evs[:5] == meta  # metadata first
     assert not [e for e in evs if e["name"] == "thread_name"]
     assert ops(evs)["a"]["pid"] == 1 and ops(evs)["b"]["pid"] == 3
 
 
 def test_empty_step_stats_has_only_allocators():
     evs = events(StepStats())
-    assert evs == [{"name": "process_name", "ph": "M", "pid": 0,
-                    "args": {"name": "Allocators"}}]
+    assert evs == [{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "Allocators"}}]
 
 
 # -- lanes ------------------------------------------------------------------------------------
+
 
 def test_overlapping_nodes_get_two_lanes():
     s = stats((CPU, [node("a", "a = Const()", 100, 50), node("b", "b = Const()", 120, 10)]))
@@ -89,11 +106,18 @@ def test_touching_nodes_open_a_new_lane():
 
 
 def test_disjoint_nodes_share_a_lane_and_first_free_lane_wins():
-    s = stats((CPU, [node("a", "a = Const()", 100, 50),    # lane 0 until 150
-                     node("b", "b = Const()", 110, 100),   # lane 1 until 210
-                     node("c", "c = Const()", 151, 10),    # lane 0 free again (150 < 151)
-                     node("d", "d = Const()", 205, 10),    # lane 0 free (161 < 205), not 1
-                     node("e", "e = Const()", 206, 10)]))  # lanes 0 and 1 busy -> lane 2
+    s = stats(
+        (
+            CPU,
+            [
+                node("a", "a = Const()", 100, 50),  # lane 0 until 150
+                node("b", "b = Const()", 110, 100),  # lane 1 until 210
+                node("c", "c = Const()", 151, 10),  # lane 0 free again (150 < 151)
+                node("d", "d = Const()", 205, 10),  # lane 0 free (161 < 205), not 1
+                node("e", "e = Const()", 206, 10),
+            ],
+        )
+    )  # lanes 0 and 1 busy -> lane 2
     o = ops(events(s))
     assert [o[n]["tid"] for n in "abcde"] == [0, 1, 0, 0, 2]
 
@@ -108,16 +132,18 @@ def test_lanes_never_hold_touching_or_overlapping_ops(spans):
     for i, (s, d) in enumerate(spans):
         lane = o["n%d" % i]["tid"]
         if lane in last_end:
-            assert last_end[lane] < 1 + s            # strictly before
+            assert last_end[lane] < 1 + s  # strictly before
         # greedy: every lower lane was still busy
         assert all(last_end[k] >= 1 + s for k in range(lane) if k in last_end)
-        assert set(range(lane)) <= set(last_end)     # lanes are opened in order
+        assert set(range(lane)) <= set(last_end)  # lanes are opened in order
         last_end[lane] = 1 + s + d
 
 
 def test_lanes_are_per_device_and_ignore_thread_ids():
-    s = stats((CPU, [node("a", "a = Const()", 100, 50, thread=(5, "x"))]),
-              (GPU0, [node("b", "b = Const()", 100, 50, thread=(9, "y"))]))
+    s = stats(
+        (CPU, [node("a", "a = Const()", 100, 50, thread=(5, "x"))]),
+        (GPU0, [node("b", "b = Const()", 100, 50, thread=(9, "y"))]),
+    )
     o = ops(events(s))
     assert o["a"]["tid"] == 0 and o["b"]["tid"] == 0
 
@@ -131,21 +157,36 @@ def test_input_stats_are_not_modified():
 
 # -- op events --------------------------------------------------------------------------------
 
+
 def test_op_event_fields_and_inputs_from_label():
-    s = stats((CPU, [node("x", "x = Split(v)", 10, 5, [8, 8]),
-                     node("c", "c = NoOp()", 10, 1),
-                     node("y", "y = AddN(x, x:1, ^c)", 20, 7, [8])]))
+    s = stats(
+        (
+            CPU,
+            [
+                node("x", "x = Split(v)", 10, 5, [8, 8]),
+                node("c", "c = NoOp()", 10, 1),
+                node("y", "y = AddN(x, x:1, ^c)", 20, 7, [8]),
+            ],
+        )
+    )
     evs = events(s)
     y = ops(evs)["y"]
-    assert y == {"ph": "X", "cat": "Op", "name": "AddN", "pid": 1, "tid": 0, "ts": 20,
-                 "dur": 7, "args": {"name": "y", "op": "AddN", "input0": "x", "input1": "x:1",
-                                    "input2": "^c"}}
+    assert y == {
+        "ph": "X",
+        "cat": "Op",
+        "name": "AddN",
+        "pid": 1,
+        "tid": 0,
+        "ts": 20,
+        "dur": 7,
+        "args": {"name": "y", "op": "AddN", "input0": "x", "input1": "x:1", "input2": "^c"},
+    }
     assert ops(evs)["c"]["args"] == {"name": "c", "op": "NoOp"}
     assert list(y) == ["ph", "cat", "name", "pid", "tid", "ts", "dur", "args"]
 
 
 def test_unparsable_send_label_gives_unknown():
-    label = "a/_0 = _Send(a @%s" % GPU0        # TF's Send label has no closing parenthesis
+    label = "a/_0 = _Send(a @%s" % GPU0  # TF's Send label has no closing parenthesis
     s = stats((CPU, [node("a/_0", label, 10, 5)]))
     e = ops(events(s))["a/_0"]
     assert e["name"] == "unknown"
@@ -160,8 +201,10 @@ def test_parse_op_label():
 
 def test_gputrace_device_splits_node_name_and_skips_dataflow():
     stream = "/device:GPU:0/stream:all"
-    s = stats((CPU, [node("a", "a = Const()", 10, 5, [8])]),
-              (stream, [node("b:MatMul", "b = MatMul(a)", 20, 5)]))
+    s = stats(
+        (CPU, [node("a", "a = Const()", 10, 5, [8])]),
+        (stream, [node("b:MatMul", "b = MatMul(a)", 20, 5)]),
+    )
     evs = events(s)
     b = [e for e in of(evs, "X") if e["pid"] == 3][0]
     assert b["name"] == "MatMul" and b["args"] == {"name": "b", "op": "MatMul"}
@@ -170,21 +213,33 @@ def test_gputrace_device_splits_node_name_and_skips_dataflow():
 
 # -- dataflow ---------------------------------------------------------------------------------
 
+
 def dataflow_stats():
-    return stats((CPU, [node("a", "a = Const()", 100, 10, [8]),
-                        node("b", "b = Neg(a)", 111, 10, [8]),      # lane 0, after a
-                        node("c", "c = Square(a)", 115, 10, [8])]),  # lane 1
-                 (GPU0, [node("d", "d = Mul(b, c/_1)", 130, 10, [8])]))
+    return stats(
+        (
+            CPU,
+            [
+                node("a", "a = Const()", 100, 10, [8]),
+                node("b", "b = Neg(a)", 111, 10, [8]),  # lane 0, after a
+                node("c", "c = Square(a)", 115, 10, [8]),
+            ],
+        ),  # lane 1
+        (GPU0, [node("d", "d = Mul(b, c/_1)", 130, 10, [8])]),
+    )
 
 
 def test_dataflow_only_across_lanes_or_pids():
     evs = events(dataflow_stats())
-    flows = [(e["ph"], e["name"], e["pid"], e["tid"], e["ts"], e["id"])
-             for e in evs if e["ph"] in "st"]
+    flows = [
+        (e["ph"], e["name"], e["pid"], e["tid"], e["ts"], e["id"]) for e in evs if e["ph"] in "st"
+    ]
     assert flows == [
-        ("s", "a", 1, 0, 110, 0), ("t", "a", 1, 1, 115, 0),     # a -> c (lane 0 -> lane 1)
-        ("s", "b", 1, 0, 121, 1), ("t", "b", 3, 0, 130, 1),     # b -> d (CPU -> GPU)
-        ("s", "c", 1, 1, 125, 2), ("t", "c", 3, 0, 130, 2),     # "c/_1" stripped to "c"
+        ("s", "a", 1, 0, 110, 0),
+        ("t", "a", 1, 1, 115, 0),  # a -> c (lane 0 -> lane 1)
+        ("s", "b", 1, 0, 121, 1),
+        ("t", "b", 3, 0, 130, 1),  # b -> d (CPU -> GPU)
+        ("s", "c", 1, 1, 125, 2),
+        ("t", "c", 3, 0, 130, 2),  # "c/_1" stripped to "c"
     ]
     assert all(e["cat"] == "DataFlow" for e in evs if e["ph"] in "st")
 
@@ -192,8 +247,18 @@ def test_dataflow_only_across_lanes_or_pids():
 def test_flows_follow_their_consumer_op():
     evs = [e for e in events(dataflow_stats()) if e["ph"] != "M"]
     kinds = [(e["ph"], e["args"]["name"] if e["ph"] == "X" else e["name"]) for e in evs]
-    assert kinds == [("X", "a"), ("X", "b"), ("X", "c"), ("s", "a"), ("t", "a"),
-                     ("X", "d"), ("s", "b"), ("t", "b"), ("s", "c"), ("t", "c")]
+    assert kinds == [
+        ("X", "a"),
+        ("X", "b"),
+        ("X", "c"),
+        ("s", "a"),
+        ("t", "a"),
+        ("X", "d"),
+        ("s", "b"),
+        ("t", "b"),
+        ("s", "c"),
+        ("t", "c"),
+    ]
 
 
 def test_no_dataflow_when_disabled():
@@ -203,8 +268,9 @@ def test_no_dataflow_when_disabled():
 
 
 def test_control_inputs_make_no_flow():
-    s = stats((CPU, [node("a", "a = Const()", 100, 50, [8]),
-                     node("b", "b = NoOp(^a)", 120, 10)]))     # other lane
+    s = stats(
+        (CPU, [node("a", "a = Const()", 100, 50, [8]), node("b", "b = NoOp(^a)", 120, 10)])
+    )  # other lane
     evs = events(s)
     assert ops(evs)["b"]["tid"] == 1
     assert of(evs, "s") == []
@@ -212,11 +278,19 @@ def test_control_inputs_make_no_flow():
 
 # -- memory -----------------------------------------------------------------------------------
 
+
 def memory_stats():
-    return stats((CPU, [node("a", "a = Const()", 100, 10, [40]),
-                        node("b", "b = Split(a)", 111, 10, [16, 24]),
-                        node("c", "c = Add(b, b:1)", 125, 10, [16])]),
-                 (GPU1, [node("g", "g = Neg(a)", 112, 10, [40])]))
+    return stats(
+        (
+            CPU,
+            [
+                node("a", "a = Const()", 100, 10, [40]),
+                node("b", "b = Split(a)", 111, 10, [16, 24]),
+                node("c", "c = Add(b, b:1)", 125, 10, [16]),
+            ],
+        ),
+        (GPU1, [node("g", "g = Neg(a)", 112, 10, [40])]),
+    )
 
 
 def test_no_memory_events_by_default():
@@ -227,12 +301,22 @@ def test_no_memory_events_by_default():
 def test_tensor_objects_with_show_memory():
     evs = events(memory_stats(), show_memory=True)
     n = [(e["name"], e["pid"], e["tid"], e["ts"], e["id"]) for e in of(evs, "N")]
-    assert n == [("a", 2, 0, 100, 0), ("b", 2, 0, 111, 1), ("b:1", 2, 0, 111, 2),
-                 ("c", 2, 0, 125, 3), ("g", 4, 0, 112, 4)]
+    assert n == [
+        ("a", 2, 0, 100, 0),
+        ("b", 2, 0, 111, 1),
+        ("b:1", 2, 0, 111, 2),
+        ("c", 2, 0, 125, 3),
+        ("g", 4, 0, 112, 4),
+    ]
     assert all(e["cat"] == "Tensor" for e in evs if e["ph"] in "NOD")
     o = of(evs, "O")
     assert [(e["name"], e["ts"], e["id"]) for e in o] == [
-        ("a", 109, 0), ("b", 120, 1), ("b:1", 120, 2), ("c", 134, 3), ("g", 121, 4)]
+        ("a", 109, 0),
+        ("b", 120, 1),
+        ("b:1", 120, 2),
+        ("c", 134, 3),
+        ("g", 121, 4),
+    ]
     desc = o[2]["args"]["snapshot"]["tensor_description"]
     assert '"' not in desc
     assert "dtype: DT_FLOAT" in desc and "size: 2" in desc
@@ -244,8 +328,13 @@ def test_delete_events_at_last_use():
     evs = events(memory_stats(), show_memory=True)
     d = {e["name"]: (e["pid"], e["tid"], e["ts"], e["id"]) for e in of(evs, "D")}
     # a: used by b (ends 121 -> 120) and g (ends 122 -> 121); its own end is 110
-    assert d == {"a": (2, 0, 121, 0), "b": (2, 0, 134, 1), "b:1": (2, 0, 134, 2),
-                 "c": (2, 0, 135, 3), "g": (4, 0, 122, 4)}
+    assert d == {
+        "a": (2, 0, 121, 0),
+        "b": (2, 0, 134, 1),
+        "b:1": (2, 0, 134, 2),
+        "c": (2, 0, 135, 3),
+        "g": (4, 0, 122, 4),
+    }
 
 
 def test_memory_counters_and_allocator_maximums():
@@ -253,8 +342,16 @@ def test_memory_counters_and_allocator_maximums():
     evs = analysis.chrome_trace.trace()["traceEvents"]
     cpu = [(e["ts"], e["args"]["cpu"]) for e in of(evs, "C") if e["name"] == "cpu"]
     # at 134 both outputs of b are freed, the larger (more negative) change first
-    assert cpu == [(100, 40), (111, 56), (111, 80), (121, 40), (125, 56), (134, 32),
-                   (134, 16), (135, 0)]
+    assert cpu == [
+        (100, 40),
+        (111, 56),
+        (111, 80),
+        (121, 40),
+        (125, 56),
+        (134, 32),
+        (134, 16),
+        (135, 0),
+    ]
     gpu = [(e["ts"], e["args"]) for e in of(evs, "C") if e["name"] == "gpu_1"]
     assert gpu == [(112, {"gpu_1": 40}), (122, {"gpu_1": 0})]
     assert all(e["pid"] == 0 and e["tid"] == 0 and e["cat"] == "Memory" for e in of(evs, "C"))
@@ -266,9 +363,16 @@ def test_memory_counters_and_allocator_maximums():
 
 
 def test_frees_sort_before_allocations_at_the_same_time():
-    s = stats((CPU, [node("a", "a = Const()", 100, 10, [40]),
-                     node("b", "b = Neg(a)", 111, 10, [40]),    # a's last use: 120
-                     node("c", "c = Const()", 120, 5, [8])]))   # allocates at 120
+    s = stats(
+        (
+            CPU,
+            [
+                node("a", "a = Const()", 100, 10, [40]),
+                node("b", "b = Neg(a)", 111, 10, [40]),  # a's last use: 120
+                node("c", "c = Const()", 120, 5, [8]),
+            ],
+        )
+    )  # allocates at 120
     analysis = trace.Timeline(s).analyze_step_stats(show_memory=True)
     evs = analysis.chrome_trace.trace()["traceEvents"]
     series = [(e["ts"], e["args"]["cpu"]) for e in of(evs, "C")]
@@ -301,17 +405,36 @@ def test_default_allocator_names():
 
 # -- minitf extras: show_threads ---------------------------------------------------------------
 
+
 def threads_stats():
-    chunks = [ChunkStats(0, 11, "CPU inter-op #0", 100, 140),
-              ChunkStats(1, 21, "CPU intra-op #0", 101, 138),
-              ChunkStats(2, 22, "CPU intra-op #1", 102, 139)]
-    return stats((CPU, [node("a", "a = MatMul(x, y)", 100, 50, [8], thread=(11, "CPU inter-op #0"),
-                             chunks=chunks),
-                        node("b", "b = Const()", 100, 10, [8], thread=(12, "CPU inter-op #1")),
-                        node("c", "c = Neg(b)", 111, 10, [8], thread=(12, "CPU inter-op #1"))]),
-                 (GPU0, [node("d", "d = Add(a, c)", 160, 10, [8], thread=(0, "caller"))]),
-                 transfers=[TransferStats("a:0", "a", "d", CPU, GPU0, 8, 160),
-                            TransferStats("c:0", "c", "d", CPU, GPU0, 8, 160)])
+    chunks = [
+        ChunkStats(0, 11, "CPU inter-op #0", 100, 140),
+        ChunkStats(1, 21, "CPU intra-op #0", 101, 138),
+        ChunkStats(2, 22, "CPU intra-op #1", 102, 139),
+    ]
+    return stats(
+        (
+            CPU,
+            [
+                node(
+                    "a",
+                    "a = MatMul(x, y)",
+                    100,
+                    50,
+                    [8],
+                    thread=(11, "CPU inter-op #0"),
+                    chunks=chunks,
+                ),
+                node("b", "b = Const()", 100, 10, [8], thread=(12, "CPU inter-op #1")),
+                node("c", "c = Neg(b)", 111, 10, [8], thread=(12, "CPU inter-op #1")),
+            ],
+        ),
+        (GPU0, [node("d", "d = Add(a, c)", 160, 10, [8], thread=(0, "caller"))]),
+        transfers=[
+            TransferStats("a:0", "a", "d", CPU, GPU0, 8, 160),
+            TransferStats("c:0", "c", "d", CPU, GPU0, 8, 160),
+        ],
+    )
 
 
 def test_show_threads_off_is_tf_output():
@@ -324,10 +447,14 @@ def test_show_threads_off_is_tf_output():
 
 def test_show_threads_uses_real_threads_with_names():
     evs = events(threads_stats(), show_threads=True)
-    names = [(e["pid"], e["tid"], e["args"]["name"]) for e in evs
-             if e["name"] == "thread_name"]
-    assert names == [(1, 11, "CPU inter-op #0"), (1, 21, "CPU intra-op #0"),
-                     (1, 22, "CPU intra-op #1"), (1, 12, "CPU inter-op #1"), (3, 0, "caller")]
+    names = [(e["pid"], e["tid"], e["args"]["name"]) for e in evs if e["name"] == "thread_name"]
+    assert names == [
+        (1, 11, "CPU inter-op #0"),
+        (1, 21, "CPU intra-op #0"),
+        (1, 22, "CPU intra-op #1"),
+        (1, 12, "CPU inter-op #1"),
+        (3, 0, "caller"),
+    ]
     assert all(e["ph"] == "M" for e in evs if e["name"] == "thread_name")
     assert [e["ph"] for e in evs[:10]] == ["M"] * 10
     o = ops(evs)
@@ -338,36 +465,55 @@ def test_show_threads_chunks():
     evs = events(threads_stats(), show_threads=True)
     chunks = of(evs, "X", "Chunk")
     assert [(e["name"], e["pid"], e["tid"], e["ts"], e["dur"]) for e in chunks] == [
-        ("MatMul/chunk0", 1, 11, 100, 40), ("MatMul/chunk1", 1, 21, 101, 37),
-        ("MatMul/chunk2", 1, 22, 102, 37)]
-    assert chunks[1]["args"] == {"name": "a", "op": "MatMul", "chunk": 1,
-                                 "thread": "CPU intra-op #0"}
+        ("MatMul/chunk0", 1, 11, 100, 40),
+        ("MatMul/chunk1", 1, 21, 101, 37),
+        ("MatMul/chunk2", 1, 22, 102, 37),
+    ]
+    assert chunks[1]["args"] == {
+        "name": "a",
+        "op": "MatMul",
+        "chunk": 1,
+        "thread": "CPU intra-op #0",
+    }
     body = [e for e in evs if e["ph"] == "X"]
     assert body[0]["cat"] == "Op" and [e["cat"] for e in body[1:4]] == ["Chunk"] * 3
 
 
 def test_show_threads_transfers_and_dataflow():
     evs = events(threads_stats(), show_threads=True)
-    data = [(e["ph"], e["name"], e["pid"], e["tid"], e["ts"], e["id"])
-            for e in evs if e.get("cat") == "DataFlow"]
-    assert data == [("s", "a", 1, 11, 150, 0), ("t", "a", 3, 0, 160, 0),
-                    ("s", "c", 1, 12, 121, 1), ("t", "c", 3, 0, 160, 1)]   # b -> c same thread
+    data = [
+        (e["ph"], e["name"], e["pid"], e["tid"], e["ts"], e["id"])
+        for e in evs
+        if e.get("cat") == "DataFlow"
+    ]
+    assert data == [
+        ("s", "a", 1, 11, 150, 0),
+        ("t", "a", 3, 0, 160, 0),
+        ("s", "c", 1, 12, 121, 1),
+        ("t", "c", 3, 0, 160, 1),
+    ]  # b -> c same thread
     tr = [e for e in evs if e.get("cat") == "Transfer"]
     assert [(e["ph"], e["name"], e["pid"], e["tid"], e["ts"], e["id"]) for e in tr] == [
-        ("s", "a:0", 1, 11, 150, 2), ("t", "a:0", 3, 0, 160, 2),
-        ("s", "c:0", 1, 12, 121, 3), ("t", "c:0", 3, 0, 160, 3)]
+        ("s", "a:0", 1, 11, 150, 2),
+        ("t", "a:0", 3, 0, 160, 2),
+        ("s", "c:0", 1, 12, 121, 3),
+        ("t", "c:0", 3, 0, 160, 3),
+    ]
     assert tr[0]["args"] == {"bytes": 8, "src": CPU, "dst": GPU0}
 
 
 def test_transfer_with_unknown_node_is_skipped():
-    s = stats((CPU, [node("a", "a = Const()", 100, 10, [8])]),
-              transfers=[TransferStats("zz:0", "zz", "a", GPU0, CPU, 8, 100)])
+    s = stats(
+        (CPU, [node("a", "a = Const()", 100, 10, [8])]),
+        transfers=[TransferStats("zz:0", "zz", "a", GPU0, CPU, 8, 100)],
+    )
     evs = events(s, show_threads=True)
     assert not [e for e in evs if e.get("cat") == "Transfer"]
     assert len(of(evs, "X")) == 1
 
 
 # -- formatting and convenience ---------------------------------------------------------------
+
 
 def test_pretty_json_format():
     s = stats((CPU, [node("a", "a = Const()", 10, 5, [8])]))
@@ -403,14 +549,23 @@ def test_chrome_trace_and_save_accept_run_metadata(tmp_path):
     with open(path) as f:
         saved = json.load(f)
     assert [e["args"]["name"] for e in saved["traceEvents"] if e["name"] == "thread_name"] == [
-        "CPU inter-op #0"]
-    assert trace.Timeline(md).generate_chrome_trace_format() == \
-        trace.Timeline(md.step_stats).generate_chrome_trace_format()
+        "CPU inter-op #0"
+    ]
+    assert (
+        trace.Timeline(md).generate_chrome_trace_format()
+        == trace.Timeline(md.step_stats).generate_chrome_trace_format()
+    )
 
 
-@pytest.mark.parametrize("kw", [{}, {"show_memory": True}, {"show_threads": True},
-                                {"show_dataflow": False, "show_memory": True,
-                                 "show_threads": True}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"show_memory": True},
+        {"show_threads": True},
+        {"show_dataflow": False, "show_memory": True, "show_threads": True},
+    ],
+)
 def test_every_mode_parses(kw):
     text = trace.Timeline(threads_stats()).generate_chrome_trace_format(**kw)
     evs = json.loads(text)["traceEvents"]

@@ -24,6 +24,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 # -- helpers ---------------------------------------------------------------------------------
 
+
 def build_model():
     """A variable on the CPU, a name scope spread over both GPUs, one control edge."""
     with tf.device("/cpu:0"):
@@ -122,6 +123,7 @@ def big_graph(blocks=27, width=25):
 
 # -- colours -------------------------------------------------------------------------------------
 
+
 def test_device_colours_follow_sorted_device_names():
     colors = device_colors([GPU1, CPU0, GPU0])
     assert list(colors) == [CPU0, GPU0, GPU1]
@@ -138,8 +140,15 @@ def test_each_op_is_filled_with_its_devices_colour():
     view = placed_view()
     nodes = node_attrs(view.dot)
     expected = {CPU0: DEVICE_PALETTE[0], GPU0: DEVICE_PALETTE[1], GPU1: DEVICE_PALETTE[2]}
-    for name, dev in [("v", CPU0), ("v/read", CPU0), ("zeros", CPU0), ("layer/a", GPU0),
-                      ("layer/add", GPU0), ("layer/c", GPU1), ("layer/d", GPU1)]:
+    for name, dev in [
+        ("v", CPU0),
+        ("v/read", CPU0),
+        ("zeros", CPU0),
+        ("layer/a", GPU0),
+        ("layer/add", GPU0),
+        ("layer/c", GPU1),
+        ("layer/d", GPU1),
+    ]:
         assert view.device_of[name] == dev
         assert fill_of(nodes[name]) == expected[dev], name
     assert len({fill_of(nodes[n]) for n in ("v", "layer/a", "layer/c")}) == 3
@@ -165,13 +174,14 @@ def test_unplaced_ops_are_grey_and_listed_in_the_legend():
     view = GraphView()
     nodes = node_attrs(view.dot)
     assert fill_of(nodes["nowhere"]) == UNPLACED_COLOR
-    assert fill_of(nodes["somewhere"]) == DEVICE_PALETTE[0]    # the only device named
+    assert fill_of(nodes["somewhere"]) == DEVICE_PALETTE[0]  # the only device named
     assert "not placed" in view.dot
     assert view.source == "requested"
     assert "requested only" in view.dot
 
 
 # -- clusters ----------------------------------------------------------------------------------
+
 
 def test_clusters_nest_job_task_device_scope():
     view = placed_view()
@@ -206,19 +216,20 @@ def test_builtin_svg_draws_nested_cluster_boxes():
             kinds.setdefault(cls[1], []).append(label)
             boxes[label] = tuple(float(rect.get(k)) for k in ("x", "y", "width", "height"))
     assert kinds["cluster-job"] == ["/job:localhost"]
-    assert sorted(kinds["cluster-device"]) == ["/device:CPU:0", "/device:GPU:0",
-                                               "/device:GPU:1"]
+    assert sorted(kinds["cluster-device"]) == ["/device:CPU:0", "/device:GPU:0", "/device:GPU:1"]
 
     def inside(inner, outer):
         x, y, w, h = boxes[inner]
         ox, oy, ow, oh = boxes[outer]
         return ox <= x and oy <= y and x + w <= ox + ow and y + h <= oy + oh
+
     assert inside("/replica:0/task:0", "/job:localhost")
     for dev in ("/device:CPU:0", "/device:GPU:0", "/device:GPU:1"):
         assert inside(dev, "/replica:0/task:0")
 
 
 # -- edges ---------------------------------------------------------------------------------------
+
 
 def test_control_edges_are_dashed_and_data_edges_are_not():
     view = placed_view()
@@ -235,8 +246,9 @@ def test_edges_between_devices_are_marked_as_copies():
     assert copies == {("v/read", "layer/add"), ("layer/add", "layer/c")}
     for k in copies:
         assert any("#d62728" in a and "bold" in a for a in edges[k])
-    root = ET.fromstring(GraphView(view.graph, placement=view.device_of,
-                                   renderer="builtin").to_svg())
+    root = ET.fromstring(
+        GraphView(view.graph, placement=view.device_of, renderer="builtin").to_svg()
+    )
     copy_groups = [g for g in root.iter(SVG + "g") if g.get("class") == "edge copy"]
     assert len(copy_groups) == 2
     assert all(g.find(SVG + "line").get("stroke") == "#d62728" for g in copy_groups)
@@ -257,23 +269,30 @@ def test_explicit_placement_decides_the_copies():
 
 # -- variables, legend ---------------------------------------------------------------------------
 
+
 def test_variables_are_cylinders():
     view = placed_view(renderer="builtin")
     nodes = node_attrs(view.dot)
     assert "shape=cylinder" in nodes["v"]
     assert "cylinder" not in nodes["v/read"]
     root = ET.fromstring(view.to_svg())
-    variables = [g.get("data-name") for g in root.iter(SVG + "g")
-                 if "variable" in g.get("class", "").split()]
+    variables = [
+        g.get("data-name") for g in root.iter(SVG + "g") if "variable" in g.get("class", "").split()
+    ]
     assert variables == ["v"]
 
 
 def test_legend_names_every_device_colour():
     view = placed_view(renderer="builtin")
-    for dev, color in ((CPU0, DEVICE_PALETTE[0]), (GPU0, DEVICE_PALETTE[1]),
-                       (GPU1, DEVICE_PALETTE[2])):
-        assert re.search(r'<td bgcolor="%s"[^>]*> </td><td align="left">%s</td>'
-                         % (color, re.escape(dev)), view.dot)
+    for dev, color in (
+        (CPU0, DEVICE_PALETTE[0]),
+        (GPU0, DEVICE_PALETTE[1]),
+        (GPU1, DEVICE_PALETTE[2]),
+    ):
+        assert re.search(
+            r'<td bgcolor="%s"[^>]*> </td><td align="left">%s</td>' % (color, re.escape(dev)),
+            view.dot,
+        )
     assert "the session's placement" in view.dot
     root = ET.fromstring(view.to_svg())
     legend = [g for g in root.iter(SVG + "g") if g.get("class") == "legend"]
@@ -295,6 +314,7 @@ def test_unrun_session_falls_back_to_requested_devices():
 
 
 # -- collapsing ----------------------------------------------------------------------------------
+
 
 def test_collapse_true_draws_one_box_per_top_level_scope():
     view = placed_view(collapse_scopes=True)
@@ -318,8 +338,10 @@ def test_collapse_a_list_of_scopes():
     view = placed_view(collapse_scopes=["layer"])
     nodes = node_attrs(view.dot)
     assert "scope:layer" in nodes and "v/read" in nodes and "scope:v" not in nodes
-    assert GraphView(view.graph, placement=view.device_of, collapse_scopes="layer").dot == \
-        GraphView(view.graph, placement=view.device_of, collapse_scopes=["layer"]).dot
+    assert (
+        GraphView(view.graph, placement=view.device_of, collapse_scopes="layer").dot
+        == GraphView(view.graph, placement=view.device_of, collapse_scopes=["layer"]).dot
+    )
 
 
 def test_large_graphs_collapse_automatically():
@@ -342,6 +364,7 @@ def test_large_graphs_collapse_automatically():
 
 
 # -- determinism, saving -------------------------------------------------------------------------
+
 
 def test_two_builds_give_identical_text():
     first = placed_view(renderer="builtin")
@@ -369,6 +392,7 @@ def test_save_svg_and_dot(tmp_path, monkeypatch):
 
 # -- renderers -----------------------------------------------------------------------------------
 
+
 def test_fallback_renderer_without_graphviz_gives_wellformed_svg(tmp_path, monkeypatch):
     no_graphviz(monkeypatch, tmp_path)
     view = placed_view()
@@ -376,8 +400,9 @@ def test_fallback_renderer_without_graphviz_gives_wellformed_svg(tmp_path, monke
     assert view.renderer_used == "builtin"
     root = ET.fromstring(svg)
     assert root.tag == SVG + "svg"
-    names = {g.get("data-name") for g in root.iter(SVG + "g")
-             if "node" in g.get("class", "").split()}
+    names = {
+        g.get("data-name") for g in root.iter(SVG + "g") if "node" in g.get("class", "").split()
+    }
     assert names == {op.name for op in view.graph.get_operations()}
     titles = [t.text for t in root.iter(SVG + "title")]
     assert any(t.startswith("layer/c (Square)") for t in titles)
@@ -385,10 +410,13 @@ def test_fallback_renderer_without_graphviz_gives_wellformed_svg(tmp_path, monke
 
 
 def test_dot_on_path_is_used_and_its_version_comment_dropped(tmp_path, monkeypatch):
-    fake_dot(tmp_path, monkeypatch,
-             'cat > "$0.input"\n'
-             'printf \'<?xml version="1.0"?>\\n<!-- Generated by graphviz version 99.0\\n -->\\n'
-             '<svg xmlns="http://www.w3.org/2000/svg"><g class="graph"/></svg>\\n\'')
+    fake_dot(
+        tmp_path,
+        monkeypatch,
+        'cat > "$0.input"\n'
+        'printf \'<?xml version="1.0"?>\\n<!-- Generated by graphviz version 99.0\\n -->\\n'
+        '<svg xmlns="http://www.w3.org/2000/svg"><g class="graph"/></svg>\\n\'',
+    )
     view = placed_view()
     svg = view.to_svg()
     assert view.renderer_used == "dot"
@@ -430,7 +458,7 @@ def test_pygraphviz_is_used_when_dot_is_missing(tmp_path, monkeypatch):
 
         def draw(self, format, prog):  # noqa: A002 - pygraphviz's argument name
             seen["args"] = (format, prog)
-            return b'<!-- Generated by graphviz version 14.1.5\n -->\n<svg/>'
+            return b"<!-- Generated by graphviz version 14.1.5\n -->\n<svg/>"
 
     empty = tmp_path / "empty-bin"
     empty.mkdir()

@@ -7,10 +7,20 @@ from minitf.runtime import gpu_process_state
 from minitf.viz import MemoryView
 
 GIB = 1 << 30
-CARDS = [{"id": 0, "name": "minitf emulated GPU", "emulated": True, "memory_total": 4 * GIB,
-          "memory_used": int(3.2 * GIB), "memory_free": int(0.8 * GIB),
-          "processes": [{"pid": 100, "name": "python3 a.py", "memory": int(1.6 * GIB)},
-                        {"pid": 200, "name": "python3 b.py", "memory": int(1.6 * GIB)}]}]
+CARDS = [
+    {
+        "id": 0,
+        "name": "minitf emulated GPU",
+        "emulated": True,
+        "memory_total": 4 * GIB,
+        "memory_used": int(3.2 * GIB),
+        "memory_free": int(0.8 * GIB),
+        "processes": [
+            {"pid": 100, "name": "python3 a.py", "memory": int(1.6 * GIB)},
+            {"pid": 200, "name": "python3 b.py", "memory": int(1.6 * GIB)},
+        ],
+    }
+]
 
 
 def _rects(svg):
@@ -37,8 +47,9 @@ def test_live_view_shows_this_process_after_a_run(tmp_path, monkeypatch):
     monkeypatch.setenv("MINITF_STATE_DIR", str(tmp_path))
     gpu_process_state.release_gpu_memory()
     try:
-        tf.Session(config=tf.ConfigProto(gpu_options=tf.GPUOptions(
-            per_process_gpu_memory_fraction=0.25))).run(tf.constant(1.0))
+        tf.Session(
+            config=tf.ConfigProto(gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.25))
+        ).run(tf.constant(1.0))
         view = MemoryView()
         svg = view.save(str(tmp_path / "m.svg")) and (tmp_path / "m.svg").read_text()
         assert "GPU 0 (emulated)" in svg and "GPU 1 (emulated)" in svg

@@ -64,8 +64,9 @@ def test_step_through_figure_12_5():
     Play finishes; Reset starts over; the static HTML has the timeline with a time cursor."""
     ops = figure_12_5()
     sess = tf.Session()
-    st = StepThrough(sess, [ops["D"], ops["E"], ops["A"], ops["B"]], inter_op_threads=2,
-                     intra_op_threads=2)
+    st = StepThrough(
+        sess, [ops["D"], ops["E"], ops["A"], ops["B"]], inter_op_threads=2, intra_op_threads=2
+    )
     first = st.html()
     assert "t = 0 µs" in first and "<svg" in first and 'stroke="red"' in first
     pending_before = st.sim.pending_counts()
@@ -82,7 +83,7 @@ def test_step_through_figure_12_5():
     assert st.last is not None and st.last.kind == "start"
     x = float(re.search(r'<line x1="([\d.]+)"[^>]*stroke="red"', st.timeline_svg()).group(1))
     view = TimelineView(st.final)
-    assert x == pytest.approx(view.x_of(view.t0 + st.sim.time), abs=0.1)   # the cursor: now
+    assert x == pytest.approx(view.x_of(view.t0 + st.sim.time), abs=0.1)  # the cursor: now
     assert "text/html" in st._repr_mimebundle_()
     # the _Recv of each fetched value waits with no thread, and the widget says so
     while st.sim.waiting() == [] and not st.sim.done:

@@ -12,22 +12,37 @@ import tracemalloc
 import numpy as np
 import pytest
 from google.protobuf.message import DecodeError
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import minitf as tf
 from minitf.distributed import protocol_pb2 as pb
-from minitf.distributed import services
-from minitf.distributed import wire
+from minitf.distributed import services, wire
 from minitf.framework import errors
 
 IAE = errors.InvalidArgumentError
 
-NUMERIC = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
-           "uint16", "uint32", "uint64", "complex64", "complex128", "bool"]
+NUMERIC = [
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "complex64",
+    "complex128",
+    "bool",
+]
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
 
 def same_tensor(a, b):
     """Exact equality: dtype, shape and every bit (NaN payloads included); strings by value."""
@@ -90,22 +105,40 @@ any_arrays = st.one_of(numeric_arrays(), string_arrays())
 
 # -- the generated modules --------------------------------------------------------------------
 
+
 def test_generated_modules_define_the_services_and_messages():
     assert pb.DESCRIPTOR.package == "minitf"
     master = pb.DESCRIPTOR.services_by_name["MasterService"]
     worker = pb.DESCRIPTOR.services_by_name["WorkerService"]
     assert sorted(m.name for m in master.methods) == sorted(
-        ["CreateSession", "ExtendSession", "RunStep", "RunSteps", "CloseSession",
-         "ListDevices", "Reset"])
+        [
+            "CreateSession",
+            "ExtendSession",
+            "RunStep",
+            "RunSteps",
+            "CloseSession",
+            "ListDevices",
+            "Reset",
+        ]
+    )
     assert sorted(m.name for m in worker.methods) == sorted(
-        ["GetStatus", "RegisterGraph", "DeregisterGraph", "RunGraph", "RunGraphs",
-         "RecvTensor", "CleanupAll"])
+        [
+            "GetStatus",
+            "RegisterGraph",
+            "DeregisterGraph",
+            "RunGraph",
+            "RunGraphs",
+            "RecvTensor",
+            "CleanupAll",
+        ]
+    )
     recv = worker.methods_by_name["RecvTensor"]
     assert recv.server_streaming and not recv.client_streaming
     assert recv.output_type.name == "TensorChunk"
     # services.py serves and calls every method from the descriptors: the servicers have them
     from minitf.distributed.master import Master
     from minitf.distributed.worker import Worker
+
     for service, cls in (("MasterService", Master), ("WorkerService", Worker)):
         kinds = {name: kind for name, kind, _, _ in services.methods(service)}
         assert all(callable(getattr(cls, name)) for name in kinds)
@@ -119,13 +152,15 @@ def test_generated_modules_define_the_services_and_messages():
     for field in ("recv", "recv_part", "step_stats"):
         mine = pb.RunGraphResponse.DESCRIPTOR.fields_by_name[field]
         theirs = pb.RunStepResponse.DESCRIPTOR.fields_by_name[
-            {"recv": "tensor", "recv_part": "tensor_part"}.get(field, field)]
+            {"recv": "tensor", "recv_part": "tensor_part"}.get(field, field)
+        ]
         assert (mine.number, mine.message_type) == (theirs.number, theirs.message_type)
     cfg = pb.SessionConfig(allow_soft_placement=True, device_filters=["/job:ps"])
     assert pb.SessionConfig.FromString(cfg.SerializeToString()) == cfg
 
 
 # -- tensors ----------------------------------------------------------------------------------
+
 
 @settings(max_examples=300, deadline=None)
 @given(any_arrays)
@@ -170,8 +205,12 @@ def test_scalars_strings_and_byte_order():
 
 
 def test_values_without_a_minitf_dtype_are_refused():
-    for bad in (np.array([object()], dtype=object), np.array([1, 2], dtype=object),
-                np.array(["2020-01-01"], dtype="datetime64[D]"), np.longdouble(1.0)):
+    for bad in (
+        np.array([object()], dtype=object),
+        np.array([1, 2], dtype=object),
+        np.array(["2020-01-01"], dtype="datetime64[D]"),
+        np.longdouble(1.0),
+    ):
         with pytest.raises(IAE):
             wire.tensor_to_proto(bad)
 
@@ -216,13 +255,30 @@ def test_huge_declared_shapes_allocate_nothing():
         wire.proto_to_tensor(wire.tensor_to_proto(np.zeros(1000, np.int16)), max_bytes=1000)
     with pytest.raises(IAE, match="limit"):
         wire.proto_to_tensor(wire.tensor_to_proto([b"x" * 600, b"y" * 600]), max_bytes=1000)
-    assert wire.proto_to_tensor(wire.tensor_to_proto(np.zeros(250, np.int32)),
-                                max_bytes=1000).shape == (250,)
+    assert wire.proto_to_tensor(
+        wire.tensor_to_proto(np.zeros(250, np.int32)), max_bytes=1000
+    ).shape == (250,)
 
 
-@pytest.mark.parametrize("name", ["float128", "object", "<f4", "O", "", "float32_ref", "int32 ",
-                                  "Float32", "str", "np.float32", "DT_FLOAT", "1", "é",
-                                  "x" * 10000])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "float128",
+        "object",
+        "<f4",
+        "O",
+        "",
+        "float32_ref",
+        "int32 ",
+        "Float32",
+        "str",
+        "np.float32",
+        "DT_FLOAT",
+        "1",
+        "é",
+        "x" * 10000,
+    ],
+)
 def test_unknown_dtype_names(name):
     with pytest.raises(IAE) as info:
         wire.proto_to_tensor(tensor_msg(name, [1], b"\0" * 4))
@@ -233,6 +289,7 @@ def test_unknown_dtype_names(name):
 
 # -- chunked tensors --------------------------------------------------------------------------
 
+
 def test_64_mib_tensor_moves_in_chunks_quickly():
     arr = np.random.default_rng(0).standard_normal(16 << 20, dtype=np.float32).reshape(4096, -1)
     assert arr.nbytes == 64 << 20
@@ -240,7 +297,7 @@ def test_64_mib_tensor_moves_in_chunks_quickly():
     raw = list(wire.iter_tensor_chunks(arr))
     out = wire.assemble_chunks(raw)
     elapsed = time.perf_counter() - start
-    chunks = [pb.TensorChunk.FromString(c) for c in raw]   # what protobuf reads in them
+    chunks = [pb.TensorChunk.FromString(c) for c in raw]  # what protobuf reads in them
     assert len(chunks) == 64
     assert max(len(c) for c in raw) < wire.MAX_MESSAGE_BYTES
     assert chunks[0].total_bytes == 64 << 20 and list(chunks[0].shape.dims) == [4096, 4096]
@@ -256,8 +313,7 @@ def test_chunked_round_trip_small(arr, chunk_bytes):
     raw = list(wire.iter_tensor_chunks(arr, chunk_bytes=chunk_bytes))
     chunks = [pb.TensorChunk.FromString(c) for c in raw]
     assert all(len(c.data) <= chunk_bytes for c in chunks)
-    assert [c.offset for c in chunks] == list(range(0, max(chunks[0].total_bytes, 1),
-                                                   chunk_bytes))
+    assert [c.offset for c in chunks] == list(range(0, max(chunks[0].total_bytes, 1), chunk_bytes))
     assert same_tensor(arr, wire.assemble_chunks(iter(raw)))
     # protobuf's own bytes for the same chunks read the same (and message objects are taken)
     assert same_tensor(arr, wire.assemble_chunks([c.SerializeToString() for c in chunks]))
@@ -265,12 +321,13 @@ def test_chunked_round_trip_small(arr, chunk_bytes):
 
 
 def _chunks(arr, chunk_bytes):
-    return [pb.TensorChunk.FromString(c)
-            for c in wire.iter_tensor_chunks(arr, chunk_bytes=chunk_bytes)]
+    return [
+        pb.TensorChunk.FromString(c) for c in wire.iter_tensor_chunks(arr, chunk_bytes=chunk_bytes)
+    ]
 
 
 def test_bad_chunk_streams():
-    arr = np.arange(10, dtype=np.int32)          # 40 bytes
+    arr = np.arange(10, dtype=np.int32)  # 40 bytes
     good = _chunks(arr, 8)
     assert np.array_equal(wire.assemble_chunks(good), arr)
 
@@ -308,11 +365,17 @@ def test_bad_chunk_streams():
         "missing header": lambda cs: cs.pop(0),
         "header without dtype": lambda cs: cs[0].ClearField("dtype"),
         "header without shape": lambda cs: cs[0].ClearField("shape"),
-        "gap": gap, "overlap": overlap, "reordered": lambda cs: cs.reverse(),
-        "header offset": header_offset, "repeated header": repeated_header,
-        "total != shape": wrong_total, "empty later chunk": empty_later,
-        "too many bytes": extra, "long last chunk": long_last,
-        "truncated": lambda cs: cs.pop(), "duplicate chunk": lambda cs: cs.insert(2, cs[1]),
+        "gap": gap,
+        "overlap": overlap,
+        "reordered": lambda cs: cs.reverse(),
+        "header offset": header_offset,
+        "repeated header": repeated_header,
+        "total != shape": wrong_total,
+        "empty later chunk": empty_later,
+        "too many bytes": extra,
+        "long last chunk": long_last,
+        "truncated": lambda cs: cs.pop(),
+        "duplicate chunk": lambda cs: cs.insert(2, cs[1]),
     }
     for label, fn in cases.items():
         with pytest.raises(IAE):
@@ -323,8 +386,11 @@ def test_bad_chunk_streams():
 def test_huge_chunk_headers_allocate_nothing():
     small_max_alloc(lambda: wire.assemble_chunks([header_chunk("uint8", [1 << 62], 1 << 62)]))
     small_max_alloc(lambda: wire.assemble_chunks([header_chunk("string", [1], 1 << 62)]))
-    small_max_alloc(lambda: wire.assemble_chunks([header_chunk("float32", [1 << 28], 1 << 30)],
-                                                 max_bytes=1 << 20))
+    small_max_alloc(
+        lambda: wire.assemble_chunks(
+            [header_chunk("float32", [1 << 28], 1 << 30)], max_bytes=1 << 20
+        )
+    )
     small_max_alloc(lambda: wire.assemble_chunks([header_chunk("int8", [-4], 4)]))
     small_max_alloc(lambda: wire.assemble_chunks([header_chunk("int8", [4], -4)]))
 
@@ -333,8 +399,9 @@ def test_bad_string_streams():
     good = _chunks(np.array([b"ab", b"c"], dtype=object), 100)[0]
     assert wire.assemble_chunks([good]).tolist() == [b"ab", b"c"]
     # an element length running past the stream, and bytes left over after the elements
-    overrun = header_chunk("string", [2], 18, (99).to_bytes(8, "little") + b"ab" +
-                           (1).to_bytes(8, "little"))
+    overrun = header_chunk(
+        "string", [2], 18, (99).to_bytes(8, "little") + b"ab" + (1).to_bytes(8, "little")
+    )
     leftover = header_chunk("string", [1], 11, (1).to_bytes(8, "little") + b"abc")
     too_short = header_chunk("string", [2], 8, (0).to_bytes(8, "little"))
     for bad in (overrun, leftover, too_short):
@@ -397,19 +464,24 @@ def test_random_bytes_never_crash_graph_import():
 
 # -- named tensors of a step -------------------------------------------------------------------
 
+
 def _receive(messages, cls, tensors_field, parts_field, **kw):
     rx = wire.NamedTensorReceiver(**kw)
-    rest = [rx.add_message(wire.serialize(m), cls, tensors_field, parts_field)
-            for m in messages]
+    rest = [rx.add_message(wire.serialize(m), cls, tensors_field, parts_field) for m in messages]
     return rest, rx.finish()
 
 
 def test_split_and_receive_named_tensors():
-    big = np.arange(300_000, dtype=np.float64)            # 2.4 MB: streamed
-    items = [("x:0", np.float32(1)), ("big:0", big), ("s:0", [b"a", b"bb"]),
-             ("m:0", np.ones((3, 3), np.int64))]
-    inline, parts = wire.split_named_tensors(items, inline_bytes=1 << 20, chunk_bytes=1 << 19,
-                                             wrap=(pb.RunStepRequest, "feed_part"))
+    big = np.arange(300_000, dtype=np.float64)  # 2.4 MB: streamed
+    items = [
+        ("x:0", np.float32(1)),
+        ("big:0", big),
+        ("s:0", [b"a", b"bb"]),
+        ("m:0", np.ones((3, 3), np.int64)),
+    ]
+    inline, parts = wire.split_named_tensors(
+        items, inline_bytes=1 << 20, chunk_bytes=1 << 19, wrap=(pb.RunStepRequest, "feed_part")
+    )
     parts = list(parts)
     assert [n.name for n in inline] == ["x:0", "s:0", "m:0"]
     # each part is the bytes of a RunStepRequest holding one TensorPart
@@ -425,26 +497,35 @@ def test_split_and_receive_named_tensors():
     assert list(got) == ["x:0", "s:0", "m:0", "big:0"]
     assert np.array_equal(got["big:0"], big) and got["s:0"].tolist() == [b"a", b"bb"]
     # protobuf's own serialization of the same messages is read the same way
-    _, again = _receive([m if isinstance(m, pb.RunStepRequest) else
-                         pb.RunStepRequest.FromString(m) for m in msgs],
-                        pb.RunStepRequest, "feed", "feed_part")
+    _, again = _receive(
+        [m if isinstance(m, pb.RunStepRequest) else pb.RunStepRequest.FromString(m) for m in msgs],
+        pb.RunStepRequest,
+        "feed",
+        "feed_part",
+    )
     assert np.array_equal(again["big:0"], big)
 
 
-@pytest.mark.parametrize("cls,field", [(pb.RunStepRequest, "feed_part"),
-                                       (pb.RunGraphRequest, "send_part"),
-                                       (pb.RunStepResponse, "tensor_part"),
-                                       (pb.RunGraphResponse, "recv_part")])
+@pytest.mark.parametrize(
+    "cls,field",
+    [
+        (pb.RunStepRequest, "feed_part"),
+        (pb.RunGraphRequest, "send_part"),
+        (pb.RunStepResponse, "tensor_part"),
+        (pb.RunGraphResponse, "recv_part"),
+    ],
+)
 def test_hand_written_parts_are_the_messages_protobuf_reads(cls, field):
     big = np.arange(300_000, dtype=np.float64)
-    strs = np.array([b"x" * 1000] * 700, dtype=object)   # ~700 KB string tensor: streamed too
-    _, parts = wire.split_named_tensors([("big:0", big), ("s:0", strs)], inline_bytes=0,
-                                        chunk_bytes=1 << 19, wrap=(cls, field))
+    strs = np.array([b"x" * 1000] * 700, dtype=object)  # ~700 KB string tensor: streamed too
+    _, parts = wire.split_named_tensors(
+        [("big:0", big), ("s:0", strs)], inline_bytes=0, chunk_bytes=1 << 19, wrap=(cls, field)
+    )
     parts = list(parts)
     assert all(isinstance(p, bytes) and len(p) < wire.MAX_MESSAGE_BYTES for p in parts)
     parsed = [cls.FromString(p) for p in parts]
     assert all(len(getattr(m, field)) == 1 for m in parsed)
-    assert [m.SerializeToString() for m in parsed] == parts   # byte for byte what protobuf makes
+    assert [m.SerializeToString() for m in parsed] == parts  # byte for byte what protobuf makes
     tensors = {"send_part": "send", "feed_part": "feed"}.get(field, field.replace("_part", ""))
     tensors = tensors if tensors in cls.DESCRIPTOR.fields_by_name else "tensor"
     _, got = _receive(parts, cls, tensors, field)
@@ -458,33 +539,48 @@ def test_hand_written_parts_are_the_messages_protobuf_reads(cls, field):
 
 
 def test_coalesce_joins_small_messages_into_their_merge():
-    small = [pb.RunStepResponse(step_id=7, tensor=[pb.NamedTensor(
-                 name="x:0", tensor=wire.tensor_to_proto(1.5))]),
-             pb.RunStepResponse(step_stats=pb.StepStatsProto(
-                 dev_stats=[pb.DeviceStepStatsProto(device="/job:ps/task:0")])),
-             pb.RunStepResponse(step_stats=pb.StepStatsProto(
-                 dev_stats=[pb.DeviceStepStatsProto(device="/job:ps/task:1")]))]
-    _, parts = wire.split_named_tensors([("big:0", np.zeros(1 << 19, np.float32))],
-                                        inline_bytes=0, chunk_bytes=1 << 20)
-    parts = list(parts)                           # two messages of ~1 MiB: each goes alone
+    small = [
+        pb.RunStepResponse(
+            step_id=7, tensor=[pb.NamedTensor(name="x:0", tensor=wire.tensor_to_proto(1.5))]
+        ),
+        pb.RunStepResponse(
+            step_stats=pb.StepStatsProto(
+                dev_stats=[pb.DeviceStepStatsProto(device="/job:ps/task:0")]
+            )
+        ),
+        pb.RunStepResponse(
+            step_stats=pb.StepStatsProto(
+                dev_stats=[pb.DeviceStepStatsProto(device="/job:ps/task:1")]
+            )
+        ),
+    ]
+    _, parts = wire.split_named_tensors(
+        [("big:0", np.zeros(1 << 19, np.float32))], inline_bytes=0, chunk_bytes=1 << 20
+    )
+    parts = list(parts)  # two messages of ~1 MiB: each goes alone
     out = list(wire.coalesce(small[:1] + parts + small[1:], limit=1 << 20))
     assert len(out) == 4 and out[1:3] == parts
     assert pb.RunStepResponse.FromString(out[0]) == small[0]
-    merged = pb.RunStepResponse.FromString(out[3])   # two tasks' stats: one message, merged
-    assert [d.device for d in merged.step_stats.dev_stats] == ["/job:ps/task:0",
-                                                               "/job:ps/task:1"]
+    merged = pb.RunStepResponse.FromString(out[3])  # two tasks' stats: one message, merged
+    assert [d.device for d in merged.step_stats.dev_stats] == ["/job:ps/task:0", "/job:ps/task:1"]
     # a run of small messages is cut before it would pass the limit
-    many = list(wire.coalesce([pb.RunStepResponse(step_id=i) for i in range(1, 1000)],
-                              limit=100))
+    many = list(wire.coalesce([pb.RunStepResponse(step_id=i) for i in range(1, 1000)], limit=100))
     assert all(len(m) <= 100 for m in many) and len(many) > 10
     steps = [pb.RunStepResponse.FromString(m).step_id for m in many]
-    assert steps[-1] == 999 and steps == sorted(steps)   # order kept: the last one wins
+    assert steps[-1] == 999 and steps == sorted(steps)  # order kept: the last one wins
     assert list(wire.coalesce([])) == []
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["tensor", "tensor_part", "step_id", "step_stats"]),
-                          st.binary(max_size=40)), max_size=8))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["tensor", "tensor_part", "step_id", "step_stats"]),
+            st.binary(max_size=40),
+        ),
+        max_size=8,
+    )
+)
 def test_split_field_reads_what_protobuf_writes(fields):
     """Any RunStepResponse protobuf serializes: split_field gives the TensorParts as views of
     the bytes and the rest parsed as protobuf parses it."""
@@ -493,8 +589,9 @@ def test_split_field_reads_what_protobuf_writes(fields):
         if kind == "tensor":
             msg.tensor.add(name=blob.hex(), tensor=wire.tensor_to_proto(list(blob)))
         elif kind == "tensor_part":
-            msg.tensor_part.add(name=blob.hex()[:10], chunk=pb.TensorChunk(offset=len(blob),
-                                                                          data=blob))
+            msg.tensor_part.add(
+                name=blob.hex()[:10], chunk=pb.TensorChunk(offset=len(blob), data=blob)
+            )
         elif kind == "step_id":
             msg.step_id = len(blob) * 1_000_003
         else:
@@ -524,10 +621,14 @@ def test_split_field_refuses_malformed_bytes_cleanly(blob):
 
 def test_named_tensor_receiver_refuses_bad_streams():
     arr = np.arange(1000, dtype=np.int32)
-    parts = [pb.TensorPart(name="a", chunk=pb.TensorChunk.FromString(c))
-             for c in wire.iter_tensor_chunks(arr, 1000)]
-    other = [pb.TensorPart(name="b", chunk=pb.TensorChunk.FromString(c))
-             for c in wire.iter_tensor_chunks(arr, 1000)]
+    parts = [
+        pb.TensorPart(name="a", chunk=pb.TensorChunk.FromString(c))
+        for c in wire.iter_tensor_chunks(arr, 1000)
+    ]
+    other = [
+        pb.TensorPart(name="b", chunk=pb.TensorChunk.FromString(c))
+        for c in wire.iter_tensor_chunks(arr, 1000)
+    ]
 
     def feed(seq, **kw):
         rx = wire.NamedTensorReceiver(**kw)
@@ -553,18 +654,23 @@ def test_named_tensor_receiver_refuses_bad_streams():
         feed(parts[:-1])
     with pytest.raises(IAE, match="limit"):
         feed(parts + other, max_total_bytes=6000)
-    small_max_alloc(lambda: feed([pb.TensorPart(name="h", chunk=header_chunk(
-        "float32", [1 << 30], 1 << 32))]))
+    small_max_alloc(
+        lambda: feed([pb.TensorPart(name="h", chunk=header_chunk("float32", [1 << 30], 1 << 32))])
+    )
 
 
 # -- graphs -----------------------------------------------------------------------------------
+
 
 def same_attr(a, b):
     if isinstance(a, np.ndarray):
         return isinstance(b, np.ndarray) and same_tensor(a, b)
     if isinstance(a, tf.TensorShape):
-        return isinstance(b, tf.TensorShape) and a.ndims == b.ndims and (
-            a.ndims is None or a.as_list() == b.as_list())
+        return (
+            isinstance(b, tf.TensorShape)
+            and a.ndims == b.ndims
+            and (a.ndims is None or a.as_list() == b.as_list())
+        )
     if isinstance(a, (list, tuple)):
         return isinstance(b, list) and len(a) == len(b) and all(map(same_attr, a, b))
     if isinstance(a, tf.DType):
@@ -685,12 +791,16 @@ def test_import_ignores_the_target_graphs_blocks_and_reserves_names():
     g2 = tf.Graph()
     with g2.as_default():
         pre = tf.no_op(name="pre")
-        with tf.device("/job:ps/task:3"), tf.control_dependencies([pre]), \
-                tf.name_scope("outer"), tf.container("other"):
+        with (
+            tf.device("/job:ps/task:3"),
+            tf.control_dependencies([pre]),
+            tf.name_scope("outer"),
+            tf.container("other"),
+        ):
             wire.import_graph_def(gd)
         add = tf.add(tf.constant(1.0, name="one"), 2.0)
         scoped = tf.matmul(tf.ones([1, 1]), tf.ones([1, 1]), name="model")
-    imported = g2.get_operations()[1:1 + len(gd.node)]
+    imported = g2.get_operations()[1 : 1 + len(gd.node)]
     for op, ref in zip(imported, g.get_operations()):
         assert op.name == ref.name and op.device == ref.device
         assert [c.name for c in op.control_inputs] == [c.name for c in ref.control_inputs]
@@ -752,11 +862,13 @@ def test_import_refuses_bad_graph_defs_and_leaves_the_graph_alone():
     def set_input(value):
         def fn(gd):
             gd.node[1].input[:] = value
+
         return fn
 
     def set_attr(key, **kw):
         def fn(gd):
             gd.node[1].attr[key].CopyFrom(pb.AttrValue(**kw))
+
         return fn
 
     def unknown_op(gd):
@@ -779,14 +891,16 @@ def test_import_refuses_bad_graph_defs_and_leaves_the_graph_alone():
         "negative input index": set_input(["a:-1"]),
         "data after control": set_input(["^a", "a"]),
         "bad name": bad_name,
-        "no _output_types": lambda gd: [gd.node[1].attr.pop(k) for k in ("_output_types",
-                                                                          "_output_shapes")],
+        "no _output_types": lambda gd: [
+            gd.node[1].attr.pop(k) for k in ("_output_types", "_output_shapes")
+        ],
         "shapes/types length": lambda gd: gd.node[1].attr["_output_shapes"].list.shape.add(),
         "types not dtypes": set_attr("_output_types", i=3),
         "unknown dtype attr": set_attr("T", type="float128"),
         "bad tensor attr": lambda gd: setattr(gd.node[0].attr["value"].tensor, "content", b"!"),
-        "bad shape attr": lambda gd: gd.node[0].attr["_output_shapes"].list.shape[0].dims.
-        append(-7),
+        "bad shape attr": lambda gd: (
+            gd.node[0].attr["_output_shapes"].list.shape[0].dims.append(-7)
+        ),
         "list mixing kinds": list_mixing_kinds,
     }
     for label, fn in cases.items():
@@ -801,12 +915,25 @@ def test_import_refuses_bad_graph_defs_and_leaves_the_graph_alone():
 
 def test_attr_values_round_trip():
     values = {
-        "none": None, "t": True, "i": -(1 << 63), "f": 0.1, "s": b"\x00\xff", "u": "héllo",
+        "none": None,
+        "t": True,
+        "i": -(1 << 63),
+        "f": 0.1,
+        "s": b"\x00\xff",
+        "u": "héllo",
         "type": tf.dtypes.int32_ref,
-        "shape": tf.TensorShape([None, 3]), "unknown": tf.TensorShape(None),
-        "scalar_shape": tf.TensorShape([]), "tensor": np.array([[1, 2]], np.uint16),
-        "empty": [], "li": [1, 2, 3], "lf": [1.5], "lb": [True, False], "ls": [b"loc:@v"],
-        "lu": ["a", "b"], "ltype": [tf.float32, tf.string], "ltensor": [np.zeros(2)],
+        "shape": tf.TensorShape([None, 3]),
+        "unknown": tf.TensorShape(None),
+        "scalar_shape": tf.TensorShape([]),
+        "tensor": np.array([[1, 2]], np.uint16),
+        "empty": [],
+        "li": [1, 2, 3],
+        "lf": [1.5],
+        "lb": [True, False],
+        "ls": [b"loc:@v"],
+        "lu": ["a", "b"],
+        "ltype": [tf.float32, tf.string],
+        "ltensor": [np.zeros(2)],
         "lshape": [tf.TensorShape([1]), tf.TensorShape(None)],
     }
     for key, value in values.items():
@@ -842,14 +969,23 @@ def test_graph_def_chunks():
 
 # -- sessions, step stats, errors --------------------------------------------------------------
 
+
 def test_session_config_round_trip():
-    cfg = tf.ConfigProto(allow_soft_placement=True, log_device_placement=True,
-                         operation_timeout_in_ms=1500, device_filters=["/job:ps", "/job:w/task:1"],
-                         isolate_session_state=True)
+    cfg = tf.ConfigProto(
+        allow_soft_placement=True,
+        log_device_placement=True,
+        operation_timeout_in_ms=1500,
+        device_filters=["/job:ps", "/job:w/task:1"],
+        isolate_session_state=True,
+    )
     msg = pb.SessionConfig.FromString(wire.session_config_to_proto(cfg).SerializeToString())
     back = wire.proto_to_session_config(msg)
-    for f in ("allow_soft_placement", "log_device_placement", "operation_timeout_in_ms",
-              "isolate_session_state"):
+    for f in (
+        "allow_soft_placement",
+        "log_device_placement",
+        "operation_timeout_in_ms",
+        "isolate_session_state",
+    ):
         assert getattr(back, f) == getattr(cfg, f)
     assert list(back.device_filters) == ["/job:ps", "/job:w/task:1"]
     assert wire.session_config_to_proto(None) == pb.SessionConfig()
@@ -868,38 +1004,56 @@ def test_step_stats_round_trip():
     stats = md.step_stats
     assert stats.dev_stats and stats.transfers
     back = wire.proto_to_step_stats(
-        pb.StepStatsProto.FromString(wire.step_stats_to_proto(stats).SerializeToString()))
+        pb.StepStatsProto.FromString(wire.step_stats_to_proto(stats).SerializeToString())
+    )
     assert [d.device for d in back.dev_stats] == [d.device for d in stats.dev_stats]
     for d1, d2 in zip(stats.dev_stats, back.dev_stats):
         for n1, n2 in zip(d1.node_stats, d2.node_stats):
             for f in NodeFields:
                 assert getattr(n1, f) == getattr(n2, f), f
-            assert [(o.slot, o.dtype, o.shape, o.requested_bytes) for o in n1.output] == \
-                [(o.slot, o.dtype, o.shape, o.requested_bytes) for o in n2.output]
+            assert [(o.slot, o.dtype, o.shape, o.requested_bytes) for o in n1.output] == [
+                (o.slot, o.dtype, o.shape, o.requested_bytes) for o in n2.output
+            ]
             assert len(n1.chunks) == len(n2.chunks)
     for t1, t2 in zip(stats.transfers, back.transfers):
-        assert (t1.tensor_name, t1.src_device, t1.dst_device, t1.bytes, t1.start_micros) == \
-            (t2.tensor_name, t2.src_device, t2.dst_device, t2.bytes, t2.start_micros)
+        assert (t1.tensor_name, t1.src_device, t1.dst_device, t1.bytes, t1.start_micros) == (
+            t2.tensor_name,
+            t2.src_device,
+            t2.dst_device,
+            t2.bytes,
+            t2.start_micros,
+        )
 
 
-NodeFields = ("node_name", "op_type", "all_start_micros", "op_start_rel_micros",
-              "op_end_rel_micros", "all_end_rel_micros", "scheduled_micros", "thread_id",
-              "thread_name", "pool", "timeline_label")
+NodeFields = (
+    "node_name",
+    "op_type",
+    "all_start_micros",
+    "op_start_rel_micros",
+    "op_end_rel_micros",
+    "all_end_rel_micros",
+    "scheduled_micros",
+    "thread_id",
+    "thread_name",
+    "pool",
+    "timeline_label",
+)
 
 
 def test_errors_travel_as_grpc_status():
     import grpc
+
     err = errors.FailedPreconditionError(None, None, "Attempting to use uninitialized value v")
     code, details = wire.status_from_error(err)
     assert code is grpc.StatusCode.FAILED_PRECONDITION and details == err.message
     back = wire.error_from_status(code, details)
     assert type(back) is errors.FailedPreconditionError and back.message == err.message
-    assert type(wire.error_from_status(grpc.StatusCode.UNAVAILABLE, "gone")) is \
-        errors.UnavailableError
+    assert (
+        type(wire.error_from_status(grpc.StatusCode.UNAVAILABLE, "gone")) is errors.UnavailableError
+    )
     assert type(wire.error_from_status(4, None)) is errors.DeadlineExceededError
     assert type(wire.error_from_status(0, "?")) is errors.UnknownError
     code, details = wire.status_from_error(ValueError("boom"))
     assert code is grpc.StatusCode.INTERNAL and details == "ValueError: boom"
     code, details = wire.status_from_error(errors.InternalError(None, None, "é" * 10000))
-    assert len(details.encode()) <= wire.MAX_ERROR_MESSAGE_BYTES and details.endswith(
-        "truncated]")
+    assert len(details.encode()) <= wire.MAX_ERROR_MESSAGE_BYTES and details.endswith("truncated]")

@@ -60,8 +60,10 @@ def report(package_dir, top):
         text = path.read_text(encoding="utf-8")
         sizes[module] = len(text.splitlines())
         groups.setdefault(group, []).append((module, sizes[module]))
-        funcs += [("%s:%s" % (module, name), n)
-                  for name, n in functions(ast.parse(text, filename=str(path)))]
+        funcs += [
+            ("%s:%s" % (module, name), n)
+            for name, n in functions(ast.parse(text, filename=str(path)))
+        ]
 
     width = max(len(m) for m in sizes) + 2
     lines = ["lines per module of %s/" % package_dir.name]
@@ -87,16 +89,22 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("package_dir", nargs="?", default=str(ROOT / "minitf"), type=Path)
     ap.add_argument("--top", type=int, default=15, help="how many functions to list (15)")
-    ap.add_argument("--max-function-lines", type=int, metavar="N",
-                    help="exit 1 when a function is longer than N lines")
+    ap.add_argument(
+        "--max-function-lines",
+        type=int,
+        metavar="N",
+        help="exit 1 when a function is longer than N lines",
+    )
     args = ap.parse_args(argv)
     lines, funcs = report(args.package_dir, args.top)
     print("\n".join(lines))
     if args.max_function_lines is not None:
         too_long = [fn for fn in funcs if fn[1] > args.max_function_lines]
         if too_long:
-            print("\nlonger than %d lines (--max-function-lines):" % args.max_function_lines,
-                  file=sys.stderr)
+            print(
+                "\nlonger than %d lines (--max-function-lines):" % args.max_function_lines,
+                file=sys.stderr,
+            )
             for f, n in too_long:
                 print("  %s  %d" % (f, n), file=sys.stderr)
             return 1

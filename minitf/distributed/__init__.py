@@ -25,23 +25,28 @@ def is_grpc_target(target):
 
 def _new_grpc_session(target, graph, config):
     from minitf.distributed.grpc_session import GrpcSession
+
     return GrpcSession(target, graph, config)
 
 
 def _reset_grpc(target, containers=None, config=None):
     from minitf.distributed.grpc_session import reset
+
     return reset(target, containers, config)
 
 
-register_session_factory(SessionFactory("GRPC_SESSION", is_grpc_target, _new_grpc_session,
-                                        _reset_grpc))
+register_session_factory(
+    SessionFactory("GRPC_SESSION", is_grpc_target, _new_grpc_session, _reset_grpc)
+)
 
 
 def __getattr__(name):  # grpcio is imported on first use only
     if name == "LocalCluster":
         from minitf.distributed.local_cluster import LocalCluster
+
         return LocalCluster
     if name == "Server":
         from minitf.distributed.server import Server
+
         return Server
     raise AttributeError("module 'minitf.distributed' has no attribute %r" % name)

@@ -18,8 +18,10 @@ class ClusterSpec:
             self._cluster = {job: dict(tasks) for job, tasks in cluster._cluster.items()}
             return
         if not isinstance(cluster, dict):
-            raise TypeError("`cluster` must be a dictionary mapping one or more job names to "
-                            "lists of network addresses, or a `ClusterDef` protocol buffer")
+            raise TypeError(
+                "`cluster` must be a dictionary mapping one or more job names to "
+                "lists of network addresses, or a `ClusterDef` protocol buffer"
+            )
         self._cluster = {}
         for job, tasks in cluster.items():
             if not isinstance(job, str):
@@ -30,16 +32,21 @@ class ClusterSpec:
                 table = {}
                 for index, addr in tasks.items():
                     if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-                        raise TypeError("Task indices must be integers >= 0, got %r in job %r"
-                                        % (index, job))
+                        raise TypeError(
+                            "Task indices must be integers >= 0, got %r in job %r" % (index, job)
+                        )
                     table[index] = addr
             else:
-                raise TypeError("The tasks for job %r must be a list or a dictionary from "
-                                "integers to strings." % job)
+                raise TypeError(
+                    "The tasks for job %r must be a list or a dictionary from "
+                    "integers to strings." % job
+                )
             for index, addr in table.items():
                 if not isinstance(addr, str):
-                    raise TypeError("Task %d of job %r has address %r; addresses are "
-                                    "\"host:port\" strings" % (index, job, addr))
+                    raise TypeError(
+                        "Task %d of job %r has address %r; addresses are "
+                        '"host:port" strings' % (index, job, addr)
+                    )
             self._cluster[job] = table
 
     def __bool__(self):
@@ -82,8 +89,7 @@ class ClusterSpec:
         try:
             return job[task_index]
         except KeyError:
-            raise ValueError("No task with index %r in job %r" % (task_index, job_name)) \
-                from None
+            raise ValueError("No task with index %r in job %r" % (task_index, job_name)) from None
 
     def job_tasks(self, job_name):
         """Addresses by task index, ``None`` for the holes of a sparse job."""
@@ -105,5 +111,9 @@ class ClusterSpec:
     def as_cluster_def(self):
         """A plain ``{"job": [{"name": job, "tasks": {index: address}}]}`` record, jobs sorted
         by name (the shape of TF's ClusterDef proto)."""
-        return {"job": [{"name": job, "tasks": dict(sorted(self._cluster[job].items()))}
-                        for job in sorted(self._cluster)]}
+        return {
+            "job": [
+                {"name": job, "tasks": dict(sorted(self._cluster[job].items()))}
+                for job in sorted(self._cluster)
+            ]
+        }

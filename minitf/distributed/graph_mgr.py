@@ -47,8 +47,11 @@ class Item:
         self.ops = graph.get_operations()
         self.device_of = device_of
         self.devices = {d.name: d for d in devices}
-        self.args = [(op.get_attr("index"), op.get_attr("tensor_name"))
-                     for op in self.ops if op.type == ARG_OP]
+        self.args = [
+            (op.get_attr("index"), op.get_attr("tensor_name"))
+            for op in self.ops
+            if op.type == ARG_OP
+        ]
         self.plans = {}
         self.kernels = executor.KernelCache()
         self.lock = threading.Lock()
@@ -69,8 +72,9 @@ class Item:
         try:
             fetches = [self.graph.get_tensor_by_name(n) for n in recv_keys]
         except (KeyError, ValueError, TypeError) as e:
-            raise errors.InvalidArgumentError(None, None, "Unknown tensor in RunGraph: %s"
-                                              % str(e)[:200]) from None
+            raise errors.InvalidArgumentError(
+                None, None, "Unknown tensor in RunGraph: %s" % str(e)[:200]
+            ) from None
         consumed = set()
         for op in self.ops:
             consumed.update(t.op for t in op.inputs)
@@ -78,9 +82,11 @@ class Item:
         targets = [op for op in self.ops if op not in consumed]
         step = subgraph.build_step_graph(self.ops, self.device_of, fetches, targets, (), None)
         parts = graph_partition.partition(
-            step, lambda n: n.device, graph_partition.namer("%s_G%d", {op.name for op in
-                                                                       self.ops}),
-            lambda name: self.devices[name].incarnation)
+            step,
+            lambda n: n.device,
+            graph_partition.namer("%s_G%d", {op.name for op in self.ops}),
+            lambda name: self.devices[name].incarnation,
+        )
         return executor.build(parts, self.devices, self.kernels)
 
     def args_from(self, sends):
@@ -88,8 +94,9 @@ class Item:
         args = {}
         for index, name in self.args:
             if name not in sends:
-                raise errors.InvalidArgumentError(None, None, "RunGraph is missing a value for "
-                                                  "fed tensor %s" % name[:200])
+                raise errors.InvalidArgumentError(
+                    None, None, "RunGraph is missing a value for fed tensor %s" % name[:200]
+                )
             args[index] = sends[name]
         return args
 
@@ -106,7 +113,7 @@ class GraphMgr:
         self.task_name = task_name
         self.devices = devices
         self._items: dict[str, Item] = {}
-        self._isolated: dict[str, list] = {}   # session handle -> its devices (isolated state)
+        self._isolated: dict[str, list] = {}  # session handle -> its devices (isolated state)
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
 
@@ -120,9 +127,12 @@ class GraphMgr:
         for op in ops:
             d = by_name.get(op.device)
             if d is None:
-                raise errors.InvalidArgumentError(None, None, "Node %s is assigned to %s, "
-                                                  "which is not a device of %s" % (
-                                                      op.name, op.device[:200], self.task_name))
+                raise errors.InvalidArgumentError(
+                    None,
+                    None,
+                    "Node %s is assigned to %s, "
+                    "which is not a device of %s" % (op.name, op.device[:200], self.task_name),
+                )
             device_of[op] = d
         handle = "%s/g%d" % (session_handle[:100], next(self._ids))
         with self._lock:
@@ -133,8 +143,7 @@ class GraphMgr:
         with self._lock:
             devices = self._isolated.get(session_handle)
             if devices is None:
-                devices = self._isolated[session_handle] = [SessionDevice(d)
-                                                            for d in self.devices]
+                devices = self._isolated[session_handle] = [SessionDevice(d) for d in self.devices]
             return devices
 
     def deregister(self, session_handle, graph_handle=None):
@@ -152,8 +161,12 @@ class GraphMgr:
         with self._lock:
             item = self._items.get(graph_handle)
         if item is None:
-            raise errors.AbortedError(None, None, "Graph handle is not found: %s. Possibly, "
-                                      "this worker just restarted." % graph_handle[:200])
+            raise errors.AbortedError(
+                None,
+                None,
+                "Graph handle is not found: %s. Possibly, "
+                "this worker just restarted." % graph_handle[:200],
+            )
         return item
 
     def isolated_sessions(self):

@@ -14,11 +14,14 @@ import threading
 import grpc
 import numpy as np
 
-from minitf.distributed import master_interface
+from minitf.distributed import master_interface, wire
 from minitf.distributed import protocol_pb2 as pb
-from minitf.distributed import wire
-from minitf.distributed.wire import (CONTROL_RPC_SECONDS, DEFAULT_STEP_SECONDS,
-                                     STEP_SLACK_SECONDS, STREAM_CHUNK_BYTES)
+from minitf.distributed.wire import (
+    CONTROL_RPC_SECONDS,
+    DEFAULT_STEP_SECONDS,
+    STEP_SLACK_SECONDS,
+    STREAM_CHUNK_BYTES,
+)
 from minitf.framework import errors
 from minitf.runtime.devices import DeviceAttributes
 
@@ -75,9 +78,12 @@ class GrpcSession:
                             first[0] = False
                             yield pb.CreateSessionRequest(
                                 config=wire.session_config_to_proto(self._config),
-                                target=self._target, graph_def_chunk=piece)
+                                target=self._target,
+                                graph_def_chunk=piece,
+                            )
                         else:
                             yield pb.CreateSessionRequest(graph_def_chunk=piece)
+
                 r = self._master.call("CreateSession", reqs(), timeout)
                 self._handle = r.session_handle
             else:
@@ -87,11 +93,14 @@ class GrpcSession:
                     for piece in wire.iter_graph_def_chunks(gdef):
                         if first[0]:
                             first[0] = False
-                            yield pb.ExtendSessionRequest(session_handle=self._handle,
-                                                          current_graph_version=self._sent_ops,
-                                                          graph_def_chunk=piece)
+                            yield pb.ExtendSessionRequest(
+                                session_handle=self._handle,
+                                current_graph_version=self._sent_ops,
+                                graph_def_chunk=piece,
+                            )
                         else:
                             yield pb.ExtendSessionRequest(graph_def_chunk=piece)
+
                 self._master.call("ExtendSession", reqs(), timeout)
         except grpc.RpcError as e:
             self._master.failed(e)
@@ -100,14 +109,18 @@ class GrpcSession:
 
     def list_devices(self):
         try:
-            r = self._master.call("ListDevices",
-                                  pb.ListDevicesRequest(session_handle=self._handle or ""),
-                                  self._op_timeout() or CONTROL_RPC_SECONDS)
+            r = self._master.call(
+                "ListDevices",
+                pb.ListDevicesRequest(session_handle=self._handle or ""),
+                self._op_timeout() or CONTROL_RPC_SECONDS,
+            )
         except grpc.RpcError as e:
             self._master.failed(e)
             _raise(e)
-        return [DeviceAttributes(d.name, d.device_type, d.memory_limit, d.incarnation)
-                for d in list(r.local_device) + list(r.remote_device)]
+        return [
+            DeviceAttributes(d.name, d.device_type, d.memory_limit, d.incarnation)
+            for d in list(r.local_device) + list(r.remote_device)
+        ]
 
     def close(self):
         if self._closed:
@@ -115,8 +128,9 @@ class GrpcSession:
         self._closed = True
         if self._handle is not None:
             try:
-                self._master.call("CloseSession",
-                                  pb.CloseSessionRequest(session_handle=self._handle), 5.0)
+                self._master.call(
+                    "CloseSession", pb.CloseSessionRequest(session_handle=self._handle), 5.0
+                )
             except grpc.RpcError:
                 pass
 
@@ -140,11 +154,16 @@ class GrpcSession:
                 timeout = options.timeout_in_ms / 1000.0 + STEP_SLACK_SECONDS
         if self._op_timeout():
             timeout = min(timeout, self._op_timeout() + STEP_SLACK_SECONDS)
-        inline, parts = wire.split_named_tensors(list(fed.items()),
-                                                 chunk_bytes=STREAM_CHUNK_BYTES,
-                                                 wrap=(pb.RunStepRequest, "feed_part"))
-        first = pb.RunStepRequest(session_handle=self._handle, fetch=fetch_names,
-                                  target=target_names, options=opts, feed=inline)
+        inline, parts = wire.split_named_tensors(
+            list(fed.items()), chunk_bytes=STREAM_CHUNK_BYTES, wrap=(pb.RunStepRequest, "feed_part")
+        )
+        first = pb.RunStepRequest(
+            session_handle=self._handle,
+            fetch=fetch_names,
+            target=target_names,
+            options=opts,
+            feed=inline,
+        )
         receiver = wire.NamedTensorReceiver()
         stats = None
         try:
@@ -152,7 +171,7 @@ class GrpcSession:
                 parts = None
             for raw in self._master.run_step(first, parts, timeout):
                 msg = receiver.add_message(raw, pb.RunStepResponse, "tensor", "tensor_part")
-                if msg.HasField("step_stats"):   # one per task
+                if msg.HasField("step_stats"):  # one per task
                     if stats is None:
                         stats = pb.StepStatsProto()
                     stats.dev_stats.extend(msg.step_stats.dev_stats)
@@ -168,8 +187,12 @@ class GrpcSession:
         out = []
         for t in fetch_tensors:
             v = values[t.name]
-            if t.name not in fed and isinstance(v, np.ndarray) and v.ndim == 0 \
-                    and v.dtype != object:
+            if (
+                t.name not in fed
+                and isinstance(v, np.ndarray)
+                and v.ndim == 0
+                and v.dtype != object
+            ):
                 v = v[()]
             out.append(v)
         return out

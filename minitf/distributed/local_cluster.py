@@ -65,8 +65,10 @@ class LocalCluster:
         self._timeout = start_timeout
         self._procs = {}
         for attempt in range(3):
-            spec = {job: ["%s:%d" % (host, free_port(host)) for _ in range(n)]
-                    for job, n in self._jobs.items()}
+            spec = {
+                job: ["%s:%d" % (host, free_port(host)) for _ in range(n)]
+                for job, n in self._jobs.items()
+            }
             self._spec = spec
             try:
                 for job, n in self._jobs.items():
@@ -82,20 +84,33 @@ class LocalCluster:
         self.cluster_spec = ClusterSpec(self._spec)
 
     def _spawn(self, job, task):
-        cmd = [sys.executable, "-m", "minitf.server", "--cluster", json.dumps(self._spec),
-               "--job", job, "--task", str(task), "--watch-stdin",
-               "--parent-pid", str(os.getpid())]
+        cmd = [
+            sys.executable,
+            "-m",
+            "minitf.server",
+            "--cluster",
+            json.dumps(self._spec),
+            "--job",
+            job,
+            "--task",
+            str(task),
+            "--watch-stdin",
+            "--parent-pid",
+            str(os.getpid()),
+        ]
         if self._cpu_only:
             cmd.append("--cpu-only")
         env = dict(self._env)
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=env)
+        return subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+        )
 
     def _wait_ready(self, key):
         proc = self._procs[key]
         import select
+
         deadline = time.monotonic() + self._timeout
         while True:
             remaining = deadline - time.monotonic()
@@ -105,15 +120,19 @@ class LocalCluster:
             if r:
                 line = proc.stdout.readline().decode("utf-8", "replace")
                 if not line:
-                    raise RuntimeError("task %s/%d exited while starting (rc %s)"
-                                       % (key[0], key[1], proc.poll()))
+                    raise RuntimeError(
+                        "task %s/%d exited while starting (rc %s)" % (key[0], key[1], proc.poll())
+                    )
                 if line.startswith("minitf-server "):
                     return line.rsplit(" ", 1)[1].strip()
 
     @property
     def targets(self):
-        return {"%s/%d" % (job, i): "grpc://" + addr for job, addrs in self._spec.items()
-                for i, addr in enumerate(addrs)}
+        return {
+            "%s/%d" % (job, i): "grpc://" + addr
+            for job, addrs in self._spec.items()
+            for i, addr in enumerate(addrs)
+        }
 
     def target(self, job, task=0):
         return "grpc://" + self._spec[job][task]

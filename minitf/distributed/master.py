@@ -42,8 +42,11 @@ class Master:
     # -- helpers -----------------------------------------------------------------------------
     def tasks(self):
         spec = self.server.cluster_spec()
-        return [(dnu.task_name(job, i), spec.task_address(job, i))
-                for job in spec.jobs for i in spec.task_indices(job)]
+        return [
+            (dnu.task_name(job, i), spec.task_address(job, i))
+            for job in spec.jobs
+            for i in spec.task_indices(job)
+        ]
 
     def worker_stub(self, task):
         return self.channels.worker(self.server.worker.task_address(task))
@@ -53,15 +56,21 @@ class Master:
             first = True
             for piece in wire.iter_graph_def_chunks(gdef):
                 if first:
-                    yield pb.RegisterGraphRequest(session_handle=session_handle, config=config,
-                                                  graph_def_chunk=piece)
+                    yield pb.RegisterGraphRequest(
+                        session_handle=session_handle, config=config, graph_def_chunk=piece
+                    )
                     first = False
                 else:
                     yield pb.RegisterGraphRequest(graph_def_chunk=piece)
+
         try:
-            return self.worker_stub(task).RegisterGraph(
-                requests(), timeout=CONTROL_RPC_SECONDS,
-                metadata=self.channels.metadata).graph_handle
+            return (
+                self.worker_stub(task)
+                .RegisterGraph(
+                    requests(), timeout=CONTROL_RPC_SECONDS, metadata=self.channels.metadata
+                )
+                .graph_handle
+            )
         except grpc.RpcError as e:
             self.channels.failed(self.server.worker.task_address(task), e)
             raise rpc_error(e, task) from None
@@ -71,25 +80,32 @@ class Master:
         filters = [dnu.parse_full_name(f) for f in getattr(config, "device_filters", ()) or ()]
         filters = [f for f in filters if f is not None]
         if filters:
-            tasks = [(t, a) for t, a in tasks if t == self.task_name or any(
-                dnu.is_complete_specification(f, dnu.parse_full_name(t + "/device:CPU:0"))
-                or (f.job is not None and f.task is None and ("/job:%s/" % f.job) in t + "/")
-                for f in filters)]
+            tasks = [
+                (t, a)
+                for t, a in tasks
+                if t == self.task_name
+                or any(
+                    dnu.is_complete_specification(f, dnu.parse_full_name(t + "/device:CPU:0"))
+                    or (f.job is not None and f.task is None and ("/job:%s/" % f.job) in t + "/")
+                    for f in filters
+                )
+            ]
         op_timeout = getattr(config, "operation_timeout_in_ms", 0) or 0
         timeout = timeout or (op_timeout / 1000.0 if op_timeout else CONTROL_RPC_SECONDS)
 
         def status(task, address):
-            for attempt in (0, 1):   # once more on a fresh channel: the task may be back
+            for attempt in (0, 1):  # once more on a fresh channel: the task may be back
                 try:
                     r = self.channels.worker(address).GetStatus(
-                        pb.GetStatusRequest(), timeout=timeout,
-                        metadata=self.channels.metadata)
+                        pb.GetStatusRequest(), timeout=timeout, metadata=self.channels.metadata
+                    )
                     break
                 except grpc.RpcError as e:
                     self.channels.failed(address, e)
                     if attempt or e.code() != grpc.StatusCode.UNAVAILABLE:
                         raise rpc_error(e, task) from None
             return [RemoteDevice(a) for a in r.device_attributes]
+
         futures = [self.pool.submit(status, t, a) for t, a in tasks]
         out = []
         for f in futures:
@@ -111,7 +127,7 @@ class Master:
         try:
             header, gdef = wire.read_graph_stream(request_iterator, "CreateSession")
             config = wire.proto_to_session_config(header.config)
-            default = self.server.config   # the server's config: defaults for its sessions
+            default = self.server.config  # the server's config: defaults for its sessions
             config.allow_soft_placement |= bool(default.allow_soft_placement)
             config.log_device_placement |= bool(default.log_device_placement)
             if not config.operation_timeout_in_ms:
@@ -131,9 +147,12 @@ class Master:
             header, gdef = wire.read_graph_stream(request_iterator, "ExtendSession")
             sess = self._session(header.session_handle)
             if header.current_graph_version != sess.version:
-                raise errors.AbortedError(None, None, "Current graph version %d does not match "
-                                          "the master's %d" % (header.current_graph_version,
-                                                               sess.version))
+                raise errors.AbortedError(
+                    None,
+                    None,
+                    "Current graph version %d does not match "
+                    "the master's %d" % (header.current_graph_version, sess.version),
+                )
             sess.extend(gdef)
             return pb.ExtendSessionResponse(new_graph_version=sess.version)
         except Exception as e:  # noqa: BLE001
@@ -141,14 +160,14 @@ class Master:
 
     def RunStep(self, request_iterator, context):
         try:
-            yield from self._step(request_iterator, context.time_remaining(),
-                                  context.add_callback)
+            yield from self._step(request_iterator, context.time_remaining(), context.add_callback)
         except Exception as e:  # noqa: BLE001
             self._abort(context, e)
 
     def RunSteps(self, request_iterator, context):
-        return streams.serve_steps(request_iterator, context,
-                                   lambda one, on_cancel: self._step(one, None, on_cancel))
+        return streams.serve_steps(
+            request_iterator, context, lambda one, on_cancel: self._step(one, None, on_cancel)
+        )
 
     def _step(self, request_iterator, remaining, on_cancel):
         """Runs one step: yields the fed values the client fetches, then every partition's
@@ -157,20 +176,23 @@ class Master:
         joined (wire.coalesce).  ``remaining``: seconds the client waits (None: no limit but
         the configured ones); ``on_cancel(fn)``: ``fn()`` is to be called if the client goes
         away."""
-        header, feeds = wire.read_tensor_stream(request_iterator, "RunStep",
-                                                pb.RunStepRequest, "feed", "feed_part")
+        header, feeds = wire.read_tensor_stream(
+            request_iterator, "RunStep", pb.RunStepRequest, "feed", "feed_part"
+        )
         sess = self._session(header.session_handle)
         step_id = random.getrandbits(62)
         with sess.lock:
             sess.ensure_placed()
             sig = sess.signature(list(header.fetch), list(header.target), list(feeds))
         inline, parts = wire.split_named_tensors(
-            [(n, feeds[n]) for n in header.fetch if n in feeds],
-            chunk_bytes=wire.STREAM_CHUNK_BYTES)
+            [(n, feeds[n]) for n in header.fetch if n in feeds], chunk_bytes=wire.STREAM_CHUNK_BYTES
+        )
         run = PartitionRun(self, sess, sig, step_id, feeds, header.options, remaining)
-        yield from wire.coalesce(itertools.chain(
-            [pb.RunStepResponse(step_id=step_id, tensor=inline)], parts,
-            run.messages(on_cancel)))
+        yield from wire.coalesce(
+            itertools.chain(
+                [pb.RunStepResponse(step_id=step_id, tensor=inline)], parts, run.messages(on_cancel)
+            )
+        )
 
     def CloseSession(self, request, context):
         with self.lock:
@@ -183,11 +205,16 @@ class Master:
     def ListDevices(self, request, context):
         try:
             from minitf.runtime.config_proto import ConfigProto
+
             devs = self.cluster_devices(ConfigProto())
             local, remote = [], []
             for d in devs:
-                a = pb.DeviceAttributes(name=d.name, device_type=d.device_type,
-                                        memory_limit=d.memory_limit, incarnation=d.incarnation)
+                a = pb.DeviceAttributes(
+                    name=d.name,
+                    device_type=d.device_type,
+                    memory_limit=d.memory_limit,
+                    incarnation=d.incarnation,
+                )
                 (local if d.task == self.task_name else remote).append(a)
             return pb.ListDevicesResponse(local_device=local, remote_device=remote)
         except Exception as e:  # noqa: BLE001
@@ -207,10 +234,13 @@ class Master:
             def cleanup(task, address):
                 try:
                     self.channels.worker(address).CleanupAll(
-                        pb.CleanupAllRequest(container=containers), timeout=timeout,
-                        metadata=self.channels.metadata)
+                        pb.CleanupAllRequest(container=containers),
+                        timeout=timeout,
+                        metadata=self.channels.metadata,
+                    )
                 except grpc.RpcError as e:
                     raise rpc_error(e, task) from None
+
             futures = [self.pool.submit(cleanup, t, a) for t, a in self.tasks()]
             for f in futures:
                 f.result()

@@ -24,7 +24,7 @@ import grpc
 from minitf.distributed import streams, wire
 from minitf.distributed.worker_cache import Channels
 
-_channels = Channels(single_threaded_streams=True)   # the client's, shared by its sessions
+_channels = Channels(single_threaded_streams=True)  # the client's, shared by its sessions
 
 
 class RemoteMaster:
@@ -37,12 +37,12 @@ class RemoteMaster:
         for attempt in (0, 1):
             stub = _channels.master(self.address)
             try:
-                return getattr(stub, method)(request, timeout=timeout,
-                                             metadata=_channels.metadata)
-            except ValueError:   # another session dropped the channel meanwhile: a fresh one
+                return getattr(stub, method)(request, timeout=timeout, metadata=_channels.metadata)
+            except ValueError:  # another session dropped the channel meanwhile: a fresh one
                 if attempt:
-                    raise streams.StepError(grpc.StatusCode.UNAVAILABLE, "The channel to %s "
-                                            "was closed." % self.address) from None
+                    raise streams.StepError(
+                        grpc.StatusCode.UNAVAILABLE, "The channel to %s was closed." % self.address
+                    ) from None
 
     def run_step(self, first, parts, timeout):
         """A step whose feeds all fit in ``first`` runs on one of the open RunSteps calls,
@@ -74,8 +74,9 @@ class _Context:
         self._metadata = metadata
 
     def abort(self, code, details):
-        raise streams.StepError(code, details, reported=True,
-                                derived=(streams.DERIVED_HEADER, "1") in self._metadata)
+        raise streams.StepError(
+            code, details, reported=True, derived=(streams.DERIVED_HEADER, "1") in self._metadata
+        )
 
     def ended_early(self):
         """The caller stopped reading before the answer ended (it failed or was
@@ -107,8 +108,9 @@ class LocalMaster:
     def _master(self):
         server = self._server
         if server._stopped:
-            raise streams.StepError(grpc.StatusCode.UNAVAILABLE, "The server of %s has "
-                                    "stopped." % server.target)
+            raise streams.StepError(
+                grpc.StatusCode.UNAVAILABLE, "The server of %s has stopped." % server.target
+            )
         return server.master
 
 
@@ -124,7 +126,7 @@ def _answer(responses, context):
 
 
 _lock = threading.Lock()
-_local = weakref.WeakValueDictionary()   # target -> a started Server of this process
+_local = weakref.WeakValueDictionary()  # target -> a started Server of this process
 
 
 def register(server):
@@ -149,4 +151,4 @@ def for_target(target, config=None):
     server = None if rpc else _local.get(target)
     if server is not None:
         return LocalMaster(server)
-    return RemoteMaster(target[len("grpc://"):])
+    return RemoteMaster(target[len("grpc://") :])

@@ -41,9 +41,9 @@ class Signature:
     """The partitions of one (fetches, targets, feeds) signature, registered on the workers."""
 
     def __init__(self, handles, fetch_at, feed_at):
-        self.handles = handles      # task -> graph handle
-        self.fetch_at = fetch_at    # task -> [tensor names fetched from that partition]
-        self.feed_at = feed_at      # task -> [fed tensor names its _Arg nodes take]
+        self.handles = handles  # task -> graph handle
+        self.fetch_at = fetch_at  # task -> [tensor names fetched from that partition]
+        self.feed_at = feed_at  # task -> [fed tensor names its _Arg nodes take]
         self.tasks = sorted(handles)
 
 
@@ -53,13 +53,20 @@ def _step_graph(graph, placement, fetch_names, target_names, feed_names, new_nam
         targets = [graph.get_operation_by_name(n) for n in target_names]
         feeds = [graph.get_tensor_by_name(n) for n in feed_names]
     except (KeyError, ValueError, TypeError) as e:
-        raise errors.InvalidArgumentError(None, None, "Unknown fetch, target or feed: %s"
-                                          % str(e)[:300]) from None
+        raise errors.InvalidArgumentError(
+            None, None, "Unknown fetch, target or feed: %s" % str(e)[:300]
+        ) from None
     fed = set(feeds)
-    fetches = [t for t in fetches if t not in fed]   # fed values come back from the master
-    return subgraph.build_step_graph(placement.ops, placement.device_of, fetches, targets,
-                                     feeds, lambda t: placement.device_of[t.op].name,
-                                     lambda t: new_name(t.op.name + "/_arg"))
+    fetches = [t for t in fetches if t not in fed]  # fed values come back from the master
+    return subgraph.build_step_graph(
+        placement.ops,
+        placement.device_of,
+        fetches,
+        targets,
+        feeds,
+        lambda t: placement.device_of[t.op].name,
+        lambda t: new_name(t.op.name + "/_arg"),
+    )
 
 
 class MasterSession:
@@ -75,7 +82,7 @@ class MasterSession:
         self.placed_version = -1
         self.version = 0
         self.signatures = {}
-        self.tasks = set()      # the tasks its partitions were ever registered on
+        self.tasks = set()  # the tasks its partitions were ever registered on
 
     def extend(self, gdef):
         with self.lock:
@@ -87,8 +94,10 @@ class MasterSession:
             self.devices = self.master.cluster_devices(self.config)
         if self.placer is None:
             self.placer = placer.GraphPlacer(
-                self.devices, self.config.allow_soft_placement,
-                has_cuda=any(d.device_type == "GPU" for d in self.devices))
+                self.devices,
+                self.config.allow_soft_placement,
+                has_cuda=any(d.device_type == "GPU" for d in self.devices),
+            )
         if self.placed_version == self.version:
             return self.placement
         placement = self.placer.place(self.graph.get_operations())
@@ -116,7 +125,9 @@ class MasterSession:
         try:
             self.master.worker_stub(task).DeregisterGraph(
                 pb.DeregisterGraphRequest(session_handle=self.handle, graph_handle=graph_handle),
-                timeout=CONTROL_RPC_SECONDS, metadata=self.master.channels.metadata)
+                timeout=CONTROL_RPC_SECONDS,
+                metadata=self.master.channels.metadata,
+            )
         except grpc.RpcError:
             pass
 
@@ -130,31 +141,33 @@ class MasterSession:
 
     def _partition(self, fetch_names, target_names, feed_names):
         """Splits the signature's step graph by task and registers each piece."""
-        new_name = graph_partition.namer("%s_S%d", {op.name for op in
-                                                    self.graph.get_operations()})
-        step = _step_graph(self.graph, self.placement, fetch_names, target_names, feed_names,
-                           new_name)
+        new_name = graph_partition.namer("%s_S%d", {op.name for op in self.graph.get_operations()})
+        step = _step_graph(
+            self.graph, self.placement, fetch_names, target_names, feed_names, new_name
+        )
         incarnation = {d.name: d.incarnation for d in self.devices}
-        parts = graph_partition.partition(step, lambda n: dnu.task_name_of(n.device), new_name,
-                                          incarnation.__getitem__)
+        parts = graph_partition.partition(
+            step, lambda n: dnu.task_name_of(n.device), new_name, incarnation.__getitem__
+        )
         fetch_at, feed_at = {}, {}
         for node, k in parts.fetches:
-            fetch_at.setdefault(dnu.task_name_of(node.device), []).append(
-                "%s:%d" % (node.name, k))
+            fetch_at.setdefault(dnu.task_name_of(node.device), []).append("%s:%d" % (node.name, k))
         for arg in parts.args:
-            feed_at.setdefault(dnu.task_name_of(arg.device), []).append(
-                arg.get_attr("tensor_name"))
-        graphs = {task: pb.GraphDef(node=wire.topological([_node_def(n) for n in nodes]))
-                  for task, nodes in parts.parts.items()}
+            feed_at.setdefault(dnu.task_name_of(arg.device), []).append(arg.get_attr("tensor_name"))
+        graphs = {
+            task: pb.GraphDef(node=wire.topological([_node_def(n) for n in nodes]))
+            for task, nodes in parts.parts.items()
+        }
         return Signature(self._register(graphs), fetch_at, feed_at)
 
     def _register(self, graphs):
         """Registers each task's GraphDef on its worker, in parallel: {task: handle}."""
         config = pb.SessionConfig(isolate_session_state=self.config.isolate_session_state)
         self.tasks.update(graphs)
-        futures = {task: self.master.pool.submit(self.master.register, task, self.handle,
-                                                 config, gdef)
-                   for task, gdef in sorted(graphs.items())}
+        futures = {
+            task: self.master.pool.submit(self.master.register, task, self.handle, config, gdef)
+            for task, gdef in sorted(graphs.items())
+        }
         handles, errs = {}, []
         for task, f in futures.items():
             try:

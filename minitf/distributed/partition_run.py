@@ -61,11 +61,11 @@ class PartitionRun:
         read on this thread (the master's own when it has one, else a remote one: no
         hand-off), the others on the master's pool."""
         tasks = self.sig.tasks
-        if not tasks:   # only fed values fetched
+        if not tasks:  # only fed values fetched
             return
         here = self.master.task_name if self.master.task_name in tasks else tasks[0]
         others = [t for t in tasks if t != here]
-        on_cancel(self.cancel_all)    # the client went away
+        on_cancel(self.cancel_all)  # the client went away
         arrived = queue.SimpleQueue()
         for t in others:
             self.master.pool.submit(self._pump, t, arrived)
@@ -82,13 +82,13 @@ class PartitionRun:
 
     def _gather(self, arrived, waiting, failures):
         while waiting:
-            try:   # every partition ends by itself: calls have deadlines, local runs timeouts
+            try:  # every partition ends by itself: calls have deadlines, local runs timeouts
                 m = arrived.get(timeout=self.timeout + wire.CONTROL_RPC_SECONDS)
             except queue.Empty:
                 self.cancel_all()
-                raise errors.DeadlineExceededError(None, None, "Timed out waiting for the "
-                                                   "partitions of step %d" % self.step_id) \
-                    from None
+                raise errors.DeadlineExceededError(
+                    None, None, "Timed out waiting for the partitions of step %d" % self.step_id
+                ) from None
             if m is _DONE:
                 waiting -= 1
             elif isinstance(m, Exception):
@@ -121,10 +121,14 @@ class PartitionRun:
 
     # -- one partition -----------------------------------------------------------------------
     def _header(self, task, sends=()):
-        return pb.RunGraphRequest(session_handle=self.sess.handle,
-                                  graph_handle=self.sig.handles[task], step_id=self.step_id,
-                                  recv_key=self.sig.fetch_at.get(task, ()),
-                                  options=self.options, send=sends)
+        return pb.RunGraphRequest(
+            session_handle=self.sess.handle,
+            graph_handle=self.sig.handles[task],
+            step_id=self.step_id,
+            recv_key=self.sig.fetch_at.get(task, ()),
+            options=self.options,
+            send=sends,
+        )
 
     def _partition(self, task):
         if task == self.master.task_name:
@@ -135,32 +139,39 @@ class PartitionRun:
         """The master's own worker: a direct call, no RPC."""
         sends = {name: self.feeds[name] for name in self.sig.feed_at.get(task, ())}
         out, stats = self.master.server.worker.run_graph(
-            self._header(task), sends, self.timeout, lambda step: self._track(task, step))
+            self._header(task), sends, self.timeout, lambda step: self._track(task, step)
+        )
         yield from partition_answer(out, stats)
 
     def _remote(self, task):
         sends = [(name, self.feeds[name]) for name in self.sig.feed_at.get(task, ())]
-        inline, parts = wire.split_named_tensors(sends, chunk_bytes=wire.STREAM_CHUNK_BYTES,
-                                                 wrap=(pb.RunGraphRequest, "send_part"))
+        inline, parts = wire.split_named_tensors(
+            sends, chunk_bytes=wire.STREAM_CHUNK_BYTES, wrap=(pb.RunGraphRequest, "send_part")
+        )
         first = self._header(task, inline)
         channels = self.master.channels
         address = self.master.server.worker.task_address(task)
         try:
             # cancelling either kind of call does nothing once its step has ended (gRPC
             # tells the master of a RunStep's end after the client heard it)
-            if len(inline) == len(sends):   # every send fits in the first message
-                call = channels.steps(address, "RunGraphs").acquire().step(
-                    first, self.timeout + wire.STEP_SLACK_SECONDS)
+            if len(inline) == len(sends):  # every send fits in the first message
+                call = (
+                    channels.steps(address, "RunGraphs")
+                    .acquire()
+                    .step(first, self.timeout + wire.STEP_SLACK_SECONDS)
+                )
             else:
                 call = channels.worker(address).RunGraph(
-                    itertools.chain((first,), parts), timeout=self.timeout,
-                    metadata=channels.metadata)
+                    itertools.chain((first,), parts),
+                    timeout=self.timeout,
+                    metadata=channels.metadata,
+                )
             self._track(task, call)
             yield from call
         except grpc.RpcError as e:
             channels.failed(address, e)
             raise self._call_error(e, task) from None
-        except ValueError:   # the channel closed meanwhile: another call found the peer gone
+        except ValueError:  # the channel closed meanwhile: another call found the peer gone
             raise closed_channel_error(task, address) from None
 
     def _call_error(self, e, task):

@@ -78,8 +78,12 @@ class RendezvousMgr:
 
     def _drop_if_empty(self, step_id, r):
         with self._lock:
-            if step_id in self._ended and self._steps.get(step_id) is r and \
-                    r.pending() == 0 and r.aborted is None:
+            if (
+                step_id in self._ended
+                and self._steps.get(step_id) is r
+                and r.pending() == 0
+                and r.aborted is None
+            ):
                 del self._steps[step_id]
                 self._ended.discard(step_id)
 
@@ -129,8 +133,10 @@ class RpcRendezvous:
         try:
             call = channels.worker(address).RecvTensor(
                 pb.RecvTensorRequest(step_id=self.step_id, rendezvous_key=key),
-                timeout=timeout, metadata=channels.metadata)
-        except ValueError:   # the channel closed meanwhile: another call found the peer gone
+                timeout=timeout,
+                metadata=channels.metadata,
+            )
+        except ValueError:  # the channel closed meanwhile: another call found the peer gone
             raise closed_channel_error(task, address) from None
         with self._lock:
             if self._aborted is not None:
@@ -144,7 +150,7 @@ class RpcRendezvous:
             if self._aborted is not None:
                 raise self._aborted from None
             err = rpc_error(e, task)
-            err.derived = True   # the peer's failure (or its absence) caused this one
+            err.derived = True  # the peer's failure (or its absence) caused this one
             raise err from None
         finally:
             with self._lock:

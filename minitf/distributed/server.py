@@ -36,8 +36,12 @@ class ServerDef:
         self.default_session_config = default_session_config
 
     def __repr__(self):
-        return ("ServerDef(cluster=%s, job_name=%r, task_index=%d, protocol=%r)"
-                % (self.cluster, self.job_name, self.task_index, self.protocol))
+        return "ServerDef(cluster=%s, job_name=%r, task_index=%d, protocol=%r)" % (
+            self.cluster,
+            self.job_name,
+            self.task_index,
+            self.protocol,
+        )
 
 
 class _TokenInterceptor(grpc.ServerInterceptor):
@@ -46,6 +50,7 @@ class _TokenInterceptor(grpc.ServerInterceptor):
 
         def refuse(request, context):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong cluster token")
+
         self._refuse = refuse
 
     def intercept_service(self, continuation, handler_call_details):
@@ -58,8 +63,7 @@ class _TokenInterceptor(grpc.ServerInterceptor):
         if handler is None:
             return None
         if handler.request_streaming and handler.response_streaming:
-            return grpc.stream_stream_rpc_method_handler(
-                lambda it, ctx: self._refuse(None, ctx))
+            return grpc.stream_stream_rpc_method_handler(lambda it, ctx: self._refuse(None, ctx))
         if handler.request_streaming:
             return grpc.stream_unary_rpc_method_handler(lambda it, ctx: self._refuse(None, ctx))
         if handler.response_streaming:
@@ -71,7 +75,8 @@ def _split_address(address):
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit() or not host:
         raise errors.InvalidArgumentError(
-            None, None, 'Could not parse port for local server from "%s"' % address)
+            None, None, 'Could not parse port for local server from "%s"' % address
+        )
     return host, int(port)
 
 
@@ -90,8 +95,11 @@ def _server_def(server_or_cluster_def, job_name, task_index, protocol, config):
     job_name, task_index = _task_of(spec, job_name, task_index)
     protocol = protocol or "grpc"
     if protocol != "grpc":
-        raise errors.InvalidArgumentError(None, None, "No server factory registered for the "
-                                          "given ServerDef: protocol %r" % protocol)
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            "No server factory registered for the given ServerDef: protocol %r" % protocol,
+        )
     if config is not None and not isinstance(config, ConfigProto):
         raise TypeError("config must be a tf.ConfigProto, but got %s" % type(config))
     return spec, job_name, task_index, config
@@ -111,7 +119,8 @@ def _task_of(spec, job_name, task_index):
         task_index = indices[0]
     if task_index not in spec.task_indices(job_name):
         raise errors.InvalidArgumentError(
-            None, None, 'Task %d was not defined in job "%s"' % (task_index, job_name))
+            None, None, 'Task %d was not defined in job "%s"' % (task_index, job_name)
+        )
     return job_name, task_index
 
 
@@ -119,15 +128,25 @@ class Server:
     """``tf.train.Server(server_or_cluster_def, job_name=None, task_index=None, protocol=None,
     config=None, start=True, token=None)``."""
 
-    def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None,
-                 config=None, start=True, token=None):
-        spec, job_name, task_index, config = _server_def(server_or_cluster_def, job_name,
-                                                         task_index, protocol, config)
+    def __init__(
+        self,
+        server_or_cluster_def,
+        job_name=None,
+        task_index=None,
+        protocol=None,
+        config=None,
+        start=True,
+        token=None,
+    ):
+        spec, job_name, task_index, config = _server_def(
+            server_or_cluster_def, job_name, task_index, protocol, config
+        )
         self._config = config if config is not None else ConfigProto()
         host, port = _split_address(spec.task_address(job_name, task_index))
         self.job_name, self.task_index = job_name, task_index
-        self._cluster = {j: dict((i, spec.task_address(j, i)) for i in spec.task_indices(j))
-                         for j in spec.jobs}
+        self._cluster = {
+            j: dict((i, spec.task_address(j, i)) for i in spec.task_indices(j)) for j in spec.jobs
+        }
         self.token = token if token is not None else os.environ.get("MINITF_CLUSTER_TOKEN")
         self._lock = threading.Lock()
         self._started = False
@@ -150,10 +169,14 @@ class Server:
         open step call holds one), checking the cluster token if there is one."""
         interceptors = [_TokenInterceptor(self.token)] if self.token else []
         executor = concurrent.futures.ThreadPoolExecutor(
-            256, thread_name_prefix="minitf-grpc-%s-%d" % (job_name, task_index))
-        server = grpc.server(executor, interceptors=interceptors,
-                             options=wire.GRPC_OPTIONS + (("grpc.so_reuseport", 0),),
-                             maximum_concurrent_rpcs=1024)
+            256, thread_name_prefix="minitf-grpc-%s-%d" % (job_name, task_index)
+        )
+        server = grpc.server(
+            executor,
+            interceptors=interceptors,
+            options=wire.GRPC_OPTIONS + (("grpc.so_reuseport", 0),),
+            maximum_concurrent_rpcs=1024,
+        )
         services.add_to_server(server, "MasterService", self.master)
         services.add_to_server(server, "WorkerService", self.worker)
         return executor, server
@@ -183,8 +206,13 @@ class Server:
 
     @property
     def server_def(self):
-        return ServerDef(self.cluster_spec().as_cluster_def(), self.job_name, self.task_index,
-                         "grpc", self._config)
+        return ServerDef(
+            self.cluster_spec().as_cluster_def(),
+            self.job_name,
+            self.task_index,
+            "grpc",
+            self._config,
+        )
 
     @property
     def config(self):
@@ -197,8 +225,9 @@ class Server:
         try:
             addr = self._cluster[job][task]
         except KeyError:
-            raise errors.InvalidArgumentError(None, None, "Unknown task /job:%s/task:%s"
-                                              % (str(job)[:100], task)) from None
+            raise errors.InvalidArgumentError(
+                None, None, "Unknown task /job:%s/task:%s" % (str(job)[:100], task)
+            ) from None
         return addr
 
     def start(self):
@@ -206,12 +235,13 @@ class Server:
             if self._stopped:
                 raise errors.FailedPreconditionError(None, None, "Server has stopped.")
             if self._joined and not self._started:
-                raise errors.FailedPreconditionError(None, None, "Server has been joined "
-                                                     "without being started.")
+                raise errors.FailedPreconditionError(
+                    None, None, "Server has been joined without being started."
+                )
             if not self._started:
                 self._grpc.start()
                 self._started = True
-                master_interface.register(self)   # sessions in this process: direct calls
+                master_interface.register(self)  # sessions in this process: direct calls
 
     def join(self, timeout=None):
         """Blocks until the server stops (or ``timeout`` seconds); returns at once if it was

@@ -14,7 +14,6 @@ responses to the client without parsing them.  Everything a server sends goes th
 :func:`wire.serialize`, so a handler may yield messages or bytes.
 """
 
-
 import grpc
 
 from minitf.distributed import protocol_pb2 as pb  # noqa: E402
@@ -25,8 +24,12 @@ PACKAGE = pb.DESCRIPTOR.package
 RAW_REQUESTS = frozenset({"RunStep", "RunSteps", "RunGraph", "RunGraphs"})
 #: ... and whose responses reach the client as bytes (method names are unique across services).
 RAW_RESPONSES = RAW_REQUESTS | {"RecvTensor"}
-_KINDS = {(False, False): "unary_unary", (False, True): "unary_stream",
-          (True, False): "stream_unary", (True, True): "stream_stream"}
+_KINDS = {
+    (False, False): "unary_unary",
+    (False, True): "unary_stream",
+    (True, False): "stream_unary",
+    (True, True): "stream_stream",
+}
 #: The service of each method ("RunSteps": "MasterService" ...).
 SERVICE_OF = {m.name: s.name for s in pb.DESCRIPTOR.services_by_name.values() for m in s.methods}
 assert len(SERVICE_OF) == sum(len(s.methods) for s in pb.DESCRIPTOR.services_by_name.values())
@@ -37,8 +40,10 @@ def methods(service):
     the message travels as bytes."""
     out = []
     for m in pb.DESCRIPTOR.services_by_name[service].methods:
-        parsers = [None if m.name in raw else getattr(pb, t.name).FromString
-                   for t, raw in ((m.input_type, RAW_REQUESTS), (m.output_type, RAW_RESPONSES))]
+        parsers = [
+            None if m.name in raw else getattr(pb, t.name).FromString
+            for t, raw in ((m.input_type, RAW_REQUESTS), (m.output_type, RAW_RESPONSES))
+        ]
         out.append((m.name, _KINDS[m.client_streaming, m.server_streaming], *parsers))
     return out
 
@@ -48,10 +53,14 @@ def add_to_server(server, service, servicer):
     handlers = {}
     for name, kind, parse_request, _ in methods(service):
         make = getattr(grpc, kind + "_rpc_method_handler")
-        handlers[name] = make(getattr(servicer, name), request_deserializer=parse_request,
-                              response_serializer=wire.serialize)
+        handlers[name] = make(
+            getattr(servicer, name),
+            request_deserializer=parse_request,
+            response_serializer=wire.serialize,
+        )
     server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler("%s.%s" % (PACKAGE, service), handlers),))
+        (grpc.method_handlers_generic_handler("%s.%s" % (PACKAGE, service), handlers),)
+    )
 
 
 class Stub:
@@ -59,6 +68,13 @@ class Stub:
 
     def __init__(self, channel, service):
         for name, kind, _, parse_response in methods(service):
-            setattr(self, name, getattr(channel, kind)(
-                "/%s.%s/%s" % (PACKAGE, service, name), request_serializer=wire.serialize,
-                response_deserializer=parse_response, _registered_method=True))
+            setattr(
+                self,
+                name,
+                getattr(channel, kind)(
+                    "/%s.%s/%s" % (PACKAGE, service, name),
+                    request_serializer=wire.serialize,
+                    response_deserializer=parse_response,
+                    _registered_method=True,
+                ),
+            )

@@ -96,15 +96,18 @@ def is_derived(e):
 
 # -- the server's side --------------------------------------------------------------------------
 
+
 def end_message(error=None):
     """A serialized response holding only the ``StepEnd`` of a step that ran (``error`` None)
     or failed with ``error``."""
     if error is None:
         return _OK_END
     status, details = wire.status_from_error(error)
-    return pb.RunStepResponse(end=pb.StepEnd(
-        code=status.value[0], message=details,
-        derived=bool(getattr(error, "derived", False)))).SerializeToString()
+    return pb.RunStepResponse(
+        end=pb.StepEnd(
+            code=status.value[0], message=details, derived=bool(getattr(error, "derived", False))
+        )
+    ).SerializeToString()
 
 
 def answer(messages):
@@ -138,6 +141,7 @@ def serve_steps(request_iterator, context, run_one):
 
     def on_cancel(fn):
         current[0] = fn
+
     context.add_callback(fire)
     for raw in request_iterator:
         try:
@@ -147,6 +151,7 @@ def serve_steps(request_iterator, context, run_one):
 
 
 # -- the caller's side --------------------------------------------------------------------------
+
 
 def split_end(raw):
     """``(the message's bytes without its StepEnd or None if nothing else, StepEnd or None)``
@@ -168,7 +173,7 @@ def split_end(raw):
     if not rest:
         return None, end
     if len(rest) == 1:
-        return bytes(view[rest[0][0]:rest[0][1]]), end
+        return bytes(view[rest[0][0] : rest[0][1]]), end
     return b"".join(view[a:b] for a, b in rest), end
 
 
@@ -185,7 +190,7 @@ class _Call:
         return self._call.done()
 
     def cancel(self):
-        self._requests.put(None)   # lets gRPC's sending thread end
+        self._requests.put(None)  # lets gRPC's sending thread end
         self._call.cancel()
 
     def step(self, request, timeout):
@@ -236,12 +241,15 @@ class Step:
                 try:
                     raw = next(self.call._call)
                 except StopIteration:
-                    raise StepError(grpc.StatusCode.UNAVAILABLE, "The peer closed the call "
-                                    "before the step ended.") from None
+                    raise StepError(
+                        grpc.StatusCode.UNAVAILABLE,
+                        "The peer closed the call before the step ended.",
+                    ) from None
                 except grpc.RpcError:
                     if self.expired:
-                        raise StepError(grpc.StatusCode.DEADLINE_EXCEEDED,
-                                        "Deadline Exceeded") from None
+                        raise StepError(
+                            grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded"
+                        ) from None
                     raise
                 rest, end = split_end(raw)
                 if rest is not None:
@@ -249,8 +257,12 @@ class Step:
                 if end is not None:
                     ended = True
                     if end.code:
-                        raise StepError(_CODES.get(end.code, grpc.StatusCode.UNKNOWN),
-                                        end.message, end.derived, reported=True)
+                        raise StepError(
+                            _CODES.get(end.code, grpc.StatusCode.UNKNOWN),
+                            end.message,
+                            end.derived,
+                            reported=True,
+                        )
                     return
         finally:
             watchdog.unwatch(self)
@@ -284,10 +296,11 @@ class StreamPool:
             if call is None:
                 try:
                     return _Call(self)
-                except ValueError:   # the channel was closed meanwhile (its peer failed)
-                    raise StepError(grpc.StatusCode.UNAVAILABLE,
-                                    "The channel to the peer was closed.") from None
-            if not call.broken():   # a peer that went away while the call was idle
+                except ValueError:  # the channel was closed meanwhile (its peer failed)
+                    raise StepError(
+                        grpc.StatusCode.UNAVAILABLE, "The channel to the peer was closed."
+                    ) from None
+            if not call.broken():  # a peer that went away while the call was idle
                 return call
             call.cancel()
 
@@ -325,7 +338,7 @@ class _Watchdog:
     seconds while steps run) and closes idle calls (see StreamPool.reap)."""
 
     tick = 0.05
-    rest_after = 2.0    # seconds without steps before it sleeps until the next one
+    rest_after = 2.0  # seconds without steps before it sleeps until the next one
 
     def __init__(self):
         self._cond = threading.Condition()
@@ -351,8 +364,9 @@ class _Watchdog:
 
     def _wake(self):
         if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._run, name="minitf-step-watchdog",
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, name="minitf-step-watchdog", daemon=True
+            )
             self._thread.start()
         elif self._resting:
             self._cond.notify()
@@ -363,7 +377,7 @@ class _Watchdog:
             with self._cond:
                 now = time.monotonic()
                 if not self._deadlines and now - self._last > self.rest_after:
-                    self._resting = True   # only idle calls left: reap them once a second
+                    self._resting = True  # only idle calls left: reap them once a second
                     self._cond.wait(1.0 if len(self._pools) else None)
                     self._resting = False
                     now = time.monotonic()

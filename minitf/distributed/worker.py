@@ -28,10 +28,16 @@ from minitf.runtime.step_stats import Tracer
 
 
 def device_attributes(devices, incarnation):
-    return [pb.DeviceAttributes(name=d.name, device_type=d.device_type,
-                                memory_limit=int(d.memory_limit or 0),
-                                physical_device_desc=d.description, incarnation=incarnation)
-            for d in devices]
+    return [
+        pb.DeviceAttributes(
+            name=d.name,
+            device_type=d.device_type,
+            memory_limit=int(d.memory_limit or 0),
+            physical_device_desc=d.description,
+            incarnation=incarnation,
+        )
+        for d in devices
+    ]
 
 
 def partition_answer(out, stats):
@@ -39,10 +45,14 @@ def partition_answer(out, stats):
     ones inline, the others in parts), then its StepStatsProto if any.  They are
     RunGraphResponses, whose bytes read as RunStepResponses (the same field numbers): a master
     passes them on to its client as they are, its own partition's like a remote one's."""
-    inline, parts = wire.split_named_tensors(out, chunk_bytes=wire.STREAM_CHUNK_BYTES,
-                                             wrap=(pb.RunGraphResponse, "recv_part"))
-    return itertools.chain([pb.RunGraphResponse(recv=inline)], parts,
-                           [pb.RunGraphResponse(step_stats=stats)] if stats is not None else [])
+    inline, parts = wire.split_named_tensors(
+        out, chunk_bytes=wire.STREAM_CHUNK_BYTES, wrap=(pb.RunGraphResponse, "recv_part")
+    )
+    return itertools.chain(
+        [pb.RunGraphResponse(recv=inline)],
+        parts,
+        [pb.RunGraphResponse(step_stats=stats)] if stats is not None else [],
+    )
 
 
 class StepState:
@@ -50,11 +60,11 @@ class StepState:
     (the caller went away) or a failing partition elsewhere (``cancel``)."""
 
     def __init__(self, rendezvous):
-        self.rendezvous = rendezvous    # the step's RpcRendezvous (None: it has no _Send/_Recv)
+        self.rendezvous = rendezvous  # the step's RpcRendezvous (None: it has no _Send/_Recv)
         self.lock = threading.Lock()
         self.aborted = None
         self.done = False
-        self._stop = None    # stops the executor's run of the step
+        self._stop = None  # stops the executor's run of the step
 
     def started(self, stop):
         with self.lock:
@@ -93,16 +103,21 @@ class Worker:
         self.devices = devices
         self.task_name = dnu.task_name(server.job_name, server.task_index)
         self.incarnation = random.getrandbits(63)
-        for d in devices:              # the incarnation every rendezvous key names
+        for d in devices:  # the incarnation every rendezvous key names
             d.incarnation = self.incarnation
         self.rendezvous = RendezvousMgr()
         self.graph_mgr = GraphMgr(self.task_name, devices)
         self.channels = Channels(server.token, single_threaded_streams=True)
-        self.pool_set = pools.PoolSet(32, max(1, min(os.cpu_count() or 1, 4)),
-                                      pools.gpu_thread_mode(), pools.gpu_thread_count())
+        self.pool_set = pools.PoolSet(
+            32,
+            max(1, min(os.cpu_count() or 1, 4)),
+            pools.gpu_thread_mode(),
+            pools.gpu_thread_count(),
+        )
         # transport threads: each waits for one RecvTensor call of a _Recv (none of a step's)
         self.rpc_pool = concurrent.futures.ThreadPoolExecutor(
-            256, thread_name_prefix="minitf-recv-%s-%d" % (server.job_name, server.task_index))
+            256, thread_name_prefix="minitf-recv-%s-%d" % (server.job_name, server.task_index)
+        )
 
     def task_address(self, task_name):
         p = dnu.parse_full_name(task_name)
@@ -118,14 +133,16 @@ class Worker:
 
     # -- service methods ---------------------------------------------------------------------
     def GetStatus(self, request, context):
-        return pb.GetStatusResponse(device_attributes=device_attributes(self.devices,
-                                                                        self.incarnation))
+        return pb.GetStatusResponse(
+            device_attributes=device_attributes(self.devices, self.incarnation)
+        )
 
     def RegisterGraph(self, request_iterator, context):
         try:
             header, gdef = wire.read_graph_stream(request_iterator, "RegisterGraph")
-            handle = self.graph_mgr.register(header.session_handle, gdef,
-                                             header.config.isolate_session_state)
+            handle = self.graph_mgr.register(
+                header.session_handle, gdef, header.config.isolate_session_state
+            )
             return pb.RegisterGraphResponse(graph_handle=handle)
         except Exception as e:  # noqa: BLE001
             streams.abort(context, e)
@@ -138,22 +155,24 @@ class Worker:
 
     def RunGraph(self, request_iterator, context):
         try:
-            yield from self._graph_step(request_iterator, context.time_remaining(),
-                                        context.add_callback)
+            yield from self._graph_step(
+                request_iterator, context.time_remaining(), context.add_callback
+            )
         except Exception as e:  # noqa: BLE001
             streams.abort(context, e, getattr(e, "derived", False))
 
     def RunGraphs(self, request_iterator, context):
-        return streams.serve_steps(request_iterator, context,
-                                   lambda one, on_cancel: self._graph_step(one, None, on_cancel))
+        return streams.serve_steps(
+            request_iterator, context, lambda one, on_cancel: self._graph_step(one, None, on_cancel)
+        )
 
     def _graph_step(self, request_iterator, remaining, on_cancel):
         """The response messages of one RunGraph step (raises an OpError if it fails);
         ``on_cancel(fn)``: ``fn()`` is to be called if the caller goes away."""
-        header, sends = wire.read_tensor_stream(request_iterator, "RunGraph",
-                                                pb.RunGraphRequest, "send", "send_part")
-        out, stats = self.run_graph(header, sends, remaining,
-                                    lambda step: on_cancel(step.cancel))
+        header, sends = wire.read_tensor_stream(
+            request_iterator, "RunGraph", pb.RunGraphRequest, "send", "send_part"
+        )
+        out, stats = self.run_graph(header, sends, remaining, lambda step: on_cancel(step.cancel))
         yield from wire.coalesce(partition_answer(out, stats))
 
     def run_graph(self, header, sends, remaining=None, on_step=None):
@@ -167,19 +186,23 @@ class Worker:
             timeout_s = wire.DEFAULT_STEP_SECONDS if remaining is None else remaining
             if header.options.timeout_in_ms > 0:
                 timeout_s = min(timeout_s, header.options.timeout_in_ms / 1000.0)
-            rendezvous = (RpcRendezvous(self, header.step_id, time.monotonic() + timeout_s)
-                          if eplan.has_rendezvous else None)
+            rendezvous = (
+                RpcRendezvous(self, header.step_id, time.monotonic() + timeout_s)
+                if eplan.has_rendezvous
+                else None
+            )
             step = StepState(rendezvous)
             if on_step is not None:
                 on_step(step)
             tracer = Tracer(eplan) if header.options.trace_level > 0 else None
             ctx = executor.StepContext(args, rendezvous, tracer)
-            vals = step_run.run_step(eplan, ctx, self.pool_set, int(timeout_s * 1000),
-                                     on_start=step.started)
+            vals = step_run.run_step(
+                eplan, ctx, self.pool_set, int(timeout_s * 1000), on_start=step.started
+            )
             return self._answer(header, eplan, vals), self._stats(tracer)
         except Exception as e:  # noqa: BLE001 - every failure becomes an OpError
             raise self._step_error(e, header, step) from None
-        finally:   # (an interrupted direct call ends here too: KeyboardInterrupt)
+        finally:  # (an interrupted direct call ends here too: KeyboardInterrupt)
             if step is not None:
                 step.finished()
             self.rendezvous.finish(header.step_id)
@@ -192,8 +215,9 @@ class Worker:
                 out.append((name, executor.host_value(vals[s][k], eplan.device_of_node(s))))
             except errors.OpError as e:
                 op_name, _, index = name.rpartition(":")
-                raise type(e)(None, None, attach_node(
-                    e.message, "_send_%s_%s" % (op_name, index))) from None
+                raise type(e)(
+                    None, None, attach_node(e.message, "_send_%s_%s" % (op_name, index))
+                ) from None
         return out
 
     def _stats(self, tracer):
@@ -229,7 +253,7 @@ class Worker:
     def CleanupAll(self, request, context):
         containers = list(request.container)
         for d in self.devices:
-            for c in (containers or [d.job]):
+            for c in containers or [d.job]:
                 d.resource_manager.cleanup(c)
         self.graph_mgr.reset_kernels()
         return pb.CleanupAllResponse()

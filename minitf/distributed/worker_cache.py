@@ -24,10 +24,12 @@ def client_metadata(token=None):
     return ((TOKEN_HEADER, token),) if token else ()
 
 
-_RECONNECT_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 100),
-                      ("grpc.min_reconnect_backoff_ms", 100),
-                      ("grpc.max_reconnect_backoff_ms", 1000),
-                      ("grpc.use_local_subchannel_pool", 1))
+_RECONNECT_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.use_local_subchannel_pool", 1),
+)
 
 
 class Channels:
@@ -50,6 +52,7 @@ class Channels:
         self._options = wire.GRPC_OPTIONS + _RECONNECT_OPTIONS
         if single_threaded_streams:
             from grpc import experimental
+
             self._options += ((experimental.ChannelOptions.SingleThreadedUnaryStream, 1),)
 
     @property
@@ -63,7 +66,8 @@ class Channels:
                 ch = self._channels.get(address)
                 if ch is None:
                     ch = self._channels[address] = grpc.insecure_channel(
-                        address, options=self._options)
+                        address, options=self._options
+                    )
                 stub = self._stubs[address, service] = services.Stub(ch, service)
         return stub
 
@@ -86,7 +90,8 @@ class Channels:
                 pool = self._pools.get((address, method))
                 if pool is None:
                     pool = self._pools[address, method] = streams.StreamPool(
-                        lambda requests: start(requests, metadata=metadata))
+                        lambda requests: start(requests, metadata=metadata)
+                    )
         return pool
 
     def failed(self, address, e):
@@ -121,8 +126,11 @@ class Channels:
 def closed_channel_error(task, address):
     """What a call finds when another call closed the channel meanwhile (after finding the
     peer gone, ``Channels.failed``): UnavailableError, derived from that failure."""
-    err = errors.UnavailableError(None, None, "From %s:\nThe channel to %s was closed: the "
-                                  "task did not answer." % (task, address))
+    err = errors.UnavailableError(
+        None,
+        None,
+        "From %s:\nThe channel to %s was closed: the task did not answer." % (task, address),
+    )
     err.derived = True
     return err
 

@@ -31,6 +31,7 @@ _LEGACY_TYPES = ("CPU", "GPU")
 
 # -- coercions (the DeviceSpec constructor and setters apply these) ------------------------------
 
+
 def _str_or_none(value):
     return None if value is None else str(value)
 
@@ -48,12 +49,15 @@ def _type_or_none(value):
 
 # -- the parser and the printer, both cached --------------------------------------------------
 
+
 def _spec_int(text, field, spec):
     try:
         return int(text)
     except ValueError:
-        raise ValueError("Invalid %s %r (an integer is expected) while parsing the device "
-                         "spec: '%s'." % (field, text, spec)) from None
+        raise ValueError(
+            "Invalid %s %r (an integer is expected) while parsing the device "
+            "spec: '%s'." % (field, text, spec)
+        ) from None
 
 
 @functools.lru_cache(maxsize=65536)
@@ -72,7 +76,7 @@ def _parse(spec):
             # "" (from a leading, doubled or trailing "/") and pieces like ":x" are skipped.
             continue
         if n == 2 and head == "job":
-            job = parts[1]                       # any text, even "*": no validation
+            job = parts[1]  # any text, even "*": no validation
         elif n == 2 and head == "replica":
             replica = _spec_int(parts[1], "replica", spec)
         elif n == 2 and head == "task":
@@ -80,22 +84,28 @@ def _parse(spec):
         elif n <= 2 and head.upper() in _LEGACY_TYPES:
             # Legacy form: "cpu", "GPU:1", "Gpu:*" (any case).
             if device_type is not None:
-                raise ValueError("Multiple device types are not allowed while parsing the "
-                                 "device spec: %s." % spec)
+                raise ValueError(
+                    "Multiple device types are not allowed while parsing the "
+                    "device spec: %s." % spec
+                )
             device_type = head.upper()
             if n == 2 and parts[1] != "*":
                 index = _spec_int(parts[1], "device index", spec)
         elif n == 3 and head == "device":
             # Full form: "device:TYPE:N" or "device:TYPE:*" (the index is required here).
             if device_type is not None:
-                raise ValueError("Multiple device types are not allowed while parsing the "
-                                 "device spec: %s." % spec)
+                raise ValueError(
+                    "Multiple device types are not allowed while parsing the "
+                    "device spec: %s." % spec
+                )
             device_type = _type_or_none(parts[1])
             if parts[2] != "*":
                 index = _spec_int(parts[2], "device index", spec)
         else:
-            raise ValueError("Unknown attribute '%s' is encountered while parsing the device "
-                             "spec: '%s'." % (head, spec))
+            raise ValueError(
+                "Unknown attribute '%s' is encountered while parsing the device "
+                "spec: '%s'." % (head, spec)
+            )
     return (job, replica, task, device_type, index)
 
 
@@ -127,6 +137,7 @@ def _as_text(spec):
 
 # -- DeviceSpec ---------------------------------------------------------------------------------
 
+
 class DeviceSpec:
     """A (partial) device specification: job, replica, task, device type, device index.
 
@@ -138,9 +149,14 @@ class DeviceSpec:
 
     __slots__ = ("_job", "_replica", "_task", "_device_type", "_device_index")
 
-    def __init__(self, job: str | None = None, replica: int | None = None,
-                 task: int | None = None, device_type: str | None = None,
-                 device_index: int | None = None) -> None:
+    def __init__(
+        self,
+        job: str | None = None,
+        replica: int | None = None,
+        task: int | None = None,
+        device_type: str | None = None,
+        device_index: int | None = None,
+    ) -> None:
         self._job = _str_or_none(job)
         self._replica = _int_or_none(replica)
         self._task = _int_or_none(task)
@@ -192,8 +208,7 @@ class DeviceSpec:
         return (self._job, self._replica, self._task, self._device_type, self._device_index)
 
     def _set_fields(self, fields):
-        (self._job, self._replica, self._task, self._device_type,
-         self._device_index) = fields
+        (self._job, self._replica, self._task, self._device_type, self._device_index) = fields
 
     @classmethod
     def from_string(cls, spec: str | bytes) -> DeviceSpec:
@@ -217,8 +232,9 @@ class DeviceSpec:
         Strictly field by field: merging ``/device:GPU:*`` into ``/device:CPU:7`` gives
         ``/device:GPU:7`` (the index survives the change of type).
         """
-        self._set_fields(tuple(o if o is not None else s
-                               for s, o in zip(self._fields(), other._fields())))
+        self._set_fields(
+            tuple(o if o is not None else s for s, o in zip(self._fields(), other._fields()))
+        )
 
     def make_merged_spec(self, other: DeviceSpec) -> DeviceSpec:
         """Like :meth:`merge_from`, but returns a new spec and leaves ``self`` unchanged."""
@@ -229,8 +245,13 @@ class DeviceSpec:
 
     def replace(self, **kwargs: str | int | None) -> DeviceSpec:
         """A copy with some fields replaced, e.g. ``spec.replace(task=2)``."""
-        fields = dict(job=self._job, replica=self._replica, task=self._task,
-                      device_type=self._device_type, device_index=self._device_index)
+        fields = dict(
+            job=self._job,
+            replica=self._replica,
+            task=self._task,
+            device_type=self._device_type,
+            device_index=self._device_index,
+        )
         fields.update(kwargs)
         return self.__class__(**fields)
 
@@ -254,6 +275,7 @@ class DeviceSpec:
 
 # -- module helpers -----------------------------------------------------------------------------
 
+
 def canonical_name(device: str | bytes | DeviceSpec | None) -> str:
     """``""`` for None, ``to_string()`` for a DeviceSpec, parse-then-print for a string."""
     if device is None:
@@ -269,6 +291,7 @@ def check_valid(spec: str | bytes) -> None:
 
 
 # -- the merge function behind ``with tf.device(string_or_spec)`` -------------------------------
+
 
 @functools.lru_cache(maxsize=65536)
 def _merge(block_fields, current):
@@ -309,8 +332,7 @@ class MergeDevice:
 
     def merge(self, current: str | None) -> str:
         """The device an op gets from this block, given its ``current`` device string."""
-        return _merge(self._fields if self._spec is None else self._spec._fields(),
-                      current or "")
+        return _merge(self._fields if self._spec is None else self._spec._fields(), current or "")
 
     def __call__(self, op: Any) -> str:
         return self.merge(op.device)

@@ -67,8 +67,12 @@ _REF_OFFSET = 100
 _INFO = {}
 for _enum, _name, _np_type, _type_string, _enum_name in _TYPE_TABLE:
     _INFO[_enum] = (_name, _np_type, _type_string, _enum_name)
-    _INFO[_enum + _REF_OFFSET] = (_name + "_ref", _np_type, _type_string + "_ref",
-                                  _enum_name + "_REF")
+    _INFO[_enum + _REF_OFFSET] = (
+        _name + "_ref",
+        _np_type,
+        _type_string + "_ref",
+        _enum_name + "_REF",
+    )
 
 _INTERN = {}  # enum -> the one DType instance for it
 
@@ -82,8 +86,9 @@ class DType:
         try:
             return _INTERN[_py_int(type_enum)]
         except (KeyError, TypeError, ValueError):
-            raise TypeError("type_enum is not a valid types_pb2.DataType: %s"
-                            % (type_enum,)) from None
+            raise TypeError(
+                "type_enum is not a valid types_pb2.DataType: %s" % (type_enum,)
+            ) from None
 
     def __setattr__(self, name, value):
         raise AttributeError("DType objects are immutable")
@@ -244,8 +249,12 @@ bool, string = _INTERN[10], _INTERN[7]  # noqa: A001 - tf.bool is TF's own dtype
 complex64, complex128 = _INTERN[8], _INTERN[18]
 float16_ref, float32_ref, float64_ref = _INTERN[119], _INTERN[101], _INTERN[102]
 int8_ref, int16_ref, int32_ref, int64_ref = _INTERN[106], _INTERN[105], _INTERN[103], _INTERN[109]
-uint8_ref, uint16_ref, uint32_ref, uint64_ref = (_INTERN[104], _INTERN[117], _INTERN[122],
-                                                 _INTERN[123])
+uint8_ref, uint16_ref, uint32_ref, uint64_ref = (
+    _INTERN[104],
+    _INTERN[117],
+    _INTERN[122],
+    _INTERN[123],
+)
 bool_ref, string_ref = _INTERN[110], _INTERN[107]
 complex64_ref, complex128_ref = _INTERN[108], _INTERN[118]
 half, half_ref = float16, float16_ref
@@ -296,8 +305,9 @@ def as_dtype(type_value):
             found = _from_numpy_dtype(np.dtype(type_value))
     elif isinstance(type_value, str):
         found = _NAME_TO_DTYPE.get(type_value)
-    elif isinstance(type_value, numbers.Integral) and not isinstance(type_value, (_py_bool,
-                                                                                  np.bool_)):
+    elif isinstance(type_value, numbers.Integral) and not isinstance(
+        type_value, (_py_bool, np.bool_)
+    ):
         found = _INTERN.get(_py_int(type_value))
     if found is None:
         raise TypeError("Cannot convert value %r to a TensorFlow DType." % (type_value,))
@@ -308,14 +318,16 @@ def as_dtype(type_value):
 # Inferring the dtype of a constant
 # ---------------------------------------------------------------------------------------
 
-_INT32_MIN, _INT32_MAX = -2 ** 31, 2 ** 31 - 1
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _STRING_LEAVES = (str, bytes, np.str_, np.bytes_)
 _NUMBER_LEAVES = (_py_bool, _py_int, _py_float, _py_complex, np.bool_, np.number)
 
 
 def _failed_to_convert(value):
-    return TypeError("Failed to convert object of type %s to Tensor. Contents: %s. Consider "
-                     "casting elements to a supported type." % (type(value), value))
+    return TypeError(
+        "Failed to convert object of type %s to Tensor. Contents: %s. Consider "
+        "casting elements to a supported type." % (type(value), value)
+    )
 
 
 def _is_seq(x):
@@ -357,8 +369,10 @@ def _check_dense(value):
     wanted = _wanted_shape(value)
     got = _common_shape(value)
     if got != wanted:
-        raise ValueError("Argument must be a dense tensor: %s - got shape %s, but wanted %s."
-                         % (value, got, wanted))
+        raise ValueError(
+            "Argument must be a dense tensor: %s - got shape %s, but wanted %s."
+            % (value, got, wanted)
+        )
 
     def depth_ok(x, depth):  # every leaf must sit exactly at depth len(wanted)
         if isinstance(x, np.ndarray):
@@ -368,8 +382,10 @@ def _check_dense(value):
         return depth == len(wanted)
 
     if not depth_ok(value, 0):
-        raise ValueError("Argument must be a dense tensor: %s - it mixes scalars and sequences "
-                         "at the same depth." % (value,))
+        raise ValueError(
+            "Argument must be a dense tensor: %s - it mixes scalars and sequences "
+            "at the same depth." % (value,)
+        )
 
 
 def _leaves(value):
@@ -422,8 +438,9 @@ def _infer_sequence_dtype(value):
     arrays = [x for x in leaves if isinstance(x, np.ndarray)]
     if scalars and not arrays and all(isinstance(x, _STRING_LEAVES) for x in scalars):
         return string
-    if (not all(isinstance(x, _NUMBER_LEAVES) for x in scalars)
-            or any(a.dtype.kind not in "biufc" for a in arrays)):
+    if not all(isinstance(x, _NUMBER_LEAVES) for x in scalars) or any(
+        a.dtype.kind not in "biufc" for a in arrays
+    ):
         raise _failed_to_convert(value)  # None, dicts, objects, strings mixed with numbers
     return _python_values_dtype(value)
 

@@ -44,8 +44,13 @@ class OpError(Exception):
 
     derived = False
 
-    def __init__(self, node_def: NodeDef | None, op: Operation | None, message: str,
-                 error_code: int = UNKNOWN) -> None:
+    def __init__(
+        self,
+        node_def: NodeDef | None,
+        op: Operation | None,
+        message: str,
+        error_code: int = UNKNOWN,
+    ) -> None:
         super().__init__(message)
         self._node_def = node_def
         self._op = op
@@ -77,8 +82,9 @@ class OpError(Exception):
 
 
 def _make(name: str, code: int, doc: str) -> type[OpError]:
-    def __init__(self: OpError, node_def: NodeDef | None, op: Operation | None, message: str,
-                 *args: int) -> None:
+    def __init__(
+        self: OpError, node_def: NodeDef | None, op: Operation | None, message: str, *args: int
+    ) -> None:
         # Only UnknownError keeps a code given to it (TF's signature); the others are fixed.
         given = args[0] if args and code == UNKNOWN else code
         OpError.__init__(self, node_def, op, message, given)
@@ -89,37 +95,61 @@ def _make(name: str, code: int, doc: str) -> type[OpError]:
 
 CancelledError = _make("CancelledError", CANCELLED, "An operation or step was cancelled.")
 UnknownError = _make("UnknownError", UNKNOWN, "Unknown error.")
-InvalidArgumentError = _make("InvalidArgumentError", INVALID_ARGUMENT,
-                             "An op received an invalid argument (bad device, shape, feed ...).")
-DeadlineExceededError = _make("DeadlineExceededError", DEADLINE_EXCEEDED,
-                              "A deadline expired before the operation could complete.")
+InvalidArgumentError = _make(
+    "InvalidArgumentError",
+    INVALID_ARGUMENT,
+    "An op received an invalid argument (bad device, shape, feed ...).",
+)
+DeadlineExceededError = _make(
+    "DeadlineExceededError",
+    DEADLINE_EXCEEDED,
+    "A deadline expired before the operation could complete.",
+)
 NotFoundError = _make("NotFoundError", NOT_FOUND, "A requested entity was not found.")
 AlreadyExistsError = _make("AlreadyExistsError", ALREADY_EXISTS, "An entity already exists.")
-PermissionDeniedError = _make("PermissionDeniedError", PERMISSION_DENIED,
-                              "The caller may not run the operation.")
-ResourceExhaustedError = _make("ResourceExhaustedError", RESOURCE_EXHAUSTED,
-                               "Some resource (memory, most often) has been exhausted.")
-FailedPreconditionError = _make("FailedPreconditionError", FAILED_PRECONDITION,
-                                "The system is not in a state to run the operation "
-                                "(e.g. an uninitialized variable).")
+PermissionDeniedError = _make(
+    "PermissionDeniedError", PERMISSION_DENIED, "The caller may not run the operation."
+)
+ResourceExhaustedError = _make(
+    "ResourceExhaustedError",
+    RESOURCE_EXHAUSTED,
+    "Some resource (memory, most often) has been exhausted.",
+)
+FailedPreconditionError = _make(
+    "FailedPreconditionError",
+    FAILED_PRECONDITION,
+    "The system is not in a state to run the operation (e.g. an uninitialized variable).",
+)
 AbortedError = _make("AbortedError", ABORTED, "The operation was aborted.")
-OutOfRangeError = _make("OutOfRangeError", OUT_OF_RANGE,
-                        "An operation iterated past the valid input range (closed queue).")
-UnimplementedError = _make("UnimplementedError", UNIMPLEMENTED,
-                           "The operation is not implemented.")
+OutOfRangeError = _make(
+    "OutOfRangeError",
+    OUT_OF_RANGE,
+    "An operation iterated past the valid input range (closed queue).",
+)
+UnimplementedError = _make("UnimplementedError", UNIMPLEMENTED, "The operation is not implemented.")
 InternalError = _make("InternalError", INTERNAL, "An internal invariant was broken.")
 UnavailableError = _make("UnavailableError", UNAVAILABLE, "The runtime is unavailable.")
 DataLossError = _make("DataLossError", DATA_LOSS, "Unrecoverable data loss or corruption.")
-UnauthenticatedError = _make("UnauthenticatedError", UNAUTHENTICATED,
-                             "The request lacks valid authentication credentials.")
+UnauthenticatedError = _make(
+    "UnauthenticatedError", UNAUTHENTICATED, "The request lacks valid authentication credentials."
+)
 
 _CODE_TO_CLASS = {
-    CANCELLED: CancelledError, UNKNOWN: UnknownError, INVALID_ARGUMENT: InvalidArgumentError,
-    DEADLINE_EXCEEDED: DeadlineExceededError, NOT_FOUND: NotFoundError,
-    ALREADY_EXISTS: AlreadyExistsError, PERMISSION_DENIED: PermissionDeniedError,
-    RESOURCE_EXHAUSTED: ResourceExhaustedError, FAILED_PRECONDITION: FailedPreconditionError,
-    ABORTED: AbortedError, OUT_OF_RANGE: OutOfRangeError, UNIMPLEMENTED: UnimplementedError,
-    INTERNAL: InternalError, UNAVAILABLE: UnavailableError, DATA_LOSS: DataLossError,
+    CANCELLED: CancelledError,
+    UNKNOWN: UnknownError,
+    INVALID_ARGUMENT: InvalidArgumentError,
+    DEADLINE_EXCEEDED: DeadlineExceededError,
+    NOT_FOUND: NotFoundError,
+    ALREADY_EXISTS: AlreadyExistsError,
+    PERMISSION_DENIED: PermissionDeniedError,
+    RESOURCE_EXHAUSTED: ResourceExhaustedError,
+    FAILED_PRECONDITION: FailedPreconditionError,
+    ABORTED: AbortedError,
+    OUT_OF_RANGE: OutOfRangeError,
+    UNIMPLEMENTED: UnimplementedError,
+    INTERNAL: InternalError,
+    UNAVAILABLE: UnavailableError,
+    DATA_LOSS: DataLossError,
     UNAUTHENTICATED: UnauthenticatedError,
 }
 _CLASS_TO_CODE = {cls: code for code, cls in _CODE_TO_CLASS.items()}

@@ -26,10 +26,10 @@ from minitf.framework.tensor_shape import TensorShape
 
 # What the annotations below call these (all Any: kept simple, and the last two live in layers
 # above this one, which this module must not import):
-DTypeLike = Any    # a DType or what dtypes.as_dtype converts: np.float32, "float32", float ...
-ShapeLike = Any    # a TensorShape or what tensor_shape.as_shape converts: [2, None], (3,) ...
+DTypeLike = Any  # a DType or what dtypes.as_dtype converts: np.float32, "float32", float ...
+ShapeLike = Any  # a TensorShape or what tensor_shape.as_shape converts: [2, None], (3,) ...
 SessionLike = Any  # a tf.Session (minitf.runtime)
-OpDefLike = Any    # an OpDef of minitf.ops.op_def, or None
+OpDefLike = Any  # an OpDef of minitf.ops.op_def, or None
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\-/>]*$")
@@ -38,6 +38,7 @@ _PACKAGE_DIR = __file__.rsplit("/framework/", 1)[0]
 
 class GraphKeys:
     """Standard collection names (TF1 ``tf.GraphKeys``)."""
+
     GLOBAL_VARIABLES = "variables"
     VARIABLES = "variables"
     LOCAL_VARIABLES = "local_variables"
@@ -64,8 +65,14 @@ class NodeDef:
 
     __slots__ = ("name", "op", "input", "device", "attr")
 
-    def __init__(self, name: str, op: str, input: list[str],  # noqa: A002 - NodeDef's fields
-                 device: str, attr: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        name: str,
+        op: str,
+        input: list[str],  # noqa: A002 - NodeDef's fields
+        device: str,
+        attr: dict[str, Any],
+    ) -> None:
         self.name, self.op, self.input, self.device, self.attr = name, op, input, device, attr
 
     def __str__(self) -> str:
@@ -74,7 +81,7 @@ class NodeDef:
         if self.device:
             lines.append('device: "%s"' % self.device)
         for k in sorted(self.attr):
-            lines.append("attr { key: \"%s\" value: %s }" % (k, _attr_text(self.attr[k])))
+            lines.append('attr { key: "%s" value: %s }' % (k, _attr_text(self.attr[k])))
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -144,8 +151,7 @@ class Tensor:
 
     def consumers(self) -> list[Operation]:
         """Operations that take this tensor as a data input, in creation order."""
-        return [op for op in self._op._graph._ops
-                if any(t is self for t in op._inputs)]
+        return [op for op in self._op._graph._ops if any(t is self for t in op._inputs)]
 
     def eval(self, feed_dict: dict | None = None, session: SessionLike = None) -> Any:
         """Runs the graph up to this tensor in ``session`` (default: the default session)."""
@@ -159,18 +165,25 @@ class Tensor:
 
     def __str__(self) -> str:
         dev = ", device=%s" % self._op._device if self._op._device else ""
-        return 'Tensor("%s", shape=%s, dtype=%s%s)' % (self.name, self._shape, self._dtype.name,
-                                                       dev)
+        return 'Tensor("%s", shape=%s, dtype=%s%s)' % (
+            self.name,
+            self._shape,
+            self._dtype.name,
+            dev,
+        )
 
     def __bool__(self) -> NoReturn:
         raise TypeError(
             "Using a `tf.Tensor` as a Python `bool` is not allowed. Use `if t is not None:` "
             "instead of `if t:` to test if a tensor is defined, and use TensorFlow ops such as "
-            "tf.cond to execute subgraphs conditioned on the value of a tensor.")
+            "tf.cond to execute subgraphs conditioned on the value of a tensor."
+        )
 
     def __iter__(self) -> NoReturn:
-        raise TypeError("Tensor objects are only iterable when eager execution is enabled. "
-                        "To iterate over this tensor use tf.map_fn.")
+        raise TypeError(
+            "Tensor objects are only iterable when eager execution is enabled. "
+            "To iterate over this tensor use tf.map_fn."
+        )
 
     __hash__ = object.__hash__
 
@@ -189,15 +202,20 @@ def _session_for(obj, session, what):
             raise ValueError(
                 "Cannot %s using `%s()`: No default session is registered. Use `with "
                 "sess.as_default()` or pass an explicit session to `%s(session=sess)`"
-                % (what, verb, verb))
+                % (what, verb, verb)
+            )
         if session.graph is not obj.graph:
-            raise ValueError("Cannot use the default session to %s: the %s's graph is "
-                             "different from the session's graph. Pass an explicit session to "
-                             "`%s(session=sess)`." % (what, _kind(obj),
-                                                      "eval" if _kind(obj) == "tensor" else "run"))
+            raise ValueError(
+                "Cannot use the default session to %s: the %s's graph is "
+                "different from the session's graph. Pass an explicit session to "
+                "`%s(session=sess)`."
+                % (what, _kind(obj), "eval" if _kind(obj) == "tensor" else "run")
+            )
     if session.graph is not obj.graph:
-        raise ValueError("Cannot use the given session to %s: the %s's graph is different from "
-                         "the session's graph." % (what, _kind(obj)))
+        raise ValueError(
+            "Cannot use the given session to %s: the %s's graph is different from "
+            "the session's graph." % (what, _kind(obj))
+        )
     return session
 
 
@@ -208,9 +226,17 @@ def _kind(obj):
 class Operation:
     """A node of the graph: a type, data inputs, control inputs, attributes, a requested device."""
 
-    def __init__(self, graph: Graph, op_type: str, name: str, inputs: Iterable[Tensor],
-                 output_specs: Iterable[tuple[DType, TensorShape]], attrs: dict[str, Any],
-                 control_inputs: Iterable[Operation], op_def: OpDefLike) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        op_type: str,
+        name: str,
+        inputs: Iterable[Tensor],
+        output_specs: Iterable[tuple[DType, TensorShape]],
+        attrs: dict[str, Any],
+        control_inputs: Iterable[Operation],
+        op_def: OpDefLike,
+    ) -> None:
         self._graph = graph
         self._type = op_type
         self._name = name
@@ -265,15 +291,17 @@ class Operation:
         try:
             return self._attrs[name]
         except KeyError:
-            raise ValueError("Operation '%s' has no attr named '%s'."
-                             % (self._name, name)) from None
+            raise ValueError(
+                "Operation '%s' has no attr named '%s'." % (self._name, name)
+            ) from None
 
     def _set_attr(self, name, value):
         self._attrs[name] = value
 
     def _set_device(self, device):
-        self._device = pydev.canonical_name(device) if isinstance(device, pydev.DeviceSpec) \
-            else device
+        self._device = (
+            pydev.canonical_name(device) if isinstance(device, pydev.DeviceSpec) else device
+        )
 
     def colocation_groups(self) -> list[bytes]:
         """The ``loc:@<op>`` classes this op must share a device with (its own name if none)."""
@@ -334,8 +362,9 @@ class _DeviceFunction:
         self.fn = None
         self.merge = None
         self.display = device_name_or_function
-        if callable(device_name_or_function) and not isinstance(device_name_or_function,
-                                                                pydev.DeviceSpec):
+        if callable(device_name_or_function) and not isinstance(
+            device_name_or_function, pydev.DeviceSpec
+        ):
             self.fn = device_name_or_function
         else:
             self.merge = pydev.merge_device(device_name_or_function)
@@ -455,19 +484,23 @@ class Graph:
 
     # -- device, colocation, container, control dependencies -----------------------------------
     @contextlib.contextmanager
-    def device(self, device_name_or_function: str | pydev.DeviceSpec | Callable | None
-               ) -> Iterator[None]:
+    def device(
+        self, device_name_or_function: str | pydev.DeviceSpec | Callable | None
+    ) -> Iterator[None]:
         """``with g.device(x)``: a string, a DeviceSpec, a function of the op, or None."""
-        entry = None if device_name_or_function is None else _DeviceFunction(
-            device_name_or_function)
+        entry = (
+            None if device_name_or_function is None else _DeviceFunction(device_name_or_function)
+        )
         stack = self._device_function_stack
         stack.append(entry)
         depth = len(stack)
         try:
             yield
         finally:
-            if len(self._device_function_stack) != depth or self._device_function_stack[-1] \
-                    is not entry:
+            if (
+                len(self._device_function_stack) != depth
+                or self._device_function_stack[-1] is not entry
+            ):
                 raise RuntimeError("Exiting device scope without proper scope nesting.")
             self._device_function_stack.pop()
 
@@ -475,8 +508,9 @@ class Graph:
     def colocate_with(self, op: Any, ignore_existing: bool = False) -> Iterator[None]:
         """Ops created inside share ``op``'s device (and get a ``_class`` loc:@ attribute)."""
         if op is None and not ignore_existing:
-            raise ValueError("Trying to reset colocation (op is None) but ignore_existing is "
-                             "not True")
+            raise ValueError(
+                "Trying to reset colocation (op is None) but ignore_existing is not True"
+            )
         if op is not None:
             op = _to_operation(self, op)
         saved_devices = self._device_function_stack
@@ -512,8 +546,7 @@ class Graph:
             ret.update(c.control_inputs)
         return ret
 
-    def control_dependencies(self, control_inputs: Iterable[Any] | None
-                             ) -> _ControlDependencies:
+    def control_dependencies(self, control_inputs: Iterable[Any] | None) -> _ControlDependencies:
         """Ops created in the block run only after ``control_inputs`` (None clears outer blocks)."""
         if control_inputs is None:
             return _ControlDependencies(self, None)
@@ -527,8 +560,9 @@ class Graph:
             if isinstance(c, Tensor):
                 c = c.op
             elif not isinstance(c, Operation):
-                raise TypeError("Can not convert a %s into a Tensor or Operation."
-                                % type(c).__name__)
+                raise TypeError(
+                    "Can not convert a %s into a Tensor or Operation." % type(c).__name__
+                )
             if c._graph is not self:
                 raise ValueError("Control input %r is not an element of this graph." % (c,))
             if c not in current:
@@ -545,23 +579,29 @@ class Graph:
         return ret
 
     # -- op creation ---------------------------------------------------------------------------
-    def create_op(self, op_type: str, inputs: Sequence[Tensor],
-                  output_specs: Sequence[tuple[DType, TensorShape]], name: str,
-                  attrs: dict[str, Any] | None = None, op_def: OpDefLike = None) -> Operation:
+    def create_op(
+        self,
+        op_type: str,
+        inputs: Sequence[Tensor],
+        output_specs: Sequence[tuple[DType, TensorShape]],
+        name: str,
+        attrs: dict[str, Any] | None = None,
+        op_def: OpDefLike = None,
+    ) -> Operation:
         """Adds an op.  ``name`` ending in ``/`` is used as is (it came from a name scope)."""
         if self._finalized:
             raise RuntimeError("Graph is finalized and cannot be modified.")
         for t in inputs:
             if t._op._graph is not self:
-                raise ValueError("Tensor %s must be from the same graph as the op %s's other "
-                                 "inputs." % (t, name))
+                raise ValueError(
+                    "Tensor %s must be from the same graph as the op %s's other inputs." % (t, name)
+                )
         name = self._new_op_name(name)
         attrs = dict(attrs or {})
         for k, v in self._default_attrs.items():
             attrs.setdefault(k, v)
         control = self._control_dependencies_for_inputs({t._op for t in inputs})
-        ref_inputs = [t for t, is_ref in zip(inputs, op_def.ref_inputs if op_def else ())
-                      if is_ref]
+        ref_inputs = [t for t, is_ref in zip(inputs, op_def.ref_inputs if op_def else ()) if is_ref]
         with contextlib.ExitStack() as stack:
             for t in ref_inputs:  # an op that takes a reference lives with the variable
                 stack.enter_context(self.colocate_with(t.op))
@@ -621,21 +661,23 @@ class Graph:
 
     def get_operation_by_name(self, name: str) -> Operation:
         if not isinstance(name, str):
-            raise TypeError("Operation names are strings (or similar), not %s."
-                            % type(name).__name__)
+            raise TypeError(
+                "Operation names are strings (or similar), not %s." % type(name).__name__
+            )
         return self.as_graph_element(name, allow_tensor=False, allow_operation=True)
 
     def get_tensor_by_name(self, name: str) -> Tensor:
         if not isinstance(name, str):
-            raise TypeError("Tensor names are strings (or similar), not %s."
-                            % type(name).__name__)
+            raise TypeError("Tensor names are strings (or similar), not %s." % type(name).__name__)
         return self.as_graph_element(name, allow_tensor=True, allow_operation=False)
 
-    def as_graph_element(self, obj: Any, allow_tensor: bool = True,
-                         allow_operation: bool = True) -> Tensor | Operation:
+    def as_graph_element(
+        self, obj: Any, allow_tensor: bool = True, allow_operation: bool = True
+    ) -> Tensor | Operation:
         """Resolves a Tensor, Operation, object with ``_as_graph_element`` or name to this graph."""
-        types_str = " or ".join(n for n, ok in (("Tensor", allow_tensor),
-                                                ("Operation", allow_operation)) if ok)
+        types_str = " or ".join(
+            n for n, ok in (("Tensor", allow_tensor), ("Operation", allow_operation)) if ok
+        )
         if hasattr(obj, "_as_graph_element") and not isinstance(obj, (Tensor, Operation)):
             obj = obj._as_graph_element()
         if isinstance(obj, str):
@@ -644,28 +686,38 @@ class Graph:
                 try:
                     idx = int(index_text)
                 except ValueError:
-                    raise ValueError("The name %r looks a like a Tensor name, but is not a valid "
-                                     "one. Tensor names must be of the form "
-                                     "\"<op_name>:<output_index>\"." % obj) from None
+                    raise ValueError(
+                        "The name %r looks a like a Tensor name, but is not a valid "
+                        "one. Tensor names must be of the form "
+                        '"<op_name>:<output_index>".' % obj
+                    ) from None
                 op = self._nodes_by_name.get(op_name)
                 if op is None:
-                    raise KeyError("The name %r refers to a Tensor which does not exist. The "
-                                   "operation, %r, does not exist in the graph." % (obj, op_name))
+                    raise KeyError(
+                        "The name %r refers to a Tensor which does not exist. The "
+                        "operation, %r, does not exist in the graph." % (obj, op_name)
+                    )
                 if idx >= len(op._outputs) or idx < 0:
-                    raise KeyError("The name %r refers to a Tensor which does not exist. The "
-                                   "operation, %r, exists but only has %d outputs."
-                                   % (obj, op_name, len(op._outputs)))
+                    raise KeyError(
+                        "The name %r refers to a Tensor which does not exist. The "
+                        "operation, %r, exists but only has %d outputs."
+                        % (obj, op_name, len(op._outputs))
+                    )
                 return op._outputs[idx]
             if ":" in obj:
-                raise ValueError("Name %r appears to refer to a Tensor, not a %s."
-                                 % (obj, types_str))
+                raise ValueError(
+                    "Name %r appears to refer to a Tensor, not a %s." % (obj, types_str)
+                )
             if not allow_operation:
                 if obj in self._nodes_by_name:
-                    raise ValueError("The name %r refers to an Operation, not a %s. Tensor "
-                                     "names must be of the form \"<op_name>:<output_index>\"."
-                                     % (obj, types_str))
-                raise KeyError("The name %r looks like an (invalid) Operation name, not a %s."
-                               % (obj, types_str))
+                    raise ValueError(
+                        "The name %r refers to an Operation, not a %s. Tensor "
+                        'names must be of the form "<op_name>:<output_index>".' % (obj, types_str)
+                    )
+                raise KeyError(
+                    "The name %r looks like an (invalid) Operation name, not a %s."
+                    % (obj, types_str)
+                )
             op = self._nodes_by_name.get(obj)
             if op is None:
                 raise KeyError("The name %r refers to an Operation not in the graph." % obj)
@@ -685,7 +737,7 @@ class Graph:
         self._collections.setdefault(name, []).append(value)
 
     def add_to_collections(self, names: str | Iterable[str], value: Any) -> None:
-        for n in ([names] if isinstance(names, str) else set(names)):
+        for n in [names] if isinstance(names, str) else set(names):
             self.add_to_collection(n, value)
 
     def get_collection_ref(self, name: str) -> list:
@@ -718,6 +770,7 @@ def _to_operation(graph, obj):
 
 # -- default graph and default session stacks (per thread, over one global default graph) -------
 
+
 class _ThreadStacks(threading.local):
     def __init__(self):
         self.graphs = []
@@ -745,8 +798,10 @@ def get_default_graph() -> Graph:
 def reset_default_graph() -> None:
     """Replaces the global default graph by a fresh one (not allowed inside a graph block)."""
     if _stacks.graphs:
-        raise AssertionError("Do not use tf.reset_default_graph() to clear nested graphs. If "
-                             "you need a cleared graph, exit the nesting and create a new graph.")
+        raise AssertionError(
+            "Do not use tf.reset_default_graph() to clear nested graphs. If "
+            "you need a cleared graph, exit the nesting and create a new graph."
+        )
     global _global_default_graph
     _global_default_graph = Graph()
 
@@ -771,8 +826,9 @@ def default_session(session: SessionLike) -> Iterator[SessionLike]:
 _conversion_functions: list[tuple[int, int, type | tuple[type, ...], Callable]] = []
 
 
-def register_tensor_conversion_function(base_type: type | tuple[type, ...], fn: Callable,
-                                        priority: int = 100) -> None:
+def register_tensor_conversion_function(
+    base_type: type | tuple[type, ...], fn: Callable, priority: int = 100
+) -> None:
     """Makes ``convert_to_tensor`` turn instances of ``base_type`` into tensors with
     ``fn(value, dtype, name, as_ref)``; lower priorities are tried first (TF's rule: the ops
     layer registers constants for ``object`` at priority 200, the last resort)."""
@@ -780,8 +836,13 @@ def register_tensor_conversion_function(base_type: type | tuple[type, ...], fn: 
     _conversion_functions.sort(key=lambda entry: entry[:2])
 
 
-def convert_to_tensor(value: Any, dtype: DTypeLike = None, name: str | None = None,
-                      as_ref: bool = False, preferred_dtype: DTypeLike = None) -> Tensor:
+def convert_to_tensor(
+    value: Any,
+    dtype: DTypeLike = None,
+    name: str | None = None,
+    as_ref: bool = False,
+    preferred_dtype: DTypeLike = None,
+) -> Tensor:
     """A Tensor for ``value``: tensors pass through, variables give their value, Python and
     numpy values become ``Const`` ops (named ``name`` or ``Const``) through the conversion
     functions registered by the ops layer."""
@@ -789,12 +850,16 @@ def convert_to_tensor(value: Any, dtype: DTypeLike = None, name: str | None = No
         dtype = dtypes_mod.as_dtype(dtype)
     if isinstance(value, Tensor):
         if dtype is not None and not dtype.is_compatible_with(value.dtype):
-            raise ValueError("Tensor conversion requested dtype %s for Tensor with dtype %s: %r"
-                             % (dtype.name, value.dtype.name, value))
+            raise ValueError(
+                "Tensor conversion requested dtype %s for Tensor with dtype %s: %r"
+                % (dtype.name, value.dtype.name, value)
+            )
         return value
     if isinstance(value, Operation):
-        raise TypeError("Can't convert Operation '%s' to Tensor (target dtype=%s, name=%r, "
-                        "as_ref=%s)" % (value.name, dtype, name, as_ref))
+        raise TypeError(
+            "Can't convert Operation '%s' to Tensor (target dtype=%s, name=%r, "
+            "as_ref=%s)" % (value.name, dtype, name, as_ref)
+        )
     for _, _, base, fn in _conversion_functions:
         if isinstance(value, base):
             if dtype is None and preferred_dtype is not None:
@@ -803,13 +868,16 @@ def convert_to_tensor(value: Any, dtype: DTypeLike = None, name: str | None = No
                 except (TypeError, ValueError):
                     pass
             return fn(value, dtype, name, as_ref)
-    raise TypeError("Cannot convert %r of type %s to a Tensor: no conversion function is "
-                    "registered for it" % (value, type(value).__name__))
+    raise TypeError(
+        "Cannot convert %r of type %s to a Tensor: no conversion function is "
+        "registered for it" % (value, type(value).__name__)
+    )
 
 
 @contextlib.contextmanager
-def name_scope(name: str | None, default_name: str | None = None,
-               values: Iterable[Any] | None = None) -> Iterator[str]:
+def name_scope(
+    name: str | None, default_name: str | None = None, values: Iterable[Any] | None = None
+) -> Iterator[str]:
     """``tf.name_scope(name, default_name, values)`` over the graph of ``values`` (or default)."""
     n = name if name else default_name
     if n is None and name is None and default_name is None:

@@ -28,8 +28,7 @@ Done = Callable[[Any, "errors.OpError | None"], None]
 
 def create_key(send_device: str, incarnation: int, recv_device: str, tensor_name: str) -> str:
     """TF's rendezvous key of one edge (frame and iteration always ``0:0`` here)."""
-    return "%s;%016x;%s;%s;0:0" % (send_device, incarnation & (2 ** 64 - 1), recv_device,
-                                   tensor_name)
+    return "%s;%016x;%s;%s;0:0" % (send_device, incarnation & (2**64 - 1), recv_device, tensor_name)
 
 
 def parse_key(key: str) -> tuple[str, int, str, str]:
@@ -41,8 +40,9 @@ def parse_key(key: str) -> tuple[str, int, str, str]:
             raise ValueError
         return parts[0], int(parts[1], 16), parts[2], parts[3]
     except ValueError:
-        raise errors.InvalidArgumentError(None, None, "Invalid rendezvous key: %s"
-                                          % key[:200]) from None
+        raise errors.InvalidArgumentError(
+            None, None, "Invalid rendezvous key: %s" % key[:200]
+        ) from None
 
 
 class LocalRendezvous:
@@ -98,14 +98,16 @@ class LocalRendezvous:
         def done(value, error):
             box.append((value, error))
             got.set()
+
         self.recv_async(key, done)
         if not got.wait(max(timeout, 0.0)):
             with self._lock:
                 if self._waiters.get(key) is done:
                     del self._waiters[key]
             if not got.is_set():
-                raise errors.DeadlineExceededError(None, None, "Timed out waiting for tensor "
-                                                   "%s" % key[:200])
+                raise errors.DeadlineExceededError(
+                    None, None, "Timed out waiting for tensor %s" % key[:200]
+                )
         value, error = box[0]
         if error is not None:
             raise error

@@ -14,13 +14,12 @@ from minitf.framework import errors
 class VariableRef:
     """The storage of one TF1 reference variable: a numpy value, or None until initialised."""
 
-    __slots__ = ("name", "dtype", "shape", "value", "lock", "allocator", "_token",
-                 "__weakref__")
+    __slots__ = ("name", "dtype", "shape", "value", "lock", "allocator", "_token", "__weakref__")
 
     def __init__(self, name, dtype, shape=None, allocator=None):
         self.name = name
-        self.dtype = dtype          # numpy dtype
-        self.shape = shape          # declared shape (a tuple) when fully defined, else None
+        self.dtype = dtype  # numpy dtype
+        self.shape = shape  # declared shape (a tuple) when fully defined, else None
         self.value = None
         self.lock = threading.Lock()
         self.allocator = allocator  # GPU variables count against their card's memory
@@ -29,8 +28,12 @@ class VariableRef:
     def set(self, value):
         """Stores ``value`` (caller holds ``lock``), accounting for it on the device."""
         if self.allocator is not None:
-            token = self.allocator.allocate(int(getattr(value, "nbytes", 0)), self.name,
-                                            getattr(value, "shape", ()), self.dtype.__name__)
+            token = self.allocator.allocate(
+                int(getattr(value, "nbytes", 0)),
+                self.name,
+                getattr(value, "shape", ()),
+                self.dtype.__name__,
+            )
             if self._token is None:
                 self._token = [None]  # freed when the variable's storage goes away
                 weakref.finalize(self, _free_token, self.allocator, self._token)
@@ -44,12 +47,15 @@ class VariableRef:
         v = self.value
         if v is None:
             raise errors.FailedPreconditionError(
-                None, None, "Attempting to use uninitialized value %s" % self.name)
+                None, None, "Attempting to use uninitialized value %s" % self.name
+            )
         return v
 
     def __repr__(self):
-        return "<VariableRef %s %s>" % (self.name, "uninitialized" if self.value is None
-                                       else "initialized")
+        return "<VariableRef %s %s>" % (
+            self.name,
+            "uninitialized" if self.value is None else "initialized",
+        )
 
 
 def _free_token(allocator, holder):
@@ -80,13 +86,17 @@ class ResourceMgr:
         with self._lock:
             if container not in self._containers:
                 raise errors.NotFoundError(
-                    None, None, "Container %s does not exist. (Could not find resource: %s/%s)"
-                    % (container, container, name))
+                    None,
+                    None,
+                    "Container %s does not exist. (Could not find resource: %s/%s)"
+                    % (container, container, name),
+                )
             try:
                 return self._containers[container][name]
             except KeyError:
-                raise errors.NotFoundError(None, None, "Resource %s/%s does not exist."
-                                           % (container, name)) from None
+                raise errors.NotFoundError(
+                    None, None, "Resource %s/%s does not exist." % (container, name)
+                ) from None
 
     def cleanup(self, container):
         """Drops every resource of ``container`` (what ``Session.reset`` does per device)."""

@@ -170,8 +170,10 @@ class TensorShape:
         if dims is None:
             self._dims = None
         elif isinstance(dims, (str, bytes)):
-            raise TypeError("A string has ambiguous TensorShape, please wrap in a list or "
-                            "convert to an int: %s" % (dims,))
+            raise TypeError(
+                "A string has ambiguous TensorShape, please wrap in a list or "
+                "convert to an int: %s" % (dims,)
+            )
         elif isinstance(dims, TensorShape):
             self._dims = None if dims._dims is None else list(dims._dims)
         else:
@@ -251,8 +253,9 @@ class TensorShape:
         other = as_shape(other)
         if self._dims is None or other._dims is None:
             return True
-        return (len(self._dims) == len(other._dims)
-                and all(a.is_compatible_with(b) for a, b in zip(self._dims, other._dims)))
+        return len(self._dims) == len(other._dims) and all(
+            a.is_compatible_with(b) for a, b in zip(self._dims, other._dims)
+        )
 
     def assert_is_compatible_with(self, other):
         if not self.is_compatible_with(other):
@@ -274,8 +277,12 @@ class TensorShape:
         other = as_shape(other)
         if self._dims is None or other._dims is None or len(self._dims) != len(other._dims):
             return unknown_shape()
-        return TensorShape([a.value if a.value is not None and a.value == b.value else None
-                            for a, b in zip(self._dims, other._dims)])
+        return TensorShape(
+            [
+                a.value if a.value is not None and a.value == b.value else None
+                for a, b in zip(self._dims, other._dims)
+            ]
+        )
 
     def concatenate(self, other):
         other = as_shape(other)
@@ -406,6 +413,5 @@ def broadcast_static_shape(shape_x, shape_y):
         elif y == 1:
             result.append(x)
         else:
-            raise ValueError("Incompatible shapes for broadcasting: %s and %s"
-                             % (shape_x, shape_y))
+            raise ValueError("Incompatible shapes for broadcasting: %s and %s" % (shape_x, shape_y))
     return TensorShape(result[::-1])

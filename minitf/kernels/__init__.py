@@ -9,5 +9,10 @@ surface.  Importing this package registers them all.
 Book section: "Operations and kernels".
 """
 
-from minitf.kernels import array_kernels, math_kernels, random_kernels  # noqa: F401
-from minitf.kernels import sendrecv_kernels, state_kernels  # noqa: F401
+from minitf.kernels import (  # noqa: F401  # noqa: F401
+    array_kernels,
+    math_kernels,
+    random_kernels,
+    sendrecv_kernels,
+    state_kernels,
+)

@@ -21,20 +21,27 @@ def _const(op, device):
 
 def _placeholder(op, device):
     dtype, shape = op.get_attr("dtype"), op.get_attr("shape")
-    shape_part = "" if shape.ndims is None else " and shape [%s]" % ",".join(
-        "?" if d is None else str(d) for d in shape.as_list())
+    shape_part = (
+        ""
+        if shape.ndims is None
+        else " and shape [%s]" % ",".join("?" if d is None else str(d) for d in shape.as_list())
+    )
     msg = "You must feed a value for placeholder tensor '%s' with dtype %s%s" % (
-        op.name, dtype.type_string, shape_part)
+        op.name,
+        dtype.type_string,
+        shape_part,
+    )
 
     def compute(ctx, ins):
         raise errors.InvalidArgumentError(None, None, msg)
+
     return compute
 
 
 register("Const", _const, cpu=ALL, gpu=GPU_ARRAY)
 register("Placeholder", _placeholder, cpu="any", gpu="any")
-register("NoOp", lambda op, device: (lambda ctx, ins: ()), cpu="any", gpu="any")
-register("Identity", lambda op, device: (lambda ctx, ins: (ins[0],)), cpu=ALL, gpu=GPU_ARRAY)
+register("NoOp", lambda op, device: lambda ctx, ins: (), cpu="any", gpu="any")
+register("Identity", lambda op, device: lambda ctx, ins: (ins[0],), cpu=ALL, gpu=GPU_ARRAY)
 
 
 def _dims(shape_tensor):
@@ -49,8 +56,12 @@ def _reshape(op, device):
             return (np.reshape(x, _dims(shape)),)
         except ValueError:
             raise errors.InvalidArgumentError(
-                None, None, "Input to reshape is a tensor with %d values, but the requested "
-                "shape has %d" % (np.size(x), int(np.prod(np.reshape(shape, -1))))) from None
+                None,
+                None,
+                "Input to reshape is a tensor with %d values, but the requested "
+                "shape has %d" % (np.size(x), int(np.prod(np.reshape(shape, -1)))),
+            ) from None
+
     return compute
 
 

@@ -51,9 +51,9 @@ import threading
 import numpy as np
 from numba import cuda
 
-try:                                    # numba-cuda (the NVIDIA package)
+try:  # numba-cuda (the NVIDIA package)
     from numba.cuda.np import numpy_support as _numpy_support
-except ImportError:                     # pragma: no cover - numba's built-in CUDA target
+except ImportError:  # pragma: no cover - numba's built-in CUDA target
     from numba.np import numpy_support as _numpy_support
 
 
@@ -62,6 +62,7 @@ def _simulator_enabled():
     if flag is not None:
         return bool(flag)
     import numba
+
     return bool(getattr(numba.config, "ENABLE_CUDASIM", False))
 
 
@@ -87,6 +88,7 @@ REDUCE_OPS = ("sum", "mean")
 # ---------------------------------------------------------------------------------------
 # The launcher thread
 # ---------------------------------------------------------------------------------------
+
 
 class _Pending:
     """The result slot of one call: filled by the launcher thread, read by the caller."""
@@ -121,8 +123,10 @@ class CudaLauncher:
         self._started = threading.Event()
         self._start_error = None
         self._thread = threading.Thread(
-            target=self._run, name=name or "minitf-cuda-launcher-%d" % self.device_index,
-            daemon=True)
+            target=self._run,
+            name=name or "minitf-cuda-launcher-%d" % self.device_index,
+            daemon=True,
+        )
         self._thread.start()
         self._started.wait()
         if self._start_error is not None:
@@ -137,7 +141,7 @@ class CudaLauncher:
             if not SIMULATOR or self.device_index != 0:
                 cuda.select_device(self.device_index)
             self._stream = cuda.stream()
-        except BaseException as exc:        # reported to the constructor
+        except BaseException as exc:  # reported to the constructor
             self._start_error = exc
             self._started.set()
             return
@@ -149,13 +153,13 @@ class CudaLauncher:
             fn, args, kwargs, pending = item
             try:
                 pending.result = fn(self._stream, *args, **kwargs)
-            except BaseException as exc:     # handed to the caller
+            except BaseException as exc:  # handed to the caller
                 pending.error = exc
             finally:
                 pending.done.set()
         try:
             self._stream.synchronize()
-        except Exception:                   # pragma: no cover - best effort at shutdown
+        except Exception:  # pragma: no cover - best effort at shutdown
             pass
 
     # -- the public side -----------------------------------------------------------------
@@ -187,8 +191,9 @@ class CudaLauncher:
                 raise RuntimeError("CudaLauncher for device %d is closed" % self.device_index)
             self._queue.put((fn, args, kwargs, pending))
         if not pending.done.wait(timeout):
-            raise TimeoutError("CUDA call %s did not finish within %s s"
-                               % (getattr(fn, "__name__", fn), timeout))
+            raise TimeoutError(
+                "CUDA call %s did not finish within %s s" % (getattr(fn, "__name__", fn), timeout)
+            )
         if pending.error is not None:
             raise pending.error
         return pending.result
@@ -210,13 +215,13 @@ class CudaLauncher:
         self.close()
 
     def __repr__(self):
-        return "<CudaLauncher device=%d%s>" % (self.device_index,
-                                               " closed" if self._closed else "")
+        return "<CudaLauncher device=%d%s>" % (self.device_index, " closed" if self._closed else "")
 
 
 # ---------------------------------------------------------------------------------------
 # Host-side helpers
 # ---------------------------------------------------------------------------------------
+
 
 def _numba_type(np_dtype):
     return _numpy_support.from_dtype(np.dtype(np_dtype))
@@ -274,8 +279,7 @@ def _flat(arr):
 
 
 def _empty(stream, shape, dtype):
-    return cuda.device_array(tuple(int(d) for d in shape), dtype=np.dtype(dtype),
-                             stream=stream)
+    return cuda.device_array(tuple(int(d) for d in shape), dtype=np.dtype(dtype), stream=stream)
 
 
 def _meta(stream, values):
@@ -301,11 +305,12 @@ def _next_pow2(n):
 # Transfers
 # ---------------------------------------------------------------------------------------
 
+
 def to_device(stream, host_array):
     """Copy a numpy array (or scalar) to a new device array."""
     host = np.asarray(host_array)
     if not host.flags.c_contiguous:
-        host = np.ascontiguousarray(host)    # (never for 0-d arrays: it would make them 1-d)
+        host = np.ascontiguousarray(host)  # (never for 0-d arrays: it would make them 1-d)
     if host.dtype.kind not in "biuf":
         raise TypeError("cannot put dtype %s on a CUDA device" % host.dtype)
     return cuda.to_device(host, stream=stream)
@@ -381,26 +386,33 @@ def _elementwise(key, fn, nin, broadcast=False):
     A store converts to ``out``'s dtype.  The kernel is built once per ``key`` (the op and
     the dtypes ``fn`` depends on) and cached.
     """
+
     def build():
         f = cuda.jit(device=True)(fn)
         if broadcast:
+
             def kernel(out, a, b, meta, ndim):
                 for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
                     ia, ib = _broadcast_offsets(i, meta, ndim)
                     out[i] = f(a[ia], b[ib])
         elif nin == 2:
+
             def kernel(out, a, b):
                 for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
                     out[i] = f(a[i], b[i])
         elif nin == 1:
+
             def kernel(out, a):
                 for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
                     out[i] = f(a[i])
         else:
+
             def kernel(out, value):
                 for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
                     out[i] = f(value)
+
         return cuda.jit(kernel)
+
     return _cached(("elementwise", nin, bool(broadcast)) + tuple(key), build)
 
 
@@ -411,7 +423,7 @@ def _launch(stream, kernel, out, *args):
 
 
 def _identity(x):
-    return x                    # converted on store (floats truncate toward 0)
+    return x  # converted on store (floats truncate toward 0)
 
 
 def _nonzero(x):
@@ -425,15 +437,19 @@ def _binary_fn(op, out_dtype):
     stype = np.dtype(out_dtype).type
     is_float = np.dtype(ctype).kind == "f"
     if op == "add":
+
         def f(x, y):
             return ctype(x) + ctype(y)
     elif op == "sub":
+
         def f(x, y):
             return ctype(x) - ctype(y)
     elif op == "mul":
+
         def f(x, y):
             return ctype(x) * ctype(y)
     elif op == "realdiv" and is_float:
+
         def f(x, y):
             return ctype(x) / ctype(y)
     elif op == "realdiv":
@@ -449,35 +465,39 @@ def _binary_fn(op, out_dtype):
         # float16: the quotient is rounded to float16 before the floor, as TF and numpy do
         def f(x, y):
             r = ctype(stype(ctype(x) / ctype(y)))
-            if r - r != 0:          # inf or nan
+            if r - r != 0:  # inf or nan
                 return r
             return ctype(math.floor(r))
     elif op == "floordiv" and is_float:
         # TF's FloorDiv on floats: floor(x / y); inf and nan pass through
         def f(x, y):
             r = ctype(x) / ctype(y)
-            if r - r != 0:          # inf or nan
+            if r - r != 0:  # inf or nan
                 return r
             return ctype(math.floor(r))
     elif op == "floordiv":
+
         def f(x, y):
-            return ctype(x) // ctype(y)   # Python-style floor division
+            return ctype(x) // ctype(y)  # Python-style floor division
     else:
         raise ValueError("unknown binary op %r (known: %s)" % (op, ", ".join(BINARY_OPS)))
     return f
 
 
 def _binary_kernel(op, out_dtype, broadcast=False):
-    return _elementwise(("binary", op, np.dtype(out_dtype).str), _binary_fn(op, out_dtype), 2,
-                        broadcast)
+    return _elementwise(
+        ("binary", op, np.dtype(out_dtype).str), _binary_fn(op, out_dtype), 2, broadcast
+    )
 
 
 def _unary_fn(op, ctype):
     """The scalar function of a unary op, computing in numpy scalar type ``ctype``."""
     if op == "neg":
+
         def f(x):
             return -ctype(x)
     elif op == "square":
+
         def f(x):
             return ctype(x) * ctype(x)
     else:
@@ -487,8 +507,7 @@ def _unary_fn(op, ctype):
 
 def _collapse(shape, *stride_lists):
     """Merge adjacent dimensions that are contiguous in every stride list; drop size 1."""
-    dims = [(int(n), [int(s[d]) for s in stride_lists]) for d, n in enumerate(shape)
-            if int(n) != 1]
+    dims = [(int(n), [int(s[d]) for s in stride_lists]) for d, n in enumerate(shape) if int(n) != 1]
     merged = []
     for n, strides in dims:
         if merged:
@@ -506,8 +525,7 @@ def _broadcast_strides(in_shape, out_shape):
     pad = len(out_shape) - len(in_shape)
     full = [1] * pad + [int(d) for d in in_shape]
     strides = _contiguous_strides(full)
-    return [0 if full[d] == 1 and int(out_shape[d]) != 1 else strides[d]
-            for d in range(len(full))]
+    return [0 if full[d] == 1 and int(out_shape[d]) != 1 else strides[d] for d in range(len(full))]
 
 
 def binary(stream, op, a, b):
@@ -520,19 +538,28 @@ def binary(stream, op, a, b):
     try:
         out_shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
     except ValueError:
-        raise ValueError("%s: incompatible shapes %s and %s"
-                         % (op, list(a.shape), list(b.shape))) from None
+        raise ValueError(
+            "%s: incompatible shapes %s and %s" % (op, list(a.shape), list(b.shape))
+        ) from None
     out = _empty(stream, out_shape, out_dtype)
     if out.size == 0:
         return out
     if tuple(a.shape) == tuple(b.shape):
         _launch(stream, _binary_kernel(op, out_dtype), out, _flat(a), _flat(b))
         return out
-    shape, (sa, sb) = _collapse(out_shape, _broadcast_strides(a.shape, out_shape),
-                                _broadcast_strides(b.shape, out_shape))
+    shape, (sa, sb) = _collapse(
+        out_shape, _broadcast_strides(a.shape, out_shape), _broadcast_strides(b.shape, out_shape)
+    )
     meta = _meta(stream, shape + sa + sb)
-    _launch(stream, _binary_kernel(op, out_dtype, broadcast=True), out, _flat(a), _flat(b),
-            meta, len(shape))
+    _launch(
+        stream,
+        _binary_kernel(op, out_dtype, broadcast=True),
+        out,
+        _flat(a),
+        _flat(b),
+        meta,
+        len(shape),
+    )
     return out
 
 
@@ -622,6 +649,7 @@ def add_n(stream, arrays):
 # Matrix multiplication
 # ---------------------------------------------------------------------------------------
 
+
 @cuda.jit(device=True)
 def _load_tile(tile, src, r0, c0):
     """Stage ``src[r0:r0 + TILE, c0:c0 + TILE]`` in the shared ``tile`` (0 past the edges).
@@ -664,7 +692,7 @@ def _matmul_kernel(transpose_a, transpose_b, acc_dtype):
     acc_nb = _numba_type(acc_dtype)
     acc = np.dtype(acc_dtype).type
     T = TILE
-    TP = TILE + 1              # padded row length: shared-array shapes must be literals
+    TP = TILE + 1  # padded row length: shared-array shapes must be literals
     load_a = _load_tile_transposed if transpose_a else _load_tile
     load_b = _load_tile_transposed if transpose_b else _load_tile
 
@@ -673,8 +701,8 @@ def _matmul_kernel(transpose_a, transpose_b, acc_dtype):
             # out[M, N] = A[M, K] @ B[K, N]; a is stored as A (M, K) or, transposed, (K, M);
             # b as B (K, N) or (N, K).  A block computes TILE x TILE tiles of out (a
             # grid-stride loop over the tiles); thread (tx, ty) computes element [ty, tx].
-            tile_a = cuda.shared.array((T, TP), acc_nb)   # tile_a[row, k]
-            tile_b = cuda.shared.array((T, TP), acc_nb)   # tile_b[k, col]
+            tile_a = cuda.shared.array((T, TP), acc_nb)  # tile_a[row, k]
+            tile_b = cuda.shared.array((T, TP), acc_nb)  # tile_b[k, col]
             tx = cuda.threadIdx.x
             ty = cuda.threadIdx.y
             M = out.shape[0]
@@ -691,44 +719,60 @@ def _matmul_kernel(transpose_a, transpose_b, acc_dtype):
                     col0 = tn * T
                     total = acc(0)
                     for k0 in range(0, K, T):
-                        load_a(tile_a, a, row0, k0)     # A[row0:row0 + T, k0:k0 + T]
-                        load_b(tile_b, b, k0, col0)     # B[k0:k0 + T, col0:col0 + T]
-                        cuda.syncthreads()              # both tiles are complete
+                        load_a(tile_a, a, row0, k0)  # A[row0:row0 + T, k0:k0 + T]
+                        load_b(tile_b, b, k0, col0)  # B[k0:k0 + T, col0:col0 + T]
+                        cuda.syncthreads()  # both tiles are complete
                         for kk in range(T):
                             total += tile_a[ty, kk] * tile_b[kk, tx]
-                        cuda.syncthreads()              # everyone is done with them
+                        cuda.syncthreads()  # everyone is done with them
                     r = row0 + ty
                     c = col0 + tx
                     if r < M and c < N:
                         out[r, c] = total
+
         return cuda.jit(kernel)
-    return _cached(("matmul", bool(transpose_a), bool(transpose_b), np.dtype(acc_dtype).str,
-                    T), build)
+
+    return _cached(
+        ("matmul", bool(transpose_a), bool(transpose_b), np.dtype(acc_dtype).str, T), build
+    )
 
 
 def matmul(stream, a, b, transpose_a=False, transpose_b=False):
     """The matrix product of two rank-2 device arrays, optionally transposing either."""
     if a.ndim != 2 or b.ndim != 2:
-        raise ValueError("matmul: both operands must be rank 2, got shapes %s and %s"
-                         % (list(a.shape), list(b.shape)))
+        raise ValueError(
+            "matmul: both operands must be rank 2, got shapes %s and %s"
+            % (list(a.shape), list(b.shape))
+        )
     _check_numeric(a.dtype, "matmul")
     _check_numeric(b.dtype, "matmul")
     m, k = (a.shape[1], a.shape[0]) if transpose_a else (a.shape[0], a.shape[1])
     k2, n = (b.shape[1], b.shape[0]) if transpose_b else (b.shape[0], b.shape[1])
     if k != k2:
-        raise ValueError("matmul: inner dimensions differ: %s%s @ %s%s"
-                         % (list(a.shape), "^T" if transpose_a else "",
-                            list(b.shape), "^T" if transpose_b else ""))
+        raise ValueError(
+            "matmul: inner dimensions differ: %s%s @ %s%s"
+            % (
+                list(a.shape),
+                "^T" if transpose_a else "",
+                list(b.shape),
+                "^T" if transpose_b else "",
+            )
+        )
     out_dtype = np.result_type(a.dtype, b.dtype)
     out = _empty(stream, (m, n), out_dtype)
     if out.size == 0:
         return out
     if k == 0:
         return fill(stream, (m, n), 0, out_dtype)
-    grid = (max(1, min(MAX_MATMUL_BLOCKS, (n + TILE - 1) // TILE)),
-            max(1, min(MAX_MATMUL_BLOCKS, (m + TILE - 1) // TILE)))
-    kernel = _matmul_kernel(transpose_a, transpose_b, _accumulate_dtype(out_dtype)
-                            if out_dtype.kind == "f" else out_dtype)
+    grid = (
+        max(1, min(MAX_MATMUL_BLOCKS, (n + TILE - 1) // TILE)),
+        max(1, min(MAX_MATMUL_BLOCKS, (m + TILE - 1) // TILE)),
+    )
+    kernel = _matmul_kernel(
+        transpose_a,
+        transpose_b,
+        _accumulate_dtype(out_dtype) if out_dtype.kind == "f" else out_dtype,
+    )
     kernel[grid, (TILE, TILE), stream](a, b, out)
     return out
 
@@ -736,6 +780,7 @@ def matmul(stream, a, b, transpose_a=False, transpose_b=False):
 # ---------------------------------------------------------------------------------------
 # Reductions
 # ---------------------------------------------------------------------------------------
+
 
 def _reduce_kernel(mean, acc_dtype, out_kind, rx, ry):
     acc_nb = _numba_type(acc_dtype)
@@ -784,14 +829,16 @@ def _reduce_kernel(mean, acc_dtype, out_kind, rx, ry):
                         out[o] = s / count
                     elif int_mean:
                         n = acc(count)
-                        q = s // n                # floor, then truncate toward zero
+                        q = s // n  # floor, then truncate toward zero
                         if q < 0 and q * n != s:
                             q += 1
                         out[o] = q
                     else:
                         out[o] = s
-                cuda.syncthreads()            # buf is reused by the next round
+                cuda.syncthreads()  # buf is reused by the next round
+
         return cuda.jit(kernel)
+
     return _cached(("reduce", bool(mean), np.dtype(acc_dtype).str, out_kind, rx, ry), build)
 
 
@@ -825,14 +872,17 @@ def reduce(stream, op, a, axes=None, keepdims=False):
     ndim = len(shape)
     red = _normalize_axes(axes, ndim)
     kept = tuple(d for d in range(ndim) if d not in red)
-    out_shape = tuple(1 if d in red else shape[d] for d in range(ndim)) if keepdims \
+    out_shape = (
+        tuple(1 if d in red else shape[d] for d in range(ndim))
+        if keepdims
         else tuple(shape[d] for d in kept)
+    )
     out = _empty(stream, out_shape, dtype)
     n_out = out.size
     if n_out == 0:
         return out
     count = _size([shape[d] for d in red])
-    if count == 0:                          # empty reduction: 0, or nan for a float mean
+    if count == 0:  # empty reduction: 0, or nan for a float mean
         value = np.nan if (op == "mean" and dtype.kind == "f") else 0
         return fill(stream, out_shape, value, dtype)
     strides = _contiguous_strides(shape)
@@ -843,6 +893,5 @@ def reduce(stream, op, a, axes=None, keepdims=False):
     ry = max(1, min(REDUCE_THREADS // rx, _next_pow2(n_out)))
     blocks = max(1, min(MAX_REDUCE_BLOCKS, (n_out + ry - 1) // ry))
     kernel = _reduce_kernel(op == "mean", _accumulate_dtype(dtype), dtype.kind, rx, ry)
-    kernel[blocks, (rx, ry), stream](_flat(a), meta, len(kshape), len(rshape), count,
-                                     _flat(out))
+    kernel[blocks, (rx, ry), stream](_flat(a), meta, len(kshape), len(rshape), count, _flat(out))
     return out

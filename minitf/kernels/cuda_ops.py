@@ -45,8 +45,9 @@ class CudaOps:
         return self._launcher
 
     def _call(self, fn_name, *args):
-        launcher = self.launcher    # first: an emulated card switches the simulator on before
-        from minitf.kernels import cuda     # numba.cuda is imported
+        launcher = self.launcher  # first: an emulated card switches the simulator on before
+        from minitf.kernels import cuda  # numba.cuda is imported
+
         return launcher.call(getattr(cuda, fn_name), *args)
 
     # -- the surface ---------------------------------------------------------------------------
@@ -57,12 +58,14 @@ class CudaOps:
         return lambda ctx, x, y: self._call("binary", fn, self.from_host(x), self.from_host(y))
 
     def reduce(self, fn: str, keep_dims: bool, dtype):
-        return lambda ctx, x, axes: self._call("reduce", fn, self.from_host(x), list(axes),
-                                               keep_dims)
+        return lambda ctx, x, axes: self._call(
+            "reduce", fn, self.from_host(x), list(axes), keep_dims
+        )
 
     def matmul(self, transpose_a: bool, transpose_b: bool):
-        return lambda ctx, a, b: self._call("matmul", self.from_host(a), self.from_host(b),
-                                            transpose_a, transpose_b)
+        return lambda ctx, a, b: self._call(
+            "matmul", self.from_host(a), self.from_host(b), transpose_a, transpose_b
+        )
 
     def add_n(self):
         return lambda ctx, xs: self._call("add_n", [self.from_host(x) for x in xs])
@@ -72,7 +75,7 @@ class CudaOps:
 
     def constant(self, value):
         value = np.asarray(value)
-        if value.dtype.kind not in "biuf":     # strings stay on the host, as in TF
+        if value.dtype.kind not in "biuf":  # strings stay on the host, as in TF
             return lambda ctx: value[()] if value.ndim == 0 else value
         cached = []
 
@@ -80,6 +83,7 @@ class CudaOps:
             if not cached:  # uploaded once per kernel, like TF's constant on a GPU
                 cached.append(self._call("to_device", value))
             return cached[0]
+
         return compute
 
     def copy(self, x):
@@ -104,6 +108,7 @@ class CudaOps:
             host = [v if type(v) is VariableRef else self.to_host(v) for v in ins]
             outs = compute(ctx, host)
             return tuple(v if type(v) is VariableRef else self.from_host(v) for v in outs)
+
         return on_card
 
     def __repr__(self):
@@ -137,6 +142,8 @@ def _launcher_for(key, emulated):
             if emulated:
                 os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
             from minitf.kernels.cuda import CudaLauncher
-            launcher = _launchers[key] = CudaLauncher(0 if emulated else key,
-                                                      name="GPU %s launcher" % key)
+
+            launcher = _launchers[key] = CudaLauncher(
+                0 if emulated else key, name="GPU %s launcher" % key
+            )
         return launcher

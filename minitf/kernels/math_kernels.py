@@ -11,13 +11,22 @@ import numpy as np
 
 from minitf.framework import dtypes as D
 from minitf.framework import errors
-from minitf.kernels.registry import (ALL, COMPLEX, FLOATS, GPU_ARRAY, GPU_MATH, INTS, NUMERIC,
-                                     register)
+from minitf.kernels.registry import (
+    ALL,
+    COMPLEX,
+    FLOATS,
+    GPU_ARRAY,
+    GPU_MATH,
+    INTS,
+    NUMERIC,
+    register,
+)
 from minitf.kernels.tensor_ops import shape_text
 
 
 def _zip(fn):
     """A broadcasting binary kernel (``fn`` in ``tensor_ops.ZIP_FNS``)."""
+
     def factory(op, device):
         backend = device.backend
         f, shape = backend.zip(fn), backend.shape
@@ -26,31 +35,37 @@ def _zip(fn):
             x, y = ins
             try:
                 return (f(ctx, x, y),)
-            except ValueError:   # only then is it worth checking (a hot path)
+            except ValueError:  # only then is it worth checking (a hot path)
                 try:
                     np.broadcast_shapes(shape(x), shape(y))
                 except ValueError:
-                    raise errors.InvalidArgumentError(None, None, "Incompatible shapes: %s vs. %s"
-                                                      % (shape_text(shape(x)),
-                                                         shape_text(shape(y)))) from None
+                    raise errors.InvalidArgumentError(
+                        None,
+                        None,
+                        "Incompatible shapes: %s vs. %s"
+                        % (shape_text(shape(x)), shape_text(shape(y))),
+                    ) from None
                 raise
+
         return compute
+
     return factory
 
 
 def _map(fn):
     """A unary elementwise kernel (``fn`` in ``tensor_ops.MAP_FNS``)."""
+
     def factory(op, device):
         f = device.backend.map(fn)
         return lambda ctx, ins: (f(ctx, ins[0]),)
+
     return factory
 
 
 register("AddV2", _zip("add"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
 register("Sub", _zip("sub"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
 register("Mul", _zip("mul"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
-register("RealDiv", _zip("realdiv"), cpu=FLOATS + COMPLEX, gpu=FLOATS + COMPLEX,
-         splittable=True)
+register("RealDiv", _zip("realdiv"), cpu=FLOATS + COMPLEX, gpu=FLOATS + COMPLEX, splittable=True)
 register("FloorDiv", _zip("floordiv"), cpu=FLOATS + INTS, gpu=FLOATS + (D.int64,))
 register("Neg", _map("neg"), cpu=NUMERIC, gpu=GPU_MATH)
 register("Square", _map("square"), cpu=NUMERIC, gpu=GPU_MATH)
@@ -76,9 +91,12 @@ def _matmul(op, device):
         sb = sb[::-1] if tb else sb
         if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]:
             raise errors.InvalidArgumentError(
-                None, None, "Matrix size-incompatible: In[0]: %s, In[1]: %s"
-                % (shape_text(sa), shape_text(sb)))
+                None,
+                None,
+                "Matrix size-incompatible: In[0]: %s, In[1]: %s" % (shape_text(sa), shape_text(sb)),
+            )
         return (f(ctx, a, b),)
+
     return compute
 
 
@@ -97,12 +115,20 @@ def _reduction(fn):
             rank = max(len(backend.shape(x)), 1)
             axis = sorted({int(a) % rank for a in np.reshape(backend.to_host(axes), -1)})
             return (f(ctx, x, axis),)
+
         return compute
+
     return factory
 
 
-register("MatMul", _matmul, cpu=FLOATS + COMPLEX + (D.int32, D.int64), gpu=FLOATS + COMPLEX,
-         cost="expensive", splittable=True)
+register(
+    "MatMul",
+    _matmul,
+    cpu=FLOATS + COMPLEX + (D.int32, D.int64),
+    gpu=FLOATS + COMPLEX,
+    cost="expensive",
+    splittable=True,
+)
 register("AddN", _add_n, cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
 register("Sum", _reduction("sum"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
 register("Mean", _reduction("mean"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)

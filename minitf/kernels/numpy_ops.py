@@ -23,8 +23,8 @@ import numpy as np
 
 from minitf.kernels import tensor_ops
 
-SPLIT_ELEMENTS = 1 << 16   # elementwise ops at least this large split over the intra-op pool
-SPLIT_FLOPS = 1 << 21      # matmuls with at least this many multiply-adds split too
+SPLIT_ELEMENTS = 1 << 16  # elementwise ops at least this large split over the intra-op pool
+SPLIT_FLOPS = 1 << 21  # matmuls with at least this many multiply-adds split too
 
 
 def splits_elementwise(num_elements: int) -> bool:
@@ -49,9 +49,13 @@ def _floordiv(x, y):
     return np.floor_divide(x, y)
 
 
-_ZIP = {"add": (operator.add, np.add), "sub": (operator.sub, np.subtract),
-        "mul": (operator.mul, np.multiply), "realdiv": (operator.truediv, np.true_divide),
-        "floordiv": (_floordiv, None)}
+_ZIP = {
+    "add": (operator.add, np.add),
+    "sub": (operator.sub, np.subtract),
+    "mul": (operator.mul, np.multiply),
+    "realdiv": (operator.truediv, np.true_divide),
+    "floordiv": (_floordiv, None),
+}
 _MAP = {"neg": operator.neg, "square": lambda x: x * x}
 
 
@@ -73,9 +77,9 @@ def _split_sum(ctx, x, axis, keep, np_dtype):
 
         def partial(lo, hi):
             parts[lo] = np.sum(flat[lo:hi], dtype=np_dtype)
+
         ctx.parallel_for(flat.size, partial)
-        total = np.sum(np.array([parts[k] for k in sorted(parts)], dtype=np_dtype),
-                       dtype=np_dtype)
+        total = np.sum(np.array([parts[k] for k in sorted(parts)], dtype=np_dtype), dtype=np_dtype)
         return np.reshape(total, (1,) * x.ndim) if keep else total
     if 0 in axis:
         return np.sum(x, axis=axis, dtype=np_dtype, keepdims=keep)
@@ -84,13 +88,14 @@ def _split_sum(ctx, x, axis, keep, np_dtype):
 
     def rows(lo, hi):
         out[lo:hi] = np.sum(x[lo:hi], axis=axis, dtype=np_dtype, keepdims=keep)
+
     ctx.parallel_for(x.shape[0], rows)
     return out
 
 
 def _mean(ctx, x, axis, keep, np_dtype):
     n = int(np.prod([np.shape(x)[a] for a in axis]))
-    if np.issubdtype(np_dtype, np.integer):   # TF truncates an integer mean toward zero
+    if np.issubdtype(np_dtype, np.integer):  # TF truncates an integer mean toward zero
         total = _split_sum(ctx, x, axis, keep, np.int64)
         return np.trunc(total / max(n, 1)).astype(np_dtype)
     acc = np.float32 if np_dtype == np.float16 else np_dtype
@@ -110,17 +115,24 @@ class NumpyOps:
         f, ufunc = _ZIP[fn]
 
         def compute(ctx, x, y):
-            if ufunc is not None and type(x) is np.ndarray and type(y) is np.ndarray and \
-                    x.shape == y.shape and splits_elementwise(x.size):
+            if (
+                ufunc is not None
+                and type(x) is np.ndarray
+                and type(y) is np.ndarray
+                and x.shape == y.shape
+                and splits_elementwise(x.size)
+            ):
                 return _split_zip(ctx, ufunc, x, y)
             return f(x, y)
+
         return compute
 
     def reduce(self, fn: str, keep_dims: bool, dtype):
         np_dtype = np.dtype(dtype).type
         if fn == "sum":
-            return lambda ctx, x, axes: scalarize(_split_sum(ctx, x, tuple(axes), keep_dims,
-                                                             np_dtype))
+            return lambda ctx, x, axes: scalarize(
+                _split_sum(ctx, x, tuple(axes), keep_dims, np_dtype)
+            )
         return lambda ctx, x, axes: scalarize(_mean(ctx, x, tuple(axes), keep_dims, np_dtype))
 
     def matmul(self, transpose_a: bool, transpose_b: bool):
@@ -135,13 +147,17 @@ class NumpyOps:
             out = np.empty((m, n), np.result_type(a, b))
             ctx.parallel_for(m, lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]))
             return out
+
         return compute
 
     def add_n(self):
         def compute(ctx, xs):
             first = xs[0]
-            if type(first) is np.ndarray and splits_elementwise(first.size) and \
-                    all(type(x) is np.ndarray and x.shape == first.shape for x in xs):
+            if (
+                type(first) is np.ndarray
+                and splits_elementwise(first.size)
+                and all(type(x) is np.ndarray and x.shape == first.shape for x in xs)
+            ):
                 out = np.empty(first.shape, np.result_type(*xs))
                 flats, fo = [x.reshape(-1) for x in xs], out.reshape(-1)
 
@@ -149,9 +165,11 @@ class NumpyOps:
                     np.add(flats[0][lo:hi], flats[1][lo:hi], out=fo[lo:hi])
                     for f in flats[2:]:
                         np.add(fo[lo:hi], f[lo:hi], out=fo[lo:hi])
+
                 ctx.parallel_for(fo.size, chunk)
                 return out
             return functools.reduce(operator.add, xs)
+
         return compute
 
     def cast(self, dtype):

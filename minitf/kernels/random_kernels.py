@@ -8,10 +8,10 @@ compute on the host on every device (``host_kernel``).
 
 import numpy as np
 
+from minitf.framework import dtypes as D
 from minitf.framework import errors
 from minitf.kernels.numpy_ops import scalarize
 from minitf.kernels.registry import FLOATS, register
-from minitf.framework import dtypes as D
 from minitf.kernels.tensor_ops import host_kernel
 from minitf.ops.random_ops import make_generator
 
@@ -44,10 +44,13 @@ def _random(kind):
                 lo, hi = int(ins[1]), int(ins[2])
                 if lo >= hi:
                     raise errors.InvalidArgumentError(
-                        None, None, "Need minval < maxval, got %d >= %d" % (lo, hi))
+                        None, None, "Need minval < maxval, got %d >= %d" % (lo, hi)
+                    )
                 x = rng.integers(lo, hi, size=shape)
             return (scalarize(np.asarray(x, dtype=out_dtype)),)
+
         return compute
+
     return factory
 
 

@@ -40,7 +40,7 @@ INTS = (D.int8, D.int16, D.int32, D.int64, D.uint8, D.uint16)
 NUMERIC = FLOATS + COMPLEX + INTS
 ALL = NUMERIC + (D.bool, D.string)
 GPU_MATH = FLOATS + COMPLEX + (D.int32, D.int64)
-GPU_STATE = FLOATS + COMPLEX + (D.int64,)        # no int32 variables on GPUs (the book's error)
+GPU_STATE = FLOATS + COMPLEX + (D.int64,)  # no int32 variables on GPUs (the book's error)
 GPU_ARRAY = FLOATS + COMPLEX + (D.int32, D.int64, D.bool)
 
 _KERNELS = {}  # op type -> [KernelDef]
@@ -49,8 +49,7 @@ _KERNELS = {}  # op type -> [KernelDef]
 class KernelDef:
     __slots__ = ("op_type", "device_type", "dtypes", "factory", "cost", "splittable", "is_async")
 
-    def __init__(self, op_type, device_type, dtype_set, factory, cost, splittable,
-                 is_async=False):
+    def __init__(self, op_type, device_type, dtype_set, factory, cost, splittable, is_async=False):
         self.op_type = op_type
         self.device_type = device_type
         self.dtypes = dtype_set  # frozenset of DType, or None for "any"
@@ -68,9 +67,15 @@ class KernelDef:
 DtypesSpec = Iterable[dtypes.DType] | str | None
 
 
-def register(op_type: str, factory: Callable[[Any, Any], Callable], cpu: DtypesSpec = None,
-             gpu: DtypesSpec = None, cost: str = "cheap", splittable: bool = False,
-             is_async: bool = False) -> None:
+def register(
+    op_type: str,
+    factory: Callable[[Any, Any], Callable],
+    cpu: DtypesSpec = None,
+    gpu: DtypesSpec = None,
+    cost: str = "cheap",
+    splittable: bool = False,
+    is_async: bool = False,
+) -> None:
     """Registers ``factory`` for CPU with dtypes ``cpu`` and for GPU with dtypes ``gpu``.
 
     ``cpu``/``gpu``: an iterable of DTypes, ``"any"`` (no constraint) or None (no kernel).
@@ -83,12 +88,13 @@ def register(op_type: str, factory: Callable[[Any, Any], Callable], cpu: DtypesS
             continue
         dset = None if allowed == "any" else frozenset(allowed)
         _KERNELS.setdefault(op_type, []).append(
-            KernelDef(op_type, device_type, dset, factory, cost, splittable, is_async))
+            KernelDef(op_type, device_type, dset, factory, cost, splittable, is_async)
+        )
     _lookup_cache.clear()
 
 
 def _kernel_dtype(op):
-    dt = op._attrs.get(get_op_def(op.type).type_attr)   # an Operation's or a step Node's
+    dt = op._attrs.get(get_op_def(op.type).type_attr)  # an Operation's or a step Node's
     return dt.base_dtype if isinstance(dt, dtypes.DType) else None
 
 

@@ -19,8 +19,12 @@ from minitf.kernels.registry import register
 
 def edge_key(op):
     """The rendezvous key of a ``_Send`` or ``_Recv`` node (from its TF attributes)."""
-    return create_key(op.get_attr("send_device"), op.get_attr("send_device_incarnation"),
-                      op.get_attr("recv_device"), op.get_attr("tensor_name"))
+    return create_key(
+        op.get_attr("send_device"),
+        op.get_attr("send_device_incarnation"),
+        op.get_attr("recv_device"),
+        op.get_attr("tensor_name"),
+    )
 
 
 def _send(op, device):
@@ -30,6 +34,7 @@ def _send(op, device):
     def compute(ctx, ins):
         ctx.rendezvous.send(key, to_host(ins[0]) if ins else np.float32(0))
         return ()
+
     return compute
 
 
@@ -58,10 +63,19 @@ def _recv(op, device):
                 done(None, e)
                 return
             if ctx.tracing:
-                ctx.record_transfer(tensor_name, src_node, name, src_device, device.name,
-                                    int(getattr(value, "nbytes", 0) or 0), start)
+                ctx.record_transfer(
+                    tensor_name,
+                    src_node,
+                    name,
+                    src_device,
+                    device.name,
+                    int(getattr(value, "nbytes", 0) or 0),
+                    start,
+                )
             done((out,))
+
         ctx.rendezvous.recv_async(key, arrived)
+
     return compute
 
 

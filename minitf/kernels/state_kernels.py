@@ -19,8 +19,10 @@ def _variable(op, device):
     shape = op.get_attr("shape")
     shape = tuple(shape.as_list()) if shape.is_fully_defined() else None
     ref = device.resource_manager.lookup_or_create(
-        op.get_attr("container"), name,
-        lambda: VariableRef(name, np_dtype, shape, getattr(device, "allocator", None)))
+        op.get_attr("container"),
+        name,
+        lambda: VariableRef(name, np_dtype, shape, getattr(device, "allocator", None)),
+    )
     out = (ref,)
     return lambda ctx, ins: out
 
@@ -37,10 +39,14 @@ def _assign(op, device):
             rhs = backend.shape(value)
             if validate and lhs is not None and tuple(lhs) != tuple(rhs):
                 raise errors.InvalidArgumentError(
-                    None, None, "Assign requires shapes of both tensors to match. lhs shape= %s "
-                    "rhs shape= %s" % (shape_text(lhs), shape_text(rhs)))
+                    None,
+                    None,
+                    "Assign requires shapes of both tensors to match. lhs shape= %s "
+                    "rhs shape= %s" % (shape_text(lhs), shape_text(rhs)),
+                )
             ref.set(backend.copy(value))
         return (ref,)
+
     return compute
 
 
@@ -55,11 +61,16 @@ def _update(fn):
                 old = ref.read()
                 if tuple(backend.shape(old)) != tuple(backend.shape(delta)):
                     raise errors.InvalidArgumentError(
-                        None, None, "Must have the same shape. lhs shape= %s rhs shape= %s"
-                        % (shape_text(backend.shape(old)), shape_text(backend.shape(delta))))
+                        None,
+                        None,
+                        "Must have the same shape. lhs shape= %s rhs shape= %s"
+                        % (shape_text(backend.shape(old)), shape_text(backend.shape(delta))),
+                    )
                 ref.set(f(ctx, old, delta))
             return (ref,)
+
         return compute
+
     return factory
 
 
@@ -67,5 +78,9 @@ register("VariableV2", _variable, cpu=ALL, gpu=GPU_STATE)
 register("Assign", _assign, cpu=ALL, gpu=GPU_STATE)
 register("AssignAdd", _update("add"), cpu=NUMERIC, gpu=GPU_STATE)
 register("AssignSub", _update("sub"), cpu=NUMERIC, gpu=GPU_STATE)
-register("IsVariableInitialized", lambda op, device: (
-    lambda ctx, ins: (np.bool_(ins[0].value is not None),)), cpu=ALL, gpu=GPU_STATE)
+register(
+    "IsVariableInitialized",
+    lambda op, device: lambda ctx, ins: (np.bool_(ins[0].value is not None),),
+    cpu=ALL,
+    gpu=GPU_STATE,
+)

@@ -83,8 +83,10 @@ def host_kernel(factory: Callable[[Any, Any], Compute]) -> Callable[[Any, Any], 
     """A kernel factory whose kernel computes with numpy on the host, made to run on any
     device: a backend that keeps tensors elsewhere copies its inputs to the host and its
     outputs back (``on_host``)."""
+
     def on_device(op, device):
         return device.backend.on_host(factory(op, device))
+
     on_device.__name__ = getattr(factory, "__name__", "host_kernel")
     on_device.__doc__ = factory.__doc__
     return on_device

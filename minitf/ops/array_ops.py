@@ -7,8 +7,12 @@ nodes that the simple placer puts next to their consumer) and every example that
 import numpy as np
 
 from minitf.framework import dtypes, tensor_shape
-from minitf.framework.graph import (Tensor, convert_to_tensor, name_scope,
-                                    register_tensor_conversion_function)
+from minitf.framework.graph import (
+    Tensor,
+    convert_to_tensor,
+    name_scope,
+    register_tensor_conversion_function,
+)
 from minitf.ops.op_def import apply_op, register_op, shape_error
 
 register_op("Const", type_attr="dtype")
@@ -29,11 +33,14 @@ def _const_array(value, dtype, shape, verify_shape):
     if dtype.is_integer or dtype.is_bool:
         if raw.dtype.kind in "fc" and raw.size and not np.all(np.mod(raw.real, 1) == 0):
             bad = raw.reshape(-1)[np.argmax(np.mod(raw.real.reshape(-1), 1) != 0)]
-            raise TypeError("Expected %s, got %r of type '%s' instead."
-                            % (dtype.name, bad.item(), type(bad.item()).__name__))
+            raise TypeError(
+                "Expected %s, got %r of type '%s' instead."
+                % (dtype.name, bad.item(), type(bad.item()).__name__)
+            )
     if raw.dtype.kind in "US" and dtype != dtypes.string:
-        raise TypeError("Expected %s, got %r of type 'str' instead."
-                        % (dtype.name, raw.reshape(-1)[0].item()))
+        raise TypeError(
+            "Expected %s, got %r of type 'str' instead." % (dtype.name, raw.reshape(-1)[0].item())
+        )
     if dtype == dtypes.string:
         raw = np.vectorize(_as_bytes, otypes=[object])(raw) if raw.size else raw
     arr = np.array(raw, dtype=np_dtype)
@@ -48,14 +55,17 @@ def _const_array(value, dtype, shape, verify_shape):
             arr = np.full(shape, arr.reshape(-1)[0], dtype=np_dtype)
         elif arr.size < size:
             if arr.size == 0:
-                raise ValueError("Cannot create a tensor of shape %s from an empty value."
-                                 % (shape,))
-            flat = np.concatenate([arr.reshape(-1), np.repeat(arr.reshape(-1)[-1:],
-                                                              size - arr.size)])
+                raise ValueError(
+                    "Cannot create a tensor of shape %s from an empty value." % (shape,)
+                )
+            flat = np.concatenate(
+                [arr.reshape(-1), np.repeat(arr.reshape(-1)[-1:], size - arr.size)]
+            )
             arr = flat.reshape(shape)
         else:
-            raise ValueError("Too many elements provided. Needed at most %d, but received %d"
-                            % (size, arr.size))
+            raise ValueError(
+                "Too many elements provided. Needed at most %d, but received %d" % (size, arr.size)
+            )
     return arr, dtype
 
 
@@ -69,8 +79,13 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
     arr, dtype = _const_array(value, dtype, shape, verify_shape)
-    op = apply_op("Const", [], [(dtype, tensor_shape.TensorShape(arr.shape))], name,
-                  {"value": arr, "dtype": dtype})
+    op = apply_op(
+        "Const",
+        [],
+        [(dtype, tensor_shape.TensorShape(arr.shape))],
+        name,
+        {"value": arr, "dtype": dtype},
+    )
     return op.outputs[0]
 
 
@@ -88,8 +103,9 @@ def placeholder(dtype, shape=None, name=None):
     """A ``Placeholder``: a tensor whose value must be fed to ``Session.run``."""
     dtype = dtypes.as_dtype(dtype)
     shape = tensor_shape.as_shape(shape) if shape is not None else tensor_shape.unknown_shape()
-    op = apply_op("Placeholder", [], [(dtype, shape)], name or "Placeholder",
-                  {"dtype": dtype, "shape": shape})
+    op = apply_op(
+        "Placeholder", [], [(dtype, shape)], name or "Placeholder", {"dtype": dtype, "shape": shape}
+    )
     return op.outputs[0]
 
 
@@ -128,15 +144,17 @@ def expand_dims(input, axis=None, name=None, dim=None):  # noqa: A002 - TF's arg
             rank = input.shape.ndims
             a = int(a)
             if not -rank - 1 <= a <= rank:
-                raise shape_error("ExpandDims", scope, [input, axis_t],
-                                  "Tried to expand dim index %d for tensor with %d dimensions."
-                                  % (a, rank))
+                raise shape_error(
+                    "ExpandDims",
+                    scope,
+                    [input, axis_t],
+                    "Tried to expand dim index %d for tensor with %d dimensions." % (a, rank),
+                )
             dims = list(input.shape.dims)
             dims.insert(a if a >= 0 else rank + 1 + a, 1)
             shape = tensor_shape.TensorShape(dims)
         dt = input.dtype.base_dtype
-        return apply_op("ExpandDims", [input, axis_t], [(dt, shape)], scope,
-                        {"T": dt}).outputs[0]
+        return apply_op("ExpandDims", [input, axis_t], [(dt, shape)], scope, {"T": dt}).outputs[0]
 
 
 def concat(values, axis, name="concat"):
@@ -152,9 +170,11 @@ def concat(values, axis, name="concat"):
         dt = values[0].dtype.base_dtype
         for v in values[1:]:
             if v.dtype.base_dtype != dt:
-                raise TypeError("Tensors in list passed to 'values' of 'ConcatV2' Op have types "
-                                "[%s] that don't all match."
-                                % ", ".join(x.dtype.base_dtype.name for x in values))
+                raise TypeError(
+                    "Tensors in list passed to 'values' of 'ConcatV2' Op have types "
+                    "[%s] that don't all match."
+                    % ", ".join(x.dtype.base_dtype.name for x in values)
+                )
         axis_t = convert_to_tensor(axis, dtype=dtypes.int32, name="axis")
         a = _static_value(axis_t)
         shape = tensor_shape.unknown_shape()
@@ -162,14 +182,21 @@ def concat(values, axis, name="concat"):
             rank = values[0].shape.ndims
             a = int(a)
             if any(v.shape.ndims != rank for v in values):
-                raise shape_error("ConcatV2", scope, values + [axis_t],
-                                  "Shape must be rank %d but is rank %d"
-                                  % (rank, next(v.shape.ndims for v in values
-                                                if v.shape.ndims != rank)))
+                raise shape_error(
+                    "ConcatV2",
+                    scope,
+                    values + [axis_t],
+                    "Shape must be rank %d but is rank %d"
+                    % (rank, next(v.shape.ndims for v in values if v.shape.ndims != rank)),
+                )
             if not -rank <= a < rank:
-                raise shape_error("ConcatV2", scope, values + [axis_t],
-                                  "ConcatOp : Expected concatenating dimensions in the range "
-                                  "[%d, %d), but got %d" % (-rank, rank, a))
+                raise shape_error(
+                    "ConcatV2",
+                    scope,
+                    values + [axis_t],
+                    "ConcatOp : Expected concatenating dimensions in the range "
+                    "[%d, %d), but got %d" % (-rank, rank, a),
+                )
             a %= rank
             dims = list(values[0].shape.as_list())
             for v in values[1:]:
@@ -177,15 +204,20 @@ def concat(values, axis, name="concat"):
                     if i == a:
                         dims[i] = None if dims[i] is None or d is None else dims[i] + d
                     elif dims[i] is not None and d is not None and dims[i] != d:
-                        raise shape_error("ConcatV2", scope, values + [axis_t],
-                                          "Dimension %d in both shapes must be equal, but are "
-                                          "%d and %d. Shapes are %s and %s." % (
-                                              i, dims[i], d, values[0].shape, v.shape))
+                        raise shape_error(
+                            "ConcatV2",
+                            scope,
+                            values + [axis_t],
+                            "Dimension %d in both shapes must be equal, but are "
+                            "%d and %d. Shapes are %s and %s."
+                            % (i, dims[i], d, values[0].shape, v.shape),
+                        )
                     elif dims[i] is None:
                         dims[i] = d
             shape = tensor_shape.TensorShape(dims)
-        return apply_op("ConcatV2", values + [axis_t], [(dt, shape)], scope,
-                        {"T": dt, "N": len(values)}).outputs[0]
+        return apply_op(
+            "ConcatV2", values + [axis_t], [(dt, shape)], scope, {"T": dt, "N": len(values)}
+        ).outputs[0]
 
 
 def reshape(tensor, shape, name=None):
@@ -198,26 +230,35 @@ def reshape(tensor, shape, name=None):
         if target is not None:
             target = [int(d) for d in np.reshape(target, -1)]
             if sum(d == -1 for d in target) > 1:
-                raise shape_error("Reshape", scope, [tensor, shape_t],
-                                  "Cannot infer multiple unknown dimensions in shape %s"
-                                  % target)
+                raise shape_error(
+                    "Reshape",
+                    scope,
+                    [tensor, shape_t],
+                    "Cannot infer multiple unknown dimensions in shape %s" % target,
+                )
             n = tensor.shape.num_elements()
             known = int(np.prod([d for d in target if d != -1], dtype=np.int64))
             if n is not None:
                 if -1 in target:
                     if known == 0 or n % known:
-                        raise shape_error("Reshape", scope, [tensor, shape_t],
-                                          "Cannot reshape a tensor with %d elements to shape "
-                                          "%s" % (n, target))
+                        raise shape_error(
+                            "Reshape",
+                            scope,
+                            [tensor, shape_t],
+                            "Cannot reshape a tensor with %d elements to shape %s" % (n, target),
+                        )
                     target = [n // known if d == -1 else d for d in target]
                 elif known != n:
-                    raise shape_error("Reshape", scope, [tensor, shape_t],
-                                      "Cannot reshape a tensor with %d elements to shape %s "
-                                      "(%d elements)" % (n, target, known))
+                    raise shape_error(
+                        "Reshape",
+                        scope,
+                        [tensor, shape_t],
+                        "Cannot reshape a tensor with %d elements to shape %s "
+                        "(%d elements)" % (n, target, known),
+                    )
             out = tensor_shape.TensorShape([None if d == -1 else d for d in target])
         dt = tensor.dtype.base_dtype
-        return apply_op("Reshape", [tensor, shape_t], [(dt, out)], scope,
-                        {"T": dt}).outputs[0]
+        return apply_op("Reshape", [tensor, shape_t], [(dt, out)], scope, {"T": dt}).outputs[0]
 
 
 def fill(dims, value, name=None):
@@ -226,8 +267,11 @@ def fill(dims, value, name=None):
         dims_t = convert_to_tensor(dims, dtype=dtypes.int32, name="dims")
         value_t = convert_to_tensor(value, name="value")
         d = _static_value(dims_t)
-        shape = tensor_shape.TensorShape([int(x) for x in np.reshape(d, -1)]) \
-            if d is not None else tensor_shape.unknown_shape()
+        shape = (
+            tensor_shape.TensorShape([int(x) for x in np.reshape(d, -1)])
+            if d is not None
+            else tensor_shape.unknown_shape()
+        )
         dt = value_t.dtype.base_dtype
         return apply_op("Fill", [dims_t, value_t], [(dt, shape)], scope, {"T": dt}).outputs[0]
 
@@ -261,9 +305,11 @@ def stack(values, axis=0, name="stack"):
         shape = values[0].shape
         for v in values[1:]:
             if v.dtype.base_dtype != dt:
-                raise TypeError("Tensors in list passed to 'values' of 'Pack' Op have types "
-                                "[%s] that don't all match."
-                                % ", ".join(x.dtype.base_dtype.name for x in values))
+                raise TypeError(
+                    "Tensors in list passed to 'values' of 'Pack' Op have types "
+                    "[%s] that don't all match."
+                    % ", ".join(x.dtype.base_dtype.name for x in values)
+                )
             if not shape.is_compatible_with(v.shape):
                 raise ValueError("Shapes %s and %s are incompatible" % (shape, v.shape))
             shape = shape.merge_with(v.shape)
@@ -275,5 +321,6 @@ def stack(values, axis=0, name="stack"):
             dims = list(shape.as_list())
             dims.insert(axis if axis >= 0 else rank + 1 + axis, len(values))
             out = tensor_shape.TensorShape(dims)
-        return apply_op("Pack", values, [(dt, out)], scope,
-                        {"T": dt, "N": len(values), "axis": axis}).outputs[0]
+        return apply_op(
+            "Pack", values, [(dt, out)], scope, {"T": dt, "N": len(values), "axis": axis}
+        ).outputs[0]

@@ -26,7 +26,7 @@ def group(*inputs, **kwargs):
         raise TypeError("Unknown keyword arguments: " + ", ".join(sorted(kwargs)))
     by_device = {}
     for x in inputs:
-        for item in (x if isinstance(x, (list, tuple)) else [x]):
+        for item in x if isinstance(x, (list, tuple)) else [x]:
             if item is not None:
                 op = _to_operation(None, item)
                 by_device.setdefault(op.device, []).append(op)

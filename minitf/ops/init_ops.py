@@ -38,9 +38,12 @@ class Constant(Initializer):
         self.verify_shape = verify_shape
 
     def __call__(self, shape, dtype=None, partition_info=None, verify_shape=None):
-        return array_ops.constant(self.value, dtype=self._dtype(dtype), shape=shape,
-                                  verify_shape=self.verify_shape if verify_shape is None
-                                  else verify_shape)
+        return array_ops.constant(
+            self.value,
+            dtype=self._dtype(dtype),
+            shape=shape,
+            verify_shape=self.verify_shape if verify_shape is None else verify_shape,
+        )
 
 
 class RandomNormal(Initializer):
@@ -49,14 +52,16 @@ class RandomNormal(Initializer):
         self.mean, self.stddev, self.seed = mean, stddev, seed
 
     def __call__(self, shape, dtype=None, partition_info=None):
-        return random_ops.random_normal(shape, self.mean, self.stddev, self._dtype(dtype),
-                                        seed=self.seed)
+        return random_ops.random_normal(
+            shape, self.mean, self.stddev, self._dtype(dtype), seed=self.seed
+        )
 
 
 class TruncatedNormal(RandomNormal):
     def __call__(self, shape, dtype=None, partition_info=None):
-        return random_ops.truncated_normal(shape, self.mean, self.stddev, self._dtype(dtype),
-                                           seed=self.seed)
+        return random_ops.truncated_normal(
+            shape, self.mean, self.stddev, self._dtype(dtype), seed=self.seed
+        )
 
 
 class RandomUniform(Initializer):
@@ -65,8 +70,9 @@ class RandomUniform(Initializer):
         self.minval, self.maxval, self.seed = minval, maxval, seed
 
     def __call__(self, shape, dtype=None, partition_info=None):
-        return random_ops.random_uniform(shape, self.minval, self.maxval, self._dtype(dtype),
-                                         seed=self.seed)
+        return random_ops.random_uniform(
+            shape, self.minval, self.maxval, self._dtype(dtype), seed=self.seed
+        )
 
 
 class GlorotUniform(Initializer):
@@ -89,8 +95,7 @@ class GlorotUniform(Initializer):
                 receptive *= d
             fan_in, fan_out = dims[-2] * receptive, dims[-1] * receptive
         limit = math.sqrt(6.0 / max(1.0, (fan_in + fan_out)))
-        return random_ops.random_uniform(shape, -limit, limit, self._dtype(dtype),
-                                         seed=self.seed)
+        return random_ops.random_uniform(shape, -limit, limit, self._dtype(dtype), seed=self.seed)
 
 
 zeros_initializer = Zeros

@@ -10,30 +10,45 @@ from minitf.framework.graph import Tensor, convert_to_tensor, name_scope
 from minitf.ops.array_ops import constant
 from minitf.ops.op_def import apply_op, register_op, shape_error
 
-for _t in ("AddV2", "Sub", "Mul", "RealDiv", "FloorDiv", "Neg", "Square", "MatMul", "AddN",
-           "Sum", "Mean", "Cast"):
+for _t in (
+    "AddV2",
+    "Sub",
+    "Mul",
+    "RealDiv",
+    "FloorDiv",
+    "Neg",
+    "Square",
+    "MatMul",
+    "AddN",
+    "Sum",
+    "Mean",
+    "Cast",
+):
     register_op(_t, type_attr="SrcT" if _t == "Cast" else "T")
 
 
 def _check_same_dtype(op_type, x, y):
     if x.dtype.base_dtype != y.dtype.base_dtype:
-        raise TypeError("Input 'y' of '%s' Op has type %s that does not match type %s of "
-                        "argument 'x'." % (op_type, y.dtype.base_dtype.name,
-                                           x.dtype.base_dtype.name))
+        raise TypeError(
+            "Input 'y' of '%s' Op has type %s that does not match type %s of "
+            "argument 'x'." % (op_type, y.dtype.base_dtype.name, x.dtype.base_dtype.name)
+        )
 
 
 def _binary(op_type, x, y, name):
     """Builds a broadcasting elementwise op; ``name`` is a scope name (``add/``)."""
     x = convert_to_tensor(x, name="x")
-    y = convert_to_tensor(y, dtype=x.dtype.base_dtype if not isinstance(y, Tensor) else None,
-                          name="y")
+    y = convert_to_tensor(
+        y, dtype=x.dtype.base_dtype if not isinstance(y, Tensor) else None, name="y"
+    )
     _check_same_dtype(op_type, x, y)
     try:
         shape = tensor_shape.broadcast_static_shape(x.shape, y.shape)
     except ValueError:
         xd, yd = _first_mismatch(x.shape, y.shape)
-        raise shape_error(op_type, name, [x, y], "Dimensions must be equal, but are %d and %d"
-                          % (xd, yd)) from None
+        raise shape_error(
+            op_type, name, [x, y], "Dimensions must be equal, but are %d and %d" % (xd, yd)
+        ) from None
     dt = x.dtype.base_dtype
     return apply_op(op_type, [x, y], [(dt, shape)], name, {"T": dt}).outputs[0]
 
@@ -49,9 +64,12 @@ def _binary_fn(op_type, default_name):
     def fn(x, y, name=None):
         with name_scope(name, default_name, [x, y]) as scope:
             return _binary(op_type, x, y, scope)
+
     fn.__name__ = default_name
     fn.__doc__ = "Elementwise ``%s`` with numpy-style broadcasting (op named ``%s``)." % (
-        op_type, default_name)
+        op_type,
+        default_name,
+    )
     return fn
 
 
@@ -69,16 +87,18 @@ def cast(x, dtype, name=None):
     if x.dtype.base_dtype == dtype:
         return x
     with name_scope(name, "Cast", [x]) as scope:
-        return apply_op("Cast", [x], [(dtype, x.shape)], scope,
-                        {"SrcT": x.dtype.base_dtype, "DstT": dtype}).outputs[0]
+        return apply_op(
+            "Cast", [x], [(dtype, x.shape)], scope, {"SrcT": x.dtype.base_dtype, "DstT": dtype}
+        ).outputs[0]
 
 
 def truediv(x, y, name=None):
     """``x / y`` as TF does it: ints are cast to floats first, then ``RealDiv``."""
     with name_scope(name, "truediv", [x, y]) as scope:
         x = convert_to_tensor(x, name="x")
-        y = convert_to_tensor(y, dtype=x.dtype.base_dtype if not isinstance(y, Tensor) else None,
-                              name="y")
+        y = convert_to_tensor(
+            y, dtype=x.dtype.base_dtype if not isinstance(y, Tensor) else None, name="y"
+        )
         _check_same_dtype("RealDiv", x, y)
         if x.dtype.is_integer:
             target = dtypes.float64 if x.dtype.size >= 4 else dtypes.float32
@@ -114,49 +134,64 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     """``MatMul`` of two rank-2 tensors (the op whose kernel the intra-op pool splits)."""
     with name_scope(name, "MatMul", [a, b]) as scope:
         a = convert_to_tensor(a, name="a")
-        b = convert_to_tensor(b, dtype=a.dtype.base_dtype if not isinstance(b, Tensor) else None,
-                              name="b")
+        b = convert_to_tensor(
+            b, dtype=a.dtype.base_dtype if not isinstance(b, Tensor) else None, name="b"
+        )
         _check_same_dtype("MatMul", a, b)
         for t in (a, b):
             if t.shape.ndims is not None and t.shape.ndims != 2:
-                raise shape_error("MatMul", scope, [a, b], "Shape must be rank 2 but is rank %d"
-                                  % t.shape.ndims)
+                raise shape_error(
+                    "MatMul", scope, [a, b], "Shape must be rank 2 but is rank %d" % t.shape.ndims
+                )
         m = k1 = k2 = n = None
         if a.shape.ndims is not None:
             m, k1 = a.shape.as_list()[::-1] if transpose_a else a.shape.as_list()
         if b.shape.ndims is not None:
             k2, n = b.shape.as_list()[::-1] if transpose_b else b.shape.as_list()
         if k1 is not None and k2 is not None and k1 != k2:
-            raise shape_error("MatMul", scope, [a, b], "Dimensions must be equal, but are %d and "
-                              "%d" % (k1, k2))
+            raise shape_error(
+                "MatMul", scope, [a, b], "Dimensions must be equal, but are %d and %d" % (k1, k2)
+            )
         dt = a.dtype.base_dtype
-        return apply_op("MatMul", [a, b], [(dt, tensor_shape.TensorShape([m, n]))], scope,
-                        {"T": dt, "transpose_a": bool(transpose_a),
-                         "transpose_b": bool(transpose_b)}).outputs[0]
+        return apply_op(
+            "MatMul",
+            [a, b],
+            [(dt, tensor_shape.TensorShape([m, n]))],
+            scope,
+            {"T": dt, "transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)},
+        ).outputs[0]
 
 
 def add_n(inputs, name=None):
     """``AddN``: the sum of a list of same-shaped tensors."""
     if not inputs or not isinstance(inputs, (list, tuple)):
-        raise ValueError("inputs must be a list of at least one Tensor/IndexedSlices with the "
-                         "same dtype and shape")
+        raise ValueError(
+            "inputs must be a list of at least one Tensor/IndexedSlices with the "
+            "same dtype and shape"
+        )
     inputs = [convert_to_tensor(t) for t in inputs]
     dt = inputs[0].dtype.base_dtype
     shape = tensor_shape.unknown_shape()
     for t in inputs:
         if t.dtype.base_dtype != dt:
-            raise ValueError("inputs must be a list of at least one Tensor/IndexedSlices with "
-                             "the same dtype and shape")
+            raise ValueError(
+                "inputs must be a list of at least one Tensor/IndexedSlices with "
+                "the same dtype and shape"
+            )
     for t in inputs:
         if not shape.is_compatible_with(t.shape):
-            raise ValueError("inputs must be a list of at least one Tensor/IndexedSlices with "
-                             "the same dtype and shape")
+            raise ValueError(
+                "inputs must be a list of at least one Tensor/IndexedSlices with "
+                "the same dtype and shape"
+            )
         shape = shape.merge_with(t.shape)
     if len(inputs) == 1:
         from minitf.ops.array_ops import identity
+
         return identity(inputs[0], name=name) if name else inputs[0]
-    return apply_op("AddN", inputs, [(dt, shape)], name or "AddN",
-                    {"T": dt, "N": len(inputs)}).outputs[0]
+    return apply_op(
+        "AddN", inputs, [(dt, shape)], name or "AddN", {"T": dt, "N": len(inputs)}
+    ).outputs[0]
 
 
 def _reduction(op_type, input_tensor, axis, keepdims, name):
@@ -171,31 +206,38 @@ def _reduction(op_type, input_tensor, axis, keepdims, name):
     if rank is not None:
         for a in axes:
             if not -rank <= a < max(rank, 1):
-                raise ValueError("Invalid reduction dimension %d for input with %d dimensions."
-                                 % (a, rank))
+                raise ValueError(
+                    "Invalid reduction dimension %d for input with %d dimensions." % (a, rank)
+                )
         axes_n = sorted({a % rank for a in axes}) if rank else []
         dims = x.shape.as_list()
-        out = [1 if i in axes_n else d for i, d in enumerate(dims)] if keepdims else \
-            [d for i, d in enumerate(dims) if i not in axes_n]
+        out = (
+            [1 if i in axes_n else d for i, d in enumerate(dims)]
+            if keepdims
+            else [d for i, d in enumerate(dims) if i not in axes_n]
+        )
         shape = tensor_shape.TensorShape(out)
     else:
         shape = tensor_shape.unknown_shape()
     axis_t = constant(axes, dtype=dtypes.int32)
     dt = x.dtype.base_dtype
-    return apply_op(op_type, [x, axis_t], [(dt, shape)], name or op_type,
-                    {"T": dt, "keep_dims": bool(keepdims)}).outputs[0]
+    return apply_op(
+        op_type, [x, axis_t], [(dt, shape)], name or op_type, {"T": dt, "keep_dims": bool(keepdims)}
+    ).outputs[0]
 
 
-def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-               keep_dims=None):
+def reduce_sum(
+    input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
+):
     """``Sum`` over ``axis`` (all axes by default)."""
     axis = reduction_indices if axis is None else axis
     keep = bool(keepdims if keepdims is not None else keep_dims)
     return _reduction("Sum", input_tensor, axis, keep, name)
 
 
-def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-                keep_dims=None):
+def reduce_mean(
+    input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
+):
     """``Mean`` over ``axis`` (all axes by default)."""
     axis = reduction_indices if axis is None else axis
     keep = bool(keepdims if keepdims is not None else keep_dims)
@@ -204,8 +246,10 @@ def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_ind
 
 # -- Python operators on tensors ---------------------------------------------------------------
 
+
 def _install_operators(cls):
     """Gives ``cls`` (Tensor, Variable) the arithmetic operators with TF's op names."""
+
     def binary(op_name, fn):
         def forward(self, other):
             with name_scope(None, op_name, [self, other]) as scope:
@@ -217,6 +261,7 @@ def _install_operators(cls):
                 y = convert_to_tensor(self)
                 x = convert_to_tensor(other, dtype=y.dtype.base_dtype, name="x")
                 return fn(x, y, scope)
+
         return forward, reverse
 
     table = {

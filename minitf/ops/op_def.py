@@ -24,8 +24,14 @@ class OpDef:
 
     __slots__ = ("type", "ref_inputs", "is_stateful", "has_container", "type_attr")
 
-    def __init__(self, op_type: str, ref_inputs: Iterable[bool] = (), is_stateful: bool = False,
-                 has_container: bool = False, type_attr: str = "T") -> None:
+    def __init__(
+        self,
+        op_type: str,
+        ref_inputs: Iterable[bool] = (),
+        is_stateful: bool = False,
+        has_container: bool = False,
+        type_attr: str = "T",
+    ) -> None:
         self.type = op_type
         self.ref_inputs = tuple(ref_inputs)  # one bool per (leading) input
         self.is_stateful = is_stateful
@@ -58,21 +64,28 @@ def graph_of(inputs: Sequence[Any]) -> ops_graph.Graph:
     return g if g is not None else ops_graph.get_default_graph()
 
 
-def apply_op(op_type: str, inputs: Sequence[ops_graph.Tensor],
-             output_specs: Sequence[tuple[DType, TensorShape]], name: str,
-             attrs: dict[str, Any] | None = None) -> ops_graph.Operation:
+def apply_op(
+    op_type: str,
+    inputs: Sequence[ops_graph.Tensor],
+    output_specs: Sequence[tuple[DType, TensorShape]],
+    name: str,
+    attrs: dict[str, Any] | None = None,
+) -> ops_graph.Operation:
     """Creates an op of a registered type in the inputs' graph and returns the Operation."""
     op_def = _REGISTRY[op_type]
     return graph_of(inputs).create_op(op_type, inputs, output_specs, name, attrs, op_def)
 
 
-def shape_error(op_type: str, name: str, inputs: Sequence[ops_graph.Tensor],
-                reason: str) -> ValueError:
+def shape_error(
+    op_type: str, name: str, inputs: Sequence[ops_graph.Tensor], reason: str
+) -> ValueError:
     """TF's graph-construction shape error: ``<reason> for '<name>' (op: '<type>') with input
     shapes: [2,3], [3].``"""
     shapes = ", ".join(_shape_text(t.shape) for t in inputs)
-    return ValueError("%s for '%s' (op: '%s') with input shapes: %s."
-                      % (reason, ops_graph.name_from_scope_name(name), op_type, shapes))
+    return ValueError(
+        "%s for '%s' (op: '%s') with input shapes: %s."
+        % (reason, ops_graph.name_from_scope_name(name), op_type, shapes)
+    )
 
 
 def _shape_text(shape):

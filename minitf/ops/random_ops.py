@@ -58,14 +58,16 @@ def _scaled_normal(op_type, default_name, shape, mean, stddev, dtype, seed, name
 
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
     """Normal samples: ``RandomStandardNormal * stddev + mean`` (final op ``random_normal``)."""
-    return _scaled_normal("RandomStandardNormal", "random_normal", shape, mean, stddev, dtype,
-                          seed, name)
+    return _scaled_normal(
+        "RandomStandardNormal", "random_normal", shape, mean, stddev, dtype, seed, name
+    )
 
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
     """Normal samples redrawn until within two standard deviations of the mean."""
-    return _scaled_normal("TruncatedNormal", "truncated_normal", shape, mean, stddev, dtype,
-                          seed, name)
+    return _scaled_normal(
+        "TruncatedNormal", "truncated_normal", shape, mean, stddev, dtype, seed, name
+    )
 
 
 def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):
@@ -81,8 +83,13 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
         hi = convert_to_tensor(maxval, dtype=dtype, name="max")
         if dtype.is_integer:
             s1, s2 = get_seed(seed)
-            return apply_op("RandomUniformInt", [shape_t, lo, hi], [(dtype, static)], scope,
-                            {"Tout": dtype, "seed": s1 or 0, "seed2": s2 or 0}).outputs[0]
+            return apply_op(
+                "RandomUniformInt",
+                [shape_t, lo, hi],
+                [(dtype, static)],
+                scope,
+                {"Tout": dtype, "seed": s1 or 0, "seed2": s2 or 0},
+            ).outputs[0]
         rnd = _random("RandomUniform", shape_t, static, dtype, seed)
         return add(multiply(rnd, subtract(hi, lo, name="sub"), name="mul"), lo, name=scope)
 

@@ -21,9 +21,13 @@ def variable_op_v2(shape, dtype, name="Variable", container="", shared_name=""):
     """The ``VariableV2`` op: its only output is a *reference* to the variable's storage."""
     dtype = dtypes.as_dtype(dtype).base_dtype
     shape = tensor_shape.as_shape(shape)
-    op = apply_op("VariableV2", [], [(dtype._as_ref, shape)], name,
-                  {"shape": shape, "dtype": dtype, "container": container,
-                   "shared_name": shared_name})
+    op = apply_op(
+        "VariableV2",
+        [],
+        [(dtype._as_ref, shape)],
+        name,
+        {"shape": shape, "dtype": dtype, "container": container, "shared_name": shared_name},
+    )
     return op.outputs[0]
 
 
@@ -31,9 +35,10 @@ def _ref_and_value(op_type, ref, value, scope):
     ref = _as_ref(op_type, ref)
     value = convert_to_tensor(value, dtype=ref.dtype.base_dtype, name="value")
     if value.dtype.base_dtype != ref.dtype.base_dtype:
-        raise TypeError("Input 'value' of '%s' Op has type %s that does not match type %s of "
-                        "argument 'ref'." % (op_type, value.dtype.base_dtype.name,
-                                             ref.dtype.base_dtype.name))
+        raise TypeError(
+            "Input 'value' of '%s' Op has type %s that does not match type %s of "
+            "argument 'ref'." % (op_type, value.dtype.base_dtype.name, ref.dtype.base_dtype.name)
+        )
     return ref, value
 
 
@@ -41,8 +46,9 @@ def _as_ref(op_type, ref):
     if hasattr(ref, "_ref") and not isinstance(ref, Tensor):
         ref = ref._ref()
     if not isinstance(ref, Tensor) or not ref.dtype.is_ref_dtype:
-        raise TypeError("'%s' Op requires that input 'ref' be a mutable tensor (e.g.: a "
-                        "tf.Variable)" % op_type)
+        raise TypeError(
+            "'%s' Op requires that input 'ref' be a mutable tensor (e.g.: a tf.Variable)" % op_type
+        )
     return ref
 
 
@@ -56,21 +62,33 @@ def assign(ref, value, validate_shape=None, use_locking=None, name=None):
             if not ref.shape.is_compatible_with(value.shape):
                 raise shape_error("Assign", scope, [ref, value], _shape_reason(ref, value))
             shape = ref.shape.merge_with(value.shape)
-        op = apply_op("Assign", [ref, value], [(ref.dtype, shape)], scope,
-                      {"T": ref.dtype.base_dtype, "validate_shape": validate,
-                       "use_locking": True if use_locking is None else bool(use_locking)})
+        op = apply_op(
+            "Assign",
+            [ref, value],
+            [(ref.dtype, shape)],
+            scope,
+            {
+                "T": ref.dtype.base_dtype,
+                "validate_shape": validate,
+                "use_locking": True if use_locking is None else bool(use_locking),
+            },
+        )
         return op.outputs[0]
 
 
 def _shape_reason(ref, value):
-    if ref.shape.ndims is not None and value.shape.ndims is not None and \
-            ref.shape.ndims != value.shape.ndims:
-        return "Shapes must be equal rank, but are %d and %d" % (ref.shape.ndims,
-                                                               value.shape.ndims)
+    if (
+        ref.shape.ndims is not None
+        and value.shape.ndims is not None
+        and ref.shape.ndims != value.shape.ndims
+    ):
+        return "Shapes must be equal rank, but are %d and %d" % (ref.shape.ndims, value.shape.ndims)
     for i, (a, b) in enumerate(zip(ref.shape.as_list(), value.shape.as_list())):
         if a is not None and b is not None and a != b:
-            return "Dimension %d in both shapes must be equal, but are %d and %d. Shapes are " \
-                   "%s and %s." % (i, a, b, _brackets(ref.shape), _brackets(value.shape))
+            return (
+                "Dimension %d in both shapes must be equal, but are %d and %d. Shapes are "
+                "%s and %s." % (i, a, b, _brackets(ref.shape), _brackets(value.shape))
+            )
     return "Shapes are incompatible"
 
 
@@ -83,8 +101,13 @@ def _update(op_type, default_name, ref, value, use_locking, name):
         ref, value = _ref_and_value(op_type, ref, value, scope)
         if not ref.shape.is_compatible_with(value.shape):
             raise shape_error(op_type, scope, [ref, value], _shape_reason(ref, value))
-        op = apply_op(op_type, [ref, value], [(ref.dtype, ref.shape)], scope,
-                      {"T": ref.dtype.base_dtype, "use_locking": bool(use_locking)})
+        op = apply_op(
+            op_type,
+            [ref, value],
+            [(ref.dtype, ref.shape)],
+            scope,
+            {"T": ref.dtype.base_dtype, "use_locking": bool(use_locking)},
+        )
         return op.outputs[0]
 
 
@@ -101,7 +124,11 @@ def assign_sub(ref, value, use_locking=None, name=None):
 def is_variable_initialized(ref, name=None):
     """``IsVariableInitialized``: a bool telling whether the variable holds a value yet."""
     ref = _as_ref("IsVariableInitialized", ref)
-    op = apply_op("IsVariableInitialized", [ref],
-                  [(dtypes.bool, tensor_shape.TensorShape([]))], name or "IsVariableInitialized",
-                  {"dtype": ref.dtype.base_dtype})
+    op = apply_op(
+        "IsVariableInitialized",
+        [ref],
+        [(dtypes.bool, tensor_shape.TensorShape([]))],
+        name or "IsVariableInitialized",
+        {"dtype": ref.dtype.base_dtype},
+    )
     return op.outputs[0]

@@ -63,23 +63,43 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
             store.scope_counts[prefix + default_name] = n + 1
             base = default_name if n == 0 else "%s_%d" % (default_name, n)
         full = (outer.name + "/" + base) if outer.name else base
-    new_reuse = True if (reuse is True or outer.reuse is True) else (
-        AUTO_REUSE if reuse == AUTO_REUSE or outer.reuse == AUTO_REUSE else False)
-    scope = VariableScope(new_reuse, full, initializer or (
-        name_or_scope.initializer if isinstance(name_or_scope, VariableScope)
-        else outer.initializer))
+    new_reuse = (
+        True
+        if (reuse is True or outer.reuse is True)
+        else (AUTO_REUSE if reuse == AUTO_REUSE or outer.reuse == AUTO_REUSE else False)
+    )
+    scope = VariableScope(
+        new_reuse,
+        full,
+        initializer
+        or (
+            name_or_scope.initializer
+            if isinstance(name_or_scope, VariableScope)
+            else outer.initializer
+        ),
+    )
     store.scope = scope
     try:
-        name = full.rsplit("/", 1)[-1] if not isinstance(name_or_scope, VariableScope) else \
-            full + "/"
+        name = (
+            full.rsplit("/", 1)[-1] if not isinstance(name_or_scope, VariableScope) else full + "/"
+        )
         with g.name_scope(name):
             yield scope
     finally:
         store.scope = outer
 
 
-def get_variable(name, shape=None, dtype=None, initializer=None, trainable=True,
-                 collections=None, caching_device=None, validate_shape=True, **unused):
+def get_variable(
+    name,
+    shape=None,
+    dtype=None,
+    initializer=None,
+    trainable=True,
+    collections=None,
+    caching_device=None,
+    validate_shape=True,
+    **unused,
+):
     """Returns the variable ``<scope>/<name>``, creating it unless the scope reuses variables."""
     store = _store()
     scope = store.scope
@@ -87,18 +107,27 @@ def get_variable(name, shape=None, dtype=None, initializer=None, trainable=True,
     if full in store.vars:
         return _reused_variable(store, scope, full, shape)
     if scope.reuse is True:
-        raise ValueError("Variable %s does not exist, or was not created with "
-                         "tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
-                         "VarScope?" % full)
+        raise ValueError(
+            "Variable %s does not exist, or was not created with "
+            "tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
+            "VarScope?" % full
+        )
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
-    init_value = _initial_value(full, shape, dtype,
-                                initializer if initializer is not None else scope.initializer)
+    init_value = _initial_value(
+        full, shape, dtype, initializer if initializer is not None else scope.initializer
+    )
     g = get_default_graph()
     with g.name_scope(None):  # variables are named by the variable scope, not the name scope
         with g.name_scope(scope.name + "/" if scope.name else None):
-            var = Variable(init_value, trainable=trainable, collections=collections,
-                           caching_device=caching_device, name=name, dtype=dtype,
-                           validate_shape=validate_shape)
+            var = Variable(
+                init_value,
+                trainable=trainable,
+                collections=collections,
+                caching_device=caching_device,
+                name=name,
+                dtype=dtype,
+                validate_shape=validate_shape,
+            )
     store.vars[full] = var
     return var
 
@@ -106,12 +135,16 @@ def get_variable(name, shape=None, dtype=None, initializer=None, trainable=True,
 def _reused_variable(store, scope, full, shape):
     """The existing variable ``full``, if ``scope`` reuses variables and ``shape`` fits."""
     if scope.reuse is False:
-        raise ValueError("Variable %s already exists, disallowed. Did you mean to set "
-                         "reuse=True or reuse=tf.AUTO_REUSE in VarScope?" % full)
+        raise ValueError(
+            "Variable %s already exists, disallowed. Did you mean to set "
+            "reuse=True or reuse=tf.AUTO_REUSE in VarScope?" % full
+        )
     var = store.vars[full]
     if shape is not None and not tensor_shape.as_shape(shape).is_compatible_with(var.shape):
-        raise ValueError("Trying to share variable %s, but specified shape %s and found "
-                         "shape %s." % (full, tensor_shape.as_shape(shape), var.shape))
+        raise ValueError(
+            "Trying to share variable %s, but specified shape %s and found "
+            "shape %s." % (full, tensor_shape.as_shape(shape), var.shape)
+        )
     return var
 
 
@@ -125,18 +158,23 @@ def _initial_value(full, shape, dtype, initializer):
         elif dtype.is_integer or dtype.is_bool:
             initializer = init_ops.zeros_initializer()
         else:
-            raise ValueError("An initializer for variable %s of %s is required"
-                             % (full, dtype.base_dtype))
+            raise ValueError(
+                "An initializer for variable %s of %s is required" % (full, dtype.base_dtype)
+            )
     if isinstance(initializer, type):
         initializer = initializer(dtype=dtype)
     if not callable(initializer):
         return initializer
     if shape is None:
-        raise ValueError("Shape of a new variable (%s) must be fully defined, but instead "
-                         "was %s." % (full, tensor_shape.unknown_shape()))
+        raise ValueError(
+            "Shape of a new variable (%s) must be fully defined, but instead "
+            "was %s." % (full, tensor_shape.unknown_shape())
+        )
     shape = tensor_shape.as_shape(shape)
     if not shape.is_fully_defined():
-        raise ValueError("Shape of a new variable (%s) must be fully defined, but instead "
-                         "was %s." % (full, shape))
+        raise ValueError(
+            "Shape of a new variable (%s) must be fully defined, but instead "
+            "was %s." % (full, shape)
+        )
     dims = shape.as_list()
     return lambda: initializer(dims, dtype=dtype)

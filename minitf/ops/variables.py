@@ -7,18 +7,34 @@ ops the book's placement log lists.
 """
 
 from minitf.framework import tensor_shape
-from minitf.framework.graph import (GraphKeys, convert_to_tensor, get_default_graph,
-                                    name_from_scope_name, name_scope,
-                                    register_tensor_conversion_function)
+from minitf.framework.graph import (
+    GraphKeys,
+    convert_to_tensor,
+    get_default_graph,
+    name_from_scope_name,
+    name_scope,
+    register_tensor_conversion_function,
+)
 from minitf.ops import array_ops, control_flow_ops, math_ops, state_ops
 
 
 class Variable:
     """A TF1 reference variable.  ``v.op`` is its ``VariableV2``; ``v.initializer`` its Assign."""
 
-    def __init__(self, initial_value=None, trainable=True, collections=None, validate_shape=True,
-                 caching_device=None, name=None, dtype=None, expected_shape=None,
-                 use_resource=None, shape=None, **unused):
+    def __init__(
+        self,
+        initial_value=None,
+        trainable=True,
+        collections=None,
+        validate_shape=True,
+        caching_device=None,
+        name=None,
+        dtype=None,
+        expected_shape=None,
+        use_resource=None,
+        shape=None,
+        **unused,
+    ):
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         if use_resource:
@@ -37,8 +53,7 @@ class Variable:
                 g._default_attrs["_class"] = [("loc:@" + true_name).encode()]
                 try:
                     with g.name_scope("Initializer"), g.device(None):
-                        init = convert_to_tensor(initial_value(), name="initial_value",
-                                                 dtype=dtype)
+                        init = convert_to_tensor(initial_value(), name="initial_value", dtype=dtype)
                 finally:
                     g._default_attrs = saved
             else:
@@ -47,10 +62,10 @@ class Variable:
             var_shape = init.shape if validate_shape else tensor_shape.unknown_shape()
             if shape is not None:
                 var_shape = tensor_shape.as_shape(shape)
-            self._variable = state_ops.variable_op_v2(var_shape, init.dtype.base_dtype,
-                                                      name=scope)
-            self._initializer_op = state_ops.assign(self._variable, init,
-                                                    validate_shape=validate_shape).op
+            self._variable = state_ops.variable_op_v2(var_shape, init.dtype.base_dtype, name=scope)
+            self._initializer_op = state_ops.assign(
+                self._variable, init, validate_shape=validate_shape
+            ).op
             if caching_device is not None:
                 with g.device(caching_device):
                     self._snapshot = array_ops.identity(self._variable, name="read")
@@ -103,10 +118,13 @@ class Variable:
     def load(self, value, session=None):
         """Writes ``value`` into the variable by feeding its initializer's value input."""
         from minitf.framework.graph import get_default_session
+
         session = session or get_default_session()
         if session is None:
-            raise ValueError("Either session argument should be provided or default session "
-                             "should be established")
+            raise ValueError(
+                "Either session argument should be provided or default session "
+                "should be established"
+            )
         session.run(self._initializer_op, {self._initializer_op.inputs[1]: value})
 
     def __repr__(self):
@@ -119,8 +137,10 @@ class Variable:
 def _variable_to_tensor(v, dtype=None, name=None, as_ref=False):
     t = v._ref() if as_ref else v.value()
     if dtype is not None and not dtype.is_compatible_with(t.dtype):
-        raise ValueError("Incompatible type conversion requested to type '%s' for variable of "
-                         "type '%s'" % (dtype.name, t.dtype.name))
+        raise ValueError(
+            "Incompatible type conversion requested to type '%s' for variable of "
+            "type '%s'" % (dtype.name, t.dtype.name)
+        )
     return t
 
 
@@ -166,4 +186,3 @@ def local_variables_initializer():
 
 def is_variable_initialized(variable):
     return state_ops.is_variable_initialized(variable)
-

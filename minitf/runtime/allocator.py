@@ -50,12 +50,12 @@ if TYPE_CHECKING:
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
 # TF's MinSystemMemory(): what the default (fraction unset) leaves to the rest of the system.
-SMALL_CARD_FREE = 2 * GiB          # below this much free memory ...
-SMALL_CARD_RESERVE = 225 * MiB     # ... leave 225 MiB
+SMALL_CARD_FREE = 2 * GiB  # below this much free memory ...
+SMALL_CARD_RESERVE = 225 * MiB  # ... leave 225 MiB
 LARGE_CARD_MIN_RESERVE = 300 * MiB  # otherwise leave max(300 MiB, 5 % of the free memory)
 LARGE_CARD_RESERVE_FRACTION = 0.05
 
-GROWTH_FIRST_REGION = 2 * MiB      # allow_growth's first region (TF's BFC allocator: 2 MiB)
+GROWTH_FIRST_REGION = 2 * MiB  # allow_growth's first region (TF's BFC allocator: 2 MiB)
 
 
 def human_readable_num_bytes(num_bytes: int) -> str:
@@ -86,6 +86,7 @@ def describe_size(num_bytes: int) -> str:
 # Per-device accounting
 # =============================================================================================
 
+
 def _type_string(dtype_name: Any) -> str | None:
     """TF's name of an element type in messages: ``float`` for float32, ``double`` ..."""
     if dtype_name is None:
@@ -95,6 +96,7 @@ def _type_string(dtype_name: Any) -> str | None:
         return dt.type_string
     try:
         from minitf.framework import dtypes
+
         return dtypes.as_dtype(dtype_name).base_dtype.type_string
     except Exception:  # noqa: BLE001 - any other spelling is shown as given
         return str(dtype_name)
@@ -130,8 +132,13 @@ class Allocator:
     Every method is thread-safe (the executor's threads allocate concurrently).
     """
 
-    def __init__(self, name: str, device_name: str, capacity_bytes: int,
-                 grow: Callable[[int], int] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        device_name: str,
+        capacity_bytes: int,
+        grow: Callable[[int], int] | None = None,
+    ) -> None:
         if capacity_bytes < 0:
             raise ValueError("capacity_bytes must be >= 0, got %r" % (capacity_bytes,))
         self.name = name
@@ -171,9 +178,14 @@ class Allocator:
     def stats(self) -> dict[str, int]:
         """A snapshot like TF's ``AllocatorStats``: limit, in use, peak, count, largest."""
         with self._lock:
-            return {"bytes_limit": self._capacity, "bytes_in_use": self._in_use,
-                    "peak_bytes_in_use": self._peak, "num_allocs": self._num_allocs,
-                    "largest_alloc_size": self._largest, "live_allocations": len(self._live)}
+            return {
+                "bytes_limit": self._capacity,
+                "bytes_in_use": self._in_use,
+                "peak_bytes_in_use": self._peak,
+                "num_allocs": self._num_allocs,
+                "largest_alloc_size": self._largest,
+                "live_allocations": len(self._live),
+            }
 
     def live_allocations(self) -> list[tuple[int, int, str | None, Any, Any]]:
         """``[(token, nbytes, op_name, shape, dtype_name)]`` of the tensors still allocated."""
@@ -202,10 +214,17 @@ class Allocator:
         elif type_str:
             what += " of type " + type_str
         return "%s on %s by allocator %s (requested %d bytes, in use %d of %d bytes)" % (
-            what, self.device_name, self.name, nbytes, self._in_use, self._capacity)
+            what,
+            self.device_name,
+            self.name,
+            nbytes,
+            self._in_use,
+            self._capacity,
+        )
 
-    def allocate(self, nbytes: int, op_name: str | None = None, shape: Any = None,
-                 dtype_name: Any = None) -> int:
+    def allocate(
+        self, nbytes: int, op_name: str | None = None, shape: Any = None, dtype_name: Any = None
+    ) -> int:
         """Accounts ``nbytes`` for a tensor; returns the token to :meth:`free` it with."""
         nbytes = int(nbytes)
         if nbytes < 0:
@@ -221,8 +240,9 @@ class Allocator:
                 except errors.ResourceExhaustedError as e:
                     cause = e
             if needed > self._capacity:
-                err = errors.ResourceExhaustedError(None, None,
-                                                    self._oom_message(nbytes, shape, dtype_name))
+                err = errors.ResourceExhaustedError(
+                    None, None, self._oom_message(nbytes, shape, dtype_name)
+                )
                 raise err from cause
             token = self._next_token
             self._next_token += 1
@@ -239,8 +259,9 @@ class Allocator:
             try:
                 nbytes = self._live.pop(token)[0]
             except KeyError:
-                raise ValueError("allocator %s: token %r is unknown or already freed"
-                                 % (self.name, token)) from None
+                raise ValueError(
+                    "allocator %s: token %r is unknown or already freed" % (self.name, token)
+                ) from None
             self._in_use -= nbytes
 
     def grow_to(self, capacity: int) -> int:
@@ -255,12 +276,17 @@ class Allocator:
 
     def __repr__(self) -> str:
         return "<Allocator %s on %s: %d of %d bytes in use>" % (
-            self.name, self.device_name, self.bytes_in_use, self.capacity)
+            self.name,
+            self.device_name,
+            self.bytes_in_use,
+            self.capacity,
+        )
 
 
 # =============================================================================================
 # gpu_options -> bytes
 # =============================================================================================
+
 
 def min_system_memory(available: int) -> int:
     """TF's ``MinSystemMemory``: what the default leaves to others on a card with ``available``
@@ -274,14 +300,20 @@ def _check_fraction(fraction: float) -> None:
     """Refuses a ``per_process_gpu_memory_fraction`` outside 0 (unset) and (0, 1]."""
     if math.isnan(fraction) or fraction < 0:
         raise errors.InvalidArgumentError(
-            None, None, "gpu_options.per_process_gpu_memory_fraction=%r is invalid: it must "
-            "be 0 (use all free memory) or a fraction in (0, 1]" % fraction)
+            None,
+            None,
+            "gpu_options.per_process_gpu_memory_fraction=%r is invalid: it must "
+            "be 0 (use all free memory) or a fraction in (0, 1]" % fraction,
+        )
     if fraction > 1:
         raise errors.InvalidArgumentError(
-            None, None, "gpu_options.per_process_gpu_memory_fraction=%r is greater than 1: "
+            None,
+            None,
+            "gpu_options.per_process_gpu_memory_fraction=%r is greater than 1: "
             "TensorFlow would oversubscribe the card with CUDA unified memory (Pascal or "
             "newer GPUs only), which minitf's emulated cards do not have. Use a value in "
-            "(0, 1]." % fraction)
+            "(0, 1]." % fraction,
+        )
 
 
 def _check_memory_limit(memory_limit: int, fraction: float, capacity: int) -> None:
@@ -289,15 +321,22 @@ def _check_memory_limit(memory_limit: int, fraction: float, capacity: int) -> No
     larger than the card's ``capacity``."""
     if fraction > 0:
         raise errors.InvalidArgumentError(
-            None, None, "It's invalid to set per_process_gpu_memory_fraction (%r) when "
-            "a per-device memory_limit (%d bytes) is set" % (fraction, memory_limit))
+            None,
+            None,
+            "It's invalid to set per_process_gpu_memory_fraction (%r) when "
+            "a per-device memory_limit (%d bytes) is set" % (fraction, memory_limit),
+        )
     if memory_limit < 0:
         raise errors.InvalidArgumentError(
-            None, None, "memory_limit must be >= 0 bytes, got %d" % memory_limit)
+            None, None, "memory_limit must be >= 0 bytes, got %d" % memory_limit
+        )
     if memory_limit > capacity:
         raise errors.InvalidArgumentError(
-            None, None, "memory_limit of %s is larger than the GPU's memory of %s"
-            % (describe_size(memory_limit), describe_size(capacity)))
+            None,
+            None,
+            "memory_limit of %s is larger than the GPU's memory of %s"
+            % (describe_size(memory_limit), describe_size(capacity)),
+        )
 
 
 class GpuMemoryPolicy:
@@ -320,12 +359,18 @@ class GpuMemoryPolicy:
     or 0 with ``allow_growth`` - it then grows on demand up to the limit).
     """
 
-    def __init__(self, capacity: int, gpu_options: GPUOptions | None = None,
-                 free_bytes: int | None = None, memory_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        gpu_options: GPUOptions | None = None,
+        free_bytes: int | None = None,
+        memory_limit: int | None = None,
+    ) -> None:
         capacity = int(capacity)
         if capacity < 0:
-            raise errors.InvalidArgumentError(None, None, "a GPU's memory cannot be negative "
-                                              "(%d bytes)" % capacity)
+            raise errors.InvalidArgumentError(
+                None, None, "a GPU's memory cannot be negative (%d bytes)" % capacity
+            )
         free = capacity if free_bytes is None else max(0, min(int(free_bytes), capacity))
         fraction = float(getattr(gpu_options, "per_process_gpu_memory_fraction", 0.0) or 0.0)
         allow_growth = bool(getattr(gpu_options, "allow_growth", False))
@@ -350,13 +395,20 @@ class GpuMemoryPolicy:
         self.initial_bytes = 0 if allow_growth else limit
 
     def __repr__(self) -> str:
-        return ("GpuMemoryPolicy(limit=%s, initial=%s, fraction=%r, allow_growth=%r)"
-                % (describe_size(self.limit_bytes), describe_size(self.initial_bytes),
-                   self.fraction, self.allow_growth))
+        return "GpuMemoryPolicy(limit=%s, initial=%s, fraction=%r, allow_growth=%r)" % (
+            describe_size(self.limit_bytes),
+            describe_size(self.initial_bytes),
+            self.fraction,
+            self.allow_growth,
+        )
 
 
-def reservation_size(capacity: int, gpu_options_like: GPUOptions | None = None,
-                     free_bytes: int | None = None, memory_limit: int | None = None) -> int:
+def reservation_size(
+    capacity: int,
+    gpu_options_like: GPUOptions | None = None,
+    free_bytes: int | None = None,
+    memory_limit: int | None = None,
+) -> int:
     """The bytes a process reserves on a card of ``capacity`` bytes at its first session run.
 
     Book section: "Managing the GPU RAM".  ``gpu_options_like``: anything with
@@ -402,8 +454,11 @@ def _grow_reservation(reservation: Reservation, limit: int, needed_total: int) -
     target = next_growth(reservation.bytes, needed_total, limit)
     if target is None:
         raise errors.ResourceExhaustedError(
-            None, None, "allow_growth: %s needed but this process may hold at most %s of "
-            "GPU %d" % (describe_size(needed_total), describe_size(limit), reservation.card_id))
+            None,
+            None,
+            "allow_growth: %s needed but this process may hold at most %s of "
+            "GPU %d" % (describe_size(needed_total), describe_size(limit), reservation.card_id),
+        )
     try:
         return reservation.grow(target)
     except errors.ResourceExhaustedError:

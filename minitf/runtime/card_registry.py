@@ -32,7 +32,7 @@ from minitf.framework import errors
 from minitf.runtime.allocator import describe_size, human_readable_num_bytes
 
 _thread_lock = threading.Lock()
-_mine: dict[str, Reservation] = {}   # reservation id -> Reservation, for the atexit clean-up
+_mine: dict[str, Reservation] = {}  # reservation id -> Reservation, for the atexit clean-up
 _mine_lock = threading.Lock()
 
 
@@ -43,8 +43,10 @@ def state_dir() -> str:
 
 def _card_paths(directory: str, card_id: int) -> tuple[str, str]:
     card_id = int(card_id)
-    return (os.path.join(directory, "gpu%d.json" % card_id),
-            os.path.join(directory, "gpu%d.lock" % card_id))
+    return (
+        os.path.join(directory, "gpu%d.json" % card_id),
+        os.path.join(directory, "gpu%d.lock" % card_id),
+    )
 
 
 def _proc_stat(pid: int) -> tuple[str, int] | None:
@@ -55,8 +57,8 @@ def _proc_stat(pid: int) -> tuple[str, int] | None:
     except OSError:
         return None
     # The command name (field 2) is in parentheses and may itself contain ') '.
-    fields = data[data.rindex(b")") + 2:].split()
-    return fields[0].decode(), int(fields[19])   # field 3 (state) and field 22 (starttime)
+    fields = data[data.rindex(b")") + 2 :].split()
+    return fields[0].decode(), int(fields[19])  # field 3 (state) and field 22 (starttime)
 
 
 _HAVE_PROC = os.path.exists("/proc/self/stat")
@@ -82,7 +84,7 @@ def _is_alive(entry: dict[str, Any]) -> bool:
             return True
         return True
     st = _proc_stat(pid)
-    if st is None or st[0] in ("Z", "X"):      # gone, or a zombie waiting to be reaped
+    if st is None or st[0] in ("Z", "X"):  # gone, or a zombie waiting to be reaped
         return False
     start = entry.get("start_time")
     return start is None or start == st[1]
@@ -120,14 +122,14 @@ def _locked_card(directory: str, card_id: int) -> Iterator[dict[str, Any]]:
             state = _load(path)
             before = json.dumps(state, sort_keys=True)
             live = [e for e in state["entries"] if _is_alive(e)]
-            state["entries"] = live          # a dead process's reservation is reclaimed
+            state["entries"] = live  # a dead process's reservation is reclaimed
             try:
                 yield state
-            finally:                         # (callers change nothing before they may fail)
+            finally:  # (callers change nothing before they may fail)
                 if json.dumps(state, sort_keys=True) != before:
                     _store(path, state)
         finally:
-            os.close(fd)                     # closing the descriptor drops the flock
+            os.close(fd)  # closing the descriptor drops the flock
 
 
 def _load(path: str) -> dict[str, Any]:
@@ -149,30 +151,40 @@ def _store(path: str, state: dict[str, Any]) -> None:
     tmp = "%s.%d.tmp" % (path, os.getpid())
     with open(tmp, "w") as f:
         json.dump(state, f, indent=1, sort_keys=True)
-    os.replace(tmp, path)                    # readers see the old or the new file, never half
+    os.replace(tmp, path)  # readers see the old or the new file, never half
 
 
 def _describe_holders(entries: list[dict[str, Any]]) -> str:
     if not entries:
         return "nobody holds any of it"
-    parts = ["pid %d (%s) %s" % (e["pid"], e.get("name", "?"), human_readable_num_bytes(e["bytes"]))
-             for e in sorted(entries, key=lambda e: (e["pid"], e.get("created", 0)))]
+    parts = [
+        "pid %d (%s) %s" % (e["pid"], e.get("name", "?"), human_readable_num_bytes(e["bytes"]))
+        for e in sorted(entries, key=lambda e: (e["pid"], e.get("created", 0)))
+    ]
     return "held by " + ", ".join(parts)
 
 
-def _oom(card_id: int, capacity: int, request: int,
-         holders: list[dict[str, Any]]) -> errors.ResourceExhaustedError:
+def _oom(
+    card_id: int, capacity: int, request: int, holders: list[dict[str, Any]]
+) -> errors.ResourceExhaustedError:
     """The error of a reservation of ``request`` more bytes that ``holders`` leave no room for."""
     held = sum(e["bytes"] for e in holders)
     free = max(0, capacity - held)
     return errors.ResourceExhaustedError(
-        None, None,
+        None,
+        None,
         "failed to allocate %s from device: CUDA_ERROR_OUT_OF_MEMORY\n"
         "GPU %d: %s free of %s in total; the rest is %s. Let each program take a share "
         "(gpu_options.per_process_gpu_memory_fraction, allow_growth) or give it other cards "
         "(CUDA_VISIBLE_DEVICES); minitf.smi() shows who holds what."
-        % (describe_size(request), card_id, human_readable_num_bytes(free),
-           human_readable_num_bytes(capacity), _describe_holders(holders)))
+        % (
+            describe_size(request),
+            card_id,
+            human_readable_num_bytes(free),
+            human_readable_num_bytes(capacity),
+            _describe_holders(holders),
+        ),
+    )
 
 
 class Reservation:
@@ -183,8 +195,9 @@ class Reservation:
     every live reservation when the interpreter exits).
     """
 
-    def __init__(self, card_id: int, capacity: int, nbytes: int, owner: str, directory: str,
-                 rid: str) -> None:
+    def __init__(
+        self, card_id: int, capacity: int, nbytes: int, owner: str, directory: str, rid: str
+    ) -> None:
         self.card_id = int(card_id)
         self.capacity = int(capacity)
         self.owner = owner
@@ -224,9 +237,10 @@ class Reservation:
                 mine = self._entry(state)
                 others = [e for e in state["entries"] if e is not mine]
                 if sum(e["bytes"] for e in others) + new_total > self.capacity:
-                    raise _oom(self.card_id, self.capacity, new_total - self._bytes,
-                               state["entries"])
-                if mine is None:   # wiped by clear(): record it again
+                    raise _oom(
+                        self.card_id, self.capacity, new_total - self._bytes, state["entries"]
+                    )
+                if mine is None:  # wiped by clear(): record it again
                     mine = _new_entry(self.id, self.owner, 0)
                     state["entries"].append(mine)
                 mine["bytes"] = new_total
@@ -253,7 +267,7 @@ class Reservation:
             with _mine_lock:
                 _mine.pop(self.id, None)
             if os.getpid() != self._pid:
-                return   # a forked child never releases its parent's memory
+                return  # a forked child never releases its parent's memory
             with _locked_card(self._dir, self.card_id) as state:
                 state["entries"] = [e for e in state["entries"] if e.get("id") != self.id]
 
@@ -265,14 +279,24 @@ class Reservation:
 
     def __repr__(self) -> str:
         return "<Reservation GPU %d: %s by pid %d%s>" % (
-            self.card_id, describe_size(self._bytes), self._pid,
-            ", released" if self._released else "")
+            self.card_id,
+            describe_size(self._bytes),
+            self._pid,
+            ", released" if self._released else "",
+        )
 
 
 def _new_entry(rid: str, owner: str, nbytes: int) -> dict[str, Any]:
-    return {"id": rid, "pid": os.getpid(), "start_time": process_start_time(),
-            "bytes": int(nbytes), "name": owner, "cmdline": _cmdline(), "sessions": 1,
-            "created": time.time()}
+    return {
+        "id": rid,
+        "pid": os.getpid(),
+        "start_time": process_start_time(),
+        "bytes": int(nbytes),
+        "name": owner,
+        "cmdline": _cmdline(),
+        "sessions": 1,
+        "created": time.time(),
+    }
 
 
 def reserve(card_id: int, capacity: int, nbytes: int, owner: str | None = None) -> Reservation:
@@ -329,8 +353,11 @@ def clear(card_id: int | None = None) -> None:
             names = os.listdir(directory)
         except FileNotFoundError:
             return
-        ids = sorted(int(n[3:-5]) for n in names
-                     if n.startswith("gpu") and n.endswith(".json") and n[3:-5].isdigit())
+        ids = sorted(
+            int(n[3:-5])
+            for n in names
+            if n.startswith("gpu") and n.endswith(".json") and n[3:-5].isdigit()
+        )
     else:
         ids = [int(card_id)]
     for i in ids:

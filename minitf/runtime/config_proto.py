@@ -21,21 +21,24 @@ class Message:
     ``("map", key type, value type)``.
     """
 
-    FIELDS = {}   # in field-number order, which is the order text format prints them in
-    ENUMS = {}    # field -> {number: name} for enum fields
+    FIELDS = {}  # in field-number order, which is the order text format prints them in
+    ENUMS = {}  # field -> {number: name} for enum fields
 
     def __init__(self, **kwargs):
         for name, value in kwargs.items():
             if name not in self.FIELDS:
-                raise ValueError('Protocol message %s has no "%s" field.'
-                                 % (type(self).__name__, name))
+                raise ValueError(
+                    'Protocol message %s has no "%s" field.' % (type(self).__name__, name)
+                )
             kind = self.FIELDS[name]
             if isinstance(kind, type) and issubclass(kind, Message):
                 if isinstance(value, dict):
                     value = kind(**value)
                 if not isinstance(value, kind):
-                    raise TypeError("Parameter to initialize message field must be instance of "
-                                    "%s" % kind.__name__)
+                    raise TypeError(
+                        "Parameter to initialize message field must be instance of "
+                        "%s" % kind.__name__
+                    )
                 self.__dict__[name] = copy.deepcopy(value)  # protobuf copies, never shares
             elif isinstance(kind, tuple) and kind[0] == "map":
                 getattr(self, name).update(value)
@@ -47,11 +50,15 @@ class Message:
     def __getattr__(self, name):
         kind = type(self).FIELDS.get(name)
         if kind is None:
-            raise AttributeError("Protocol message %s has no field %s"
-                                 % (type(self).__name__, name))
+            raise AttributeError(
+                "Protocol message %s has no field %s" % (type(self).__name__, name)
+            )
         if isinstance(kind, tuple):
-            value = _TypedDict(kind[1], kind[2], name) if kind[0] == "map" \
+            value = (
+                _TypedDict(kind[1], kind[2], name)
+                if kind[0] == "map"
                 else _TypedList(kind[1], name)
+            )
         elif issubclass(kind, Message):
             value = kind()
         else:
@@ -62,19 +69,24 @@ class Message:
     def __setattr__(self, name, value):
         kind = type(self).FIELDS.get(name)
         if kind is None:
-            raise AttributeError("Protocol message %s has no field %s"
-                                 % (type(self).__name__, name))
+            raise AttributeError(
+                "Protocol message %s has no field %s" % (type(self).__name__, name)
+            )
         if not isinstance(kind, type) or issubclass(kind, Message):
-            raise AttributeError('Assignment not allowed to field "%s" in protocol message '
-                                 'object.' % name)
+            raise AttributeError(
+                'Assignment not allowed to field "%s" in protocol message object.' % name
+            )
         self.__dict__[name] = _check_scalar(kind, value, name)
 
     def HasField(self, name):
         return name in self.__dict__ and _is_set(self.__dict__[name])
 
     def ListFields(self):
-        return [(n, self.__dict__[n]) for n in self.FIELDS if n in self.__dict__
-                and _is_set(self.__dict__[n])]
+        return [
+            (n, self.__dict__[n])
+            for n in self.FIELDS
+            if n in self.__dict__ and _is_set(self.__dict__[n])
+        ]
 
     def CopyFrom(self, other):
         if type(other) is not type(self):
@@ -86,8 +98,9 @@ class Message:
         for name, value in copy.deepcopy(other.ListFields()):
             kind = self.FIELDS[name]
             if isinstance(kind, tuple):
-                (getattr(self, name).update if kind[0] == "map" else
-                 getattr(self, name).extend)(value)
+                (getattr(self, name).update if kind[0] == "map" else getattr(self, name).extend)(
+                    value
+                )
             elif issubclass(kind, Message):
                 getattr(self, name).MergeFrom(value)
             else:
@@ -113,8 +126,9 @@ def _check_scalar(kind, value, name):
     if isinstance(value, bool) and kind in (int, float):
         raise TypeError("%r has type bool, but expected one of: %s" % (value, kind.__name__))
     if not isinstance(value, _SCALARS[kind]):
-        raise TypeError("%r has type %s, but expected one of: %s"
-                        % (value, type(value).__name__, kind.__name__))
+        raise TypeError(
+            "%r has type %s, but expected one of: %s" % (value, type(value).__name__, kind.__name__)
+        )
     return kind(value)
 
 
@@ -149,8 +163,10 @@ class _TypedDict(dict):
         self._kinds, self._name = (key_kind, value_kind), name
 
     def __setitem__(self, key, value):
-        super().__setitem__(_check_scalar(self._kinds[0], key, self._name),
-                            _check_scalar(self._kinds[1], value, self._name))
+        super().__setitem__(
+            _check_scalar(self._kinds[0], key, self._name),
+            _check_scalar(self._kinds[1], value, self._name),
+        )
 
     def update(self, other=(), **kw):
         for k, v in dict(other, **kw).items():
@@ -176,8 +192,15 @@ def _text(msg, indent):
             yield "%s}\n" % indent
         elif isinstance(value, dict):
             for k in sorted(value):
-                yield '%s%s {\n%s  key: %s\n%s  value: %s\n%s}\n' % (
-                    indent, name, indent, _fmt(k), indent, _fmt(value[k]), indent)
+                yield "%s%s {\n%s  key: %s\n%s  value: %s\n%s}\n" % (
+                    indent,
+                    name,
+                    indent,
+                    _fmt(k),
+                    indent,
+                    _fmt(value[k]),
+                    indent,
+                )
         elif isinstance(value, list):
             for item in value:
                 if isinstance(item, Message):
@@ -193,20 +216,29 @@ def _text(msg, indent):
 class VirtualDevices(Message):
     """``GPUOptions.Experimental.VirtualDevices``: the logical GPUs made of one visible card, one
     per ``memory_limit_mb`` entry (none: one GPU with the default amount)."""
+
     FIELDS = {"memory_limit_mb": ("repeated", float)}
 
 
 class GPUExperimental(Message):
     """``GPUOptions.Experimental`` (the fields minitf reads)."""
+
     FIELDS = {"virtual_devices": ("repeated", VirtualDevices), "use_unified_memory": bool}
     VirtualDevices = VirtualDevices
 
 
 class GPUOptions(Message):
-    FIELDS = {"per_process_gpu_memory_fraction": float, "allocator_type": str,
-              "deferred_deletion_bytes": int, "allow_growth": bool, "visible_device_list": str,
-              "polling_active_delay_usecs": int, "polling_inactive_delay_msecs": int,
-              "force_gpu_compatible": bool, "experimental": GPUExperimental}
+    FIELDS = {
+        "per_process_gpu_memory_fraction": float,
+        "allocator_type": str,
+        "deferred_deletion_bytes": int,
+        "allow_growth": bool,
+        "visible_device_list": str,
+        "polling_active_delay_usecs": int,
+        "polling_inactive_delay_msecs": int,
+        "force_gpu_compatible": bool,
+        "experimental": GPUExperimental,
+    }
     Experimental = GPUExperimental
 
 
@@ -215,13 +247,22 @@ class ThreadPoolOptionProto(Message):
 
 
 class OptimizerOptions(Message):
-    FIELDS = {"do_common_subexpression_elimination": bool, "do_constant_folding": bool,
-              "opt_level": int, "do_function_inlining": bool}
+    FIELDS = {
+        "do_common_subexpression_elimination": bool,
+        "do_constant_folding": bool,
+        "opt_level": int,
+        "do_function_inlining": bool,
+    }
 
 
 class GraphOptions(Message):
-    FIELDS = {"optimizer_options": OptimizerOptions, "build_cost_model": int,
-              "infer_shapes": bool, "place_pruned_graph": bool, "timeline_step": int}
+    FIELDS = {
+        "optimizer_options": OptimizerOptions,
+        "build_cost_model": int,
+        "infer_shapes": bool,
+        "place_pruned_graph": bool,
+        "timeline_step": int,
+    }
 
 
 class RPCOptions(Message):
@@ -229,27 +270,42 @@ class RPCOptions(Message):
 
 
 class ConfigProto(Message):
-    FIELDS = {"device_count": ("map", str, int), "intra_op_parallelism_threads": int,
-              "placement_period": int, "device_filters": ("repeated", str),
-              "inter_op_parallelism_threads": int, "gpu_options": GPUOptions,
-              "allow_soft_placement": bool, "log_device_placement": bool,
-              "use_per_session_threads": bool, "graph_options": GraphOptions,
-              "operation_timeout_in_ms": int,
-              "session_inter_op_thread_pool": ("repeated", ThreadPoolOptionProto),
-              "rpc_options": RPCOptions, "isolate_session_state": bool}
+    FIELDS = {
+        "device_count": ("map", str, int),
+        "intra_op_parallelism_threads": int,
+        "placement_period": int,
+        "device_filters": ("repeated", str),
+        "inter_op_parallelism_threads": int,
+        "gpu_options": GPUOptions,
+        "allow_soft_placement": bool,
+        "log_device_placement": bool,
+        "use_per_session_threads": bool,
+        "graph_options": GraphOptions,
+        "operation_timeout_in_ms": int,
+        "session_inter_op_thread_pool": ("repeated", ThreadPoolOptionProto),
+        "rpc_options": RPCOptions,
+        "isolate_session_state": bool,
+    }
 
 
 class RunOptions(Message):
     NO_TRACE, SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = 0, 1, 2, 3
-    FIELDS = {"trace_level": int, "timeout_in_ms": int, "inter_op_thread_pool": int,
-              "output_partition_graphs": bool, "report_tensor_allocations_upon_oom": bool}
-    ENUMS = {"trace_level": {0: "NO_TRACE", 1: "SOFTWARE_TRACE", 2: "HARDWARE_TRACE",
-                             3: "FULL_TRACE"}}
+    FIELDS = {
+        "trace_level": int,
+        "timeout_in_ms": int,
+        "inter_op_thread_pool": int,
+        "output_partition_graphs": bool,
+        "report_tensor_allocations_upon_oom": bool,
+    }
+    ENUMS = {
+        "trace_level": {0: "NO_TRACE", 1: "SOFTWARE_TRACE", 2: "HARDWARE_TRACE", 3: "FULL_TRACE"}
+    }
 
 
 class StepStats(Message):
     """``dev_stats``: DeviceStepStats per device; ``transfers``: TransferStats (minitf's
     record of cross-device copies).  See ``minitf.runtime.step_stats``."""
+
     FIELDS = {"dev_stats": ("repeated", object), "transfers": ("repeated", object)}
 
 

@@ -26,9 +26,25 @@ CPU_FLOPS_PER_MICRO = 10000
 GPU_SPEEDUP = 10
 """A GPU device is this many times faster than a CPU device, for elementwise ops and matmuls."""
 
-FREE_OPS = frozenset({"Const", "Placeholder", "NoOp", "Identity", "VariableV2", "_Arg",
-                      "IsVariableInitialized", "Reshape", "ExpandDims", "Shape", "Rank",
-                      "Size", "StopGradient", "_Send", "_Recv"})
+FREE_OPS = frozenset(
+    {
+        "Const",
+        "Placeholder",
+        "NoOp",
+        "Identity",
+        "VariableV2",
+        "_Arg",
+        "IsVariableInitialized",
+        "Reshape",
+        "ExpandDims",
+        "Shape",
+        "Rank",
+        "Size",
+        "StopGradient",
+        "_Send",
+        "_Recv",
+    }
+)
 """Op types costing only :data:`BASE_MICROS`: they hand over a buffer without touching it
 (a ``_Recv`` waits for its tensor besides: :func:`transfer_micros`)."""
 
@@ -123,12 +139,19 @@ class CostModel:
         overrides = dict(overrides or {})
         for key, value in overrides.items():
             if not isinstance(key, str):
-                raise TypeError("CostModel overrides are keyed by node name or op type "
-                                "(str), got %r" % (key,))
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value < 0:
-                raise ValueError("CostModel override for %r must be a number of microseconds "
-                                 ">= 0, got %r" % (key, value))
+                raise TypeError(
+                    "CostModel overrides are keyed by node name or op type (str), got %r" % (key,)
+                )
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value < 0
+            ):
+                raise ValueError(
+                    "CostModel override for %r must be a number of microseconds "
+                    ">= 0, got %r" % (key, value)
+                )
         self.overrides = {k: int(round(v)) for k, v in overrides.items()}
 
     @staticmethod
@@ -177,8 +200,11 @@ def split_count(node, intra_threads: int) -> int:
             return 0
         m, k, n = _matmul_dims(node)
         return pools.chunk_count(m, intra_threads) if numpy_ops.splits_matmul(m, k, n) else 0
-    if len(shapes) == 2 and all(s.is_fully_defined() for s in shapes) \
-            and shapes[0].as_list() == shapes[1].as_list():
+    if (
+        len(shapes) == 2
+        and all(s.is_fully_defined() for s in shapes)
+        and shapes[0].as_list() == shapes[1].as_list()
+    ):
         n = shapes[0].num_elements()
         if numpy_ops.splits_elementwise(n):
             return pools.chunk_count(n, intra_threads)

@@ -27,7 +27,7 @@ from minitf.framework import errors
 from minitf.runtime.allocator import describe_size
 
 _lock = threading.Lock()
-_caps: dict[int, MemoryCap] = {}   # CUDA device id -> MemoryCap
+_caps: dict[int, MemoryCap] = {}  # CUDA device id -> MemoryCap
 
 
 class MemoryCap:
@@ -50,9 +50,12 @@ class MemoryCap:
             now = held()
             if now + size > self.limit:
                 raise errors.ResourceExhaustedError(
-                    None, None, "OOM when allocating %d bytes on GPU %d: this process may hold "
+                    None,
+                    None,
+                    "OOM when allocating %d bytes on GPU %d: this process may hold "
                     "at most %s of the card (gpu_options) and holds %d bytes"
-                    % (size, self.device_id, describe_size(self.limit), now))
+                    % (size, self.device_id, describe_size(self.limit), now),
+                )
 
 
 def set_cap(device_id: int, limit: int | None) -> None:
@@ -88,8 +91,7 @@ def memory_manager_class() -> type:
                 return live + int(self.deallocations._size)
 
             def memalloc(self, size: int):
-                cap_of(self._device_id()).check(size, self.held_bytes,
-                                                self.deallocations.clear)
+                cap_of(self._device_id()).check(size, self.held_bytes, self.deallocations.clear)
                 return super().memalloc(size)
 
             def get_memory_info(self):
@@ -98,9 +100,11 @@ def memory_manager_class() -> type:
                 limit = cap_of(self._device_id()).limit
                 if limit is None:
                     return info
-                return driver.MemoryInfo(free=max(0, min(info.free,
-                                                         limit - self.held_bytes())),
-                                         total=min(info.total, limit))
+                return driver.MemoryInfo(
+                    free=max(0, min(info.free, limit - self.held_bytes())),
+                    total=min(info.total, limit),
+                )
+
         _class = CappedMemoryManager
     return _class
 
@@ -109,4 +113,5 @@ def install() -> None:
     """Makes numba use :func:`memory_manager_class` for every context created from now on
     (call it before the first CUDA call: runtime.devices does, before it lists the cards)."""
     from numba.cuda.cudadrv import driver
+
     driver.set_memory_manager(memory_manager_class())

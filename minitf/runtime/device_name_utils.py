@@ -22,8 +22,16 @@ import re
 
 from minitf.framework import errors
 
-__all__ = ["ParsedName", "parse_full_name", "full_name", "merge_dev_names", "is_specification",
-           "is_complete_specification", "matches", "legacy_name"]
+__all__ = [
+    "ParsedName",
+    "parse_full_name",
+    "full_name",
+    "merge_dev_names",
+    "is_specification",
+    "is_complete_specification",
+    "matches",
+    "legacy_name",
+]
 
 _FIELDS = ("job", "replica", "task", "type", "id")
 
@@ -70,8 +78,7 @@ class ParsedName:
     __hash__ = None  # mutable
 
     def __repr__(self):
-        args = ", ".join("%s=%r" % (n, v) for n, v in zip(_FIELDS, self._tuple())
-                         if v is not None)
+        args = ", ".join("%s=%r" % (n, v) for n, v in zip(_FIELDS, self._tuple()) if v is not None)
         return "ParsedName(%s)" % args
 
     def __str__(self):
@@ -86,8 +93,8 @@ _COMPONENT = re.compile(
     r"|/replica:(?:\*|(?P<replica>%(num)s))"
     r"|/task:(?:\*|(?P<task>%(num)s))"
     r"|/device:(?P<device>\*|%(name)s)(?::(?:\*|(?P<device_id>%(num)s)))?"
-    r"|/(?P<legacy>cpu|CPU|gpu|GPU):(?:\*|(?P<legacy_id>%(num)s))"
-    % {"name": _NAME, "num": _NUM})
+    r"|/(?P<legacy>cpu|CPU|gpu|GPU):(?:\*|(?P<legacy_id>%(num)s))" % {"name": _NAME, "num": _NUM}
+)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -104,7 +111,7 @@ def _parse(name):
         pos = m.end()
         text = m.group(0)
         if text.startswith("/job:"):
-            job = m.group("job")              # None again for "/job:*"
+            job = m.group("job")  # None again for "/job:*"
         elif text.startswith("/replica:"):
             replica = _int(m.group("replica"))
         elif text.startswith("/task:"):
@@ -112,7 +119,7 @@ def _parse(name):
         elif text.startswith("/device:"):
             dtype = None if m.group("device") == "*" else m.group("device")
             did = _int(m.group("device_id"))  # "/device:GPU" (no id) unsets the id
-        else:                                 # /cpu:N /CPU:N /gpu:N /GPU:N
+        else:  # /cpu:N /CPU:N /gpu:N /GPU:N
             dtype = m.group("legacy").upper()
             did = _int(m.group("legacy_id"))
     return (job, replica, task, dtype, did)
@@ -164,10 +171,14 @@ def merge_dev_names(target, other, allow_soft_placement=False):
     As in TF, fields merged before a conflict stay merged, and the message shows ``target`` as
     it was at the conflict.
     """
+
     def conflict(what):
         return errors.InvalidArgumentError(
-            None, None, "Cannot merge devices with incompatible %s: '%s' and '%s'"
-            % (what, target.to_string(), other.to_string()))
+            None,
+            None,
+            "Cannot merge devices with incompatible %s: '%s' and '%s'"
+            % (what, target.to_string(), other.to_string()),
+        )
 
     for field, what in (("job", "jobs"), ("replica", "replicas"), ("task", "tasks")):
         value = getattr(other, field)

@@ -12,10 +12,10 @@ import random
 
 from minitf import config as mconfig
 from minitf.framework import errors
-from minitf.runtime import device_name_utils as dnu
 from minitf.framework.resource_mgr import ResourceMgr
 from minitf.kernels import cuda_ops, numpy_ops
 from minitf.runtime import card_registry
+from minitf.runtime import device_name_utils as dnu
 
 CPU_MEMORY_LIMIT = 256 << 20  # what TF reports for a CPU device (268435456)
 
@@ -54,27 +54,38 @@ def _real_gpus():
     global _real_cards
     if _real_cards is None:
         _real_cards = []
-        if os.environ.get("MINITF_GPU_BACKEND", "") in ("", "cuda") and \
-                os.path.exists("/dev/nvidiactl") and \
-                os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0"):
+        if (
+            os.environ.get("MINITF_GPU_BACKEND", "") in ("", "cuda")
+            and os.path.exists("/dev/nvidiactl")
+            and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0")
+        ):
             try:
                 from numba import cuda
 
                 from minitf.runtime import cuda_memory
-                try:   # before the first context: numba's allocations capped
+
+                try:  # before the first context: numba's allocations capped
                     cuda_memory.install()
                 except Exception as e:  # noqa: BLE001 - e.g. a numba with another EMM version
                     import warnings
-                    warnings.warn("minitf: GPU memory options will not cap numba's own "
-                                  "allocations (%s)" % e,
-                                  stacklevel=1)  # about this machine's numba: point here
+
+                    warnings.warn(
+                        "minitf: GPU memory options will not cap numba's own allocations (%s)" % e,
+                        stacklevel=1,
+                    )  # about this machine's numba: point here
                 if cuda.is_available():  # the driver has applied CUDA_VISIBLE_DEVICES already
                     for i, dev in enumerate(cuda.list_devices()):
                         with dev:
                             free, total = cuda.current_context().get_memory_info()
-                        _real_cards.append(PhysicalGPU(
-                            i, dev.name.decode() if isinstance(dev.name, bytes) else dev.name,
-                            total, tuple(dev.compute_capability), False))
+                        _real_cards.append(
+                            PhysicalGPU(
+                                i,
+                                dev.name.decode() if isinstance(dev.name, bytes) else dev.name,
+                                total,
+                                tuple(dev.compute_capability),
+                                False,
+                            )
+                        )
             except Exception:  # noqa: BLE001 - no usable driver: fall back to emulation
                 _real_cards = []
     return _real_cards
@@ -115,12 +126,14 @@ def parse_cuda_visible_devices(value, count):
     if not value:
         return []
     return _id_list(
-        value, count,
+        value,
+        count,
         "CUDA_VISIBLE_DEVICES=%r: %%r is not a GPU id (expected a comma-separated list of "
         "integers such as '3,2')" % value,
         "CUDA_VISIBLE_DEVICES=%r lists GPU %%d but this machine has %d GPU card(s)"
         % (value, count),
-        "CUDA_VISIBLE_DEVICES=%r lists GPU %%d twice" % value)
+        "CUDA_VISIBLE_DEVICES=%r lists GPU %%d twice" % value,
+    )
 
 
 def visible_gpus():
@@ -136,11 +149,13 @@ def _visible_device_list(spec, count):
     if not spec:
         return list(range(count))
     return _id_list(
-        spec, count,
+        spec,
+        count,
         "Could not parse entry in 'visible_device_list': '%%s'. visible_device_list = %s" % spec,
         "'visible_device_list' listed an invalid GPU id '%%d' but visible device count is %d"
         % count,
-        "visible_device_list contained a duplicate entry: %s (GPU %%d)" % spec)
+        "visible_device_list contained a duplicate entry: %s (GPU %%d)" % spec,
+    )
 
 
 class DeviceAttributes:
@@ -153,15 +168,28 @@ class DeviceAttributes:
         self.incarnation = incarnation
 
     def __repr__(self):
-        return "_DeviceAttributes(%s, %s, %d, %d)" % (self.name, self.device_type,
-                                                      self.memory_limit_bytes, self.incarnation)
+        return "_DeviceAttributes(%s, %s, %d, %d)" % (
+            self.name,
+            self.device_type,
+            self.memory_limit_bytes,
+            self.incarnation,
+        )
 
 
 class Device:
     """A runtime device: a full name, a type, its resource manager and (GPU) its card."""
 
-    def __init__(self, job, replica, task, device_type, index, memory_limit, physical=None,
-                 virtual_limit=None):
+    def __init__(
+        self,
+        job,
+        replica,
+        task,
+        device_type,
+        index,
+        memory_limit,
+        physical=None,
+        virtual_limit=None,
+    ):
         self.job, self.replica, self.task = job, replica, task
         self.device_type, self.index = device_type, index
         self.name = dnu.full_name(job, replica, task, device_type, index)
@@ -175,13 +203,14 @@ class Device:
         self.platform_id = index  # the card's number among the visible ones (TF's "device: N")
         self.resource_manager = ResourceMgr(default_container=job)
         self.allocator = None  # GPUs: the process's allocator for the card (ensure_gpu_memory)
-        self.incarnation = random.getrandbits(63) or 1   # part of every rendezvous key
+        self.incarnation = random.getrandbits(63) or 1  # part of every rendezvous key
         # what its kernels compute with (kernels/tensor_ops.py): numpy on the host (CPUs,
         # emulated cards), or numba.cuda on a real card, or on an emulated one with
         # MINITF_GPU_BACKEND=cudasim (Numba's simulator)
         self.backend = numpy_ops.NUMPY
-        if physical is not None and (not physical.emulated or
-                                     os.environ.get("MINITF_GPU_BACKEND") == "cudasim"):
+        if physical is not None and (
+            not physical.emulated or os.environ.get("MINITF_GPU_BACKEND") == "cudasim"
+        ):
             self.backend = cuda_ops.backend_for_card(physical.physical_id, physical.emulated)
 
     @property
@@ -191,7 +220,11 @@ class Device:
         if p is None:
             return ""
         return "device: %d, name: %s, pci bus id: %s, compute capability: %d.%d" % (
-            self.platform_id, p.name, p.pci_bus_id, *p.compute_capability[:2])
+            self.platform_id,
+            p.name,
+            p.pci_bus_id,
+            *p.compute_capability[:2],
+        )
 
     def __repr__(self):
         return "<Device %s>" % self.name
@@ -202,18 +235,27 @@ def local_devices(config=None, job="localhost", task=0):
     counts = dict(config.device_count) if config is not None else {}
     n_cpu = counts.get("CPU", 1)
     if n_cpu < 0:
-        raise errors.InvalidArgumentError(None, None, "device_count['CPU'] must be >= 0, "
-                                          "got %d" % n_cpu)
+        raise errors.InvalidArgumentError(
+            None, None, "device_count['CPU'] must be >= 0, got %d" % n_cpu
+        )
     devices = [Device(job, 0, task, "CPU", i, CPU_MEMORY_LIMIT) for i in range(max(n_cpu, 1))]
     gpus = visible_gpus()
     spec = config.gpu_options.visible_device_list if config is not None else ""
     ids = _visible_device_list(spec, len(gpus))
-    chosen = ids[:max(counts.get("GPU", len(ids)), 0)]
+    chosen = ids[: max(counts.get("GPU", len(ids)), 0)]
     virtual = _virtual_limits(config, len(ids), len(chosen))
     for i, limits in zip(chosen, virtual):
         for slot, limit in enumerate(limits):
-            d = Device(job, 0, task, "GPU", sum(1 for x in devices if x.device_type == "GPU"),
-                       gpus[i].memory_limit if limit is None else limit, gpus[i], limit)
+            d = Device(
+                job,
+                0,
+                task,
+                "GPU",
+                sum(1 for x in devices if x.device_type == "GPU"),
+                gpus[i].memory_limit if limit is None else limit,
+                gpus[i],
+                limit,
+            )
             d.slot, d.platform_id = slot, i
             devices.append(d)
     return devices
@@ -222,29 +264,37 @@ def local_devices(config=None, job="localhost", task=0):
 def _virtual_limits(config, n_visible, n_used):
     """Per card used: the byte limits of its logical GPUs (``[None]``: one GPU, default size),
     from ``gpu_options.experimental.virtual_devices`` (TF 1.15's checks and messages)."""
-    entries = list(config.gpu_options.experimental.virtual_devices) if config is not None \
-        else []
+    entries = list(config.gpu_options.experimental.virtual_devices) if config is not None else []
     if not entries:
         return [[None]] * n_used
     if config.gpu_options.per_process_gpu_memory_fraction > 0:
-        raise errors.InvalidArgumentError(None, None, "It's invalid to set "
-                                          "per_process_gpu_memory_fraction when virtual_devices "
-                                          "is set.")
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            "It's invalid to set per_process_gpu_memory_fraction when virtual_devices is set.",
+        )
     if n_used < len(entries):
-        raise errors.UnknownError(None, None, "Not enough GPUs to create virtual devices. "
-                                  "num_gpus_to_use: %d #virtual_devices: %d"
-                                  % (n_used, len(entries)))
+        raise errors.UnknownError(
+            None,
+            None,
+            "Not enough GPUs to create virtual devices. "
+            "num_gpus_to_use: %d #virtual_devices: %d" % (n_used, len(entries)),
+        )
     if n_visible != len(entries):
         raise errors.InvalidArgumentError(
-            None, None, "The number of GPUs in visible_device_list doesn't match the number of "
+            None,
+            None,
+            "The number of GPUs in visible_device_list doesn't match the number of "
             "elements in the virtual_devices list. #GPUs in visible_device_list: %d "
-            "virtual_devices.size(): %d" % (n_visible, len(entries)))
+            "virtual_devices.size(): %d" % (n_visible, len(entries)),
+        )
     out = []
     for e in entries:
         for mb in e.memory_limit_mb:
-            if not mb > 0:   # NaN too
-                raise errors.InvalidArgumentError(None, None, "virtual_devices memory_limit_mb "
-                                                  "must be > 0, got %r" % mb)
+            if not mb > 0:  # NaN too
+                raise errors.InvalidArgumentError(
+                    None, None, "virtual_devices memory_limit_mb must be > 0, got %r" % mb
+                )
         out.append([int(mb * (1 << 20)) for mb in e.memory_limit_mb] or [None])
     return out
 
@@ -272,14 +322,24 @@ def card_usage():
     for card in machine_gpus():
         per_pid = {}
         for e in card_registry.usage(card.physical_id):
-            p = per_pid.setdefault(e["pid"], {"pid": e["pid"], "name": e.get("name") or "?",
-                                              "memory": 0, "sessions": 0})
+            p = per_pid.setdefault(
+                e["pid"],
+                {"pid": e["pid"], "name": e.get("name") or "?", "memory": 0, "sessions": 0},
+            )
             p["memory"] += int(e["bytes"])
             p["sessions"] += int(e.get("sessions", 0))
         procs = [per_pid[pid] for pid in sorted(per_pid)]
         used = sum(p["memory"] for p in procs)
-        cards.append({"id": card.physical_id, "name": card.name, "bus_id": card.pci_bus_id,
-                      "emulated": bool(card.emulated), "memory_total": int(card.memory_limit),
-                      "memory_used": used, "memory_free": max(0, card.memory_limit - used),
-                      "processes": procs})
+        cards.append(
+            {
+                "id": card.physical_id,
+                "name": card.name,
+                "bus_id": card.pci_bus_id,
+                "emulated": bool(card.emulated),
+                "memory_total": int(card.memory_limit),
+                "memory_used": used,
+                "memory_free": max(0, card.memory_limit - used),
+                "processes": procs,
+            }
+        )
     return cards

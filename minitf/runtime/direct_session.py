@@ -11,8 +11,6 @@ It is registered as the ``DIRECT_SESSION`` factory of ``session.py`` for the tar
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 import sys
 import threading
 import weakref
@@ -22,14 +20,21 @@ import numpy as np
 
 from minitf.framework import errors
 from minitf.framework.graph import Graph, Operation, Tensor
-from minitf.runtime import devices as devices_mod
 from minitf.framework.rendezvous import LocalRendezvous
-from minitf.runtime import (executor, gpu_process_state, graph_partition, placer, pools,
-                            step_run, subgraph)
+from minitf.runtime import devices as devices_mod
+from minitf.runtime import (
+    executor,
+    gpu_process_state,
+    graph_partition,
+    placer,
+    pools,
+    step_run,
+    subgraph,
+)
 from minitf.runtime.config_proto import ConfigProto, RunMetadata, RunOptions
 from minitf.runtime.gc_pause import gc_paused
-from minitf.runtime.step_stats import Tracer
 from minitf.runtime.session import SessionFactory, register_session_factory
+from minitf.runtime.step_stats import Tracer
 
 _live: weakref.WeakSet = weakref.WeakSet()
 
@@ -56,9 +61,10 @@ class DirectSession:
         self.placement = None
         self.was_reset = False
         self._by_name = {d.name: d for d in self.devices}
-        self._client = self.devices[0].name   # feeds and fetches live on the client's CPU
-        self._placer = placer.GraphPlacer(self.devices, config.allow_soft_placement,
-                                          has_cuda=bool(devices_mod.machine_gpus()))
+        self._client = self.devices[0].name  # feeds and fetches live on the client's CPU
+        self._placer = placer.GraphPlacer(
+            self.devices, config.allow_soft_placement, has_cuda=bool(devices_mod.machine_gpus())
+        )
         self._placed_version = -1
         self._kernels = executor.KernelCache()
         self._plans = {}
@@ -66,13 +72,17 @@ class DirectSession:
         self._pool_sets, self._owned_pools = pools.session_pools(config)
         self._op_timeout = config.operation_timeout_in_ms
         if config.log_device_placement:
-            _log(gpu_process_state.creation_lines(self.devices, config.gpu_options) +
-                 devices_mod.device_mapping_lines(self.devices))
+            _log(
+                gpu_process_state.creation_lines(self.devices, config.gpu_options)
+                + devices_mod.device_mapping_lines(self.devices)
+            )
         _live.add(self)
 
     def list_devices(self) -> list[devices_mod.DeviceAttributes]:
-        return [devices_mod.DeviceAttributes(d.name, d.device_type, d.memory_limit, i + 1)
-                for i, d in enumerate(self.devices)]
+        return [
+            devices_mod.DeviceAttributes(d.name, d.device_type, d.memory_limit, i + 1)
+            for i, d in enumerate(self.devices)
+        ]
 
     def close(self) -> None:
         """Frees the session's kernels (and the variables only they held) and its own pools."""
@@ -101,8 +111,12 @@ class DirectSession:
             self._placed_version = version
             return placement
 
-    def plan(self, fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operation],
-             feed_tensors: Sequence[Tensor]) -> executor.ExecutionPlan:
+    def plan(
+        self,
+        fetch_tensors: Sequence[Tensor],
+        target_ops: Sequence[Operation],
+        feed_tensors: Sequence[Tensor],
+    ) -> executor.ExecutionPlan:
         """The execution plan of one (fetches, targets, feeds) signature, made once: the step
         graph split by device (TF's DirectSession), a _Send/_Recv pair per crossing edge."""
         placement = self._ensure_placed()
@@ -110,13 +124,22 @@ class DirectSession:
         eplan = self._plans.get(key)
         if eplan is None:
             with gc_paused():
-                step = subgraph.build_step_graph(placement.ops, placement.device_of,
-                                                 fetch_tensors, target_ops, feed_tensors,
-                                                 lambda t: self._client)
+                step = subgraph.build_step_graph(
+                    placement.ops,
+                    placement.device_of,
+                    fetch_tensors,
+                    target_ops,
+                    feed_tensors,
+                    lambda t: self._client,
+                )
                 taken = {n.name for n in step.nodes}
-                parts = graph_partition.partition(step, lambda n: n.device,
-                                                  graph_partition.namer("%s/_%d", taken),
-                                                  self._incarnation, fetch_device=self._client)
+                parts = graph_partition.partition(
+                    step,
+                    lambda n: n.device,
+                    graph_partition.namer("%s/_%d", taken),
+                    self._incarnation,
+                    fetch_device=self._client,
+                )
                 eplan = executor.build(parts, self._by_name, self._kernels)
             eplan.session_devices = [d.name for d in self.devices]
             eplan.config = self.config
@@ -128,11 +151,17 @@ class DirectSession:
         return self._by_name[device_name].incarnation
 
     # -- running -------------------------------------------------------------------------------
-    def run(self, fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operation],
-            feed_tensors: Sequence[Tensor], feed_values: Sequence, options: RunOptions | None,
-            run_metadata: RunMetadata | None) -> list:
+    def run(
+        self,
+        fetch_tensors: Sequence[Tensor],
+        target_ops: Sequence[Operation],
+        feed_tensors: Sequence[Tensor],
+        feed_values: Sequence,
+        options: RunOptions | None,
+        run_metadata: RunMetadata | None,
+    ) -> list:
         eplan = self.plan(fetch_tensors, target_ops, feed_tensors)
-        if options is None:    # (most runs: no option to read)
+        if options is None:  # (most runs: no option to read)
             pool_set, tracer, timeout = self._pool_sets[0], None, self._op_timeout
         else:
             pool_set, tracer, timeout = self._run_options(eplan, options, run_metadata)
@@ -149,11 +178,15 @@ class DirectSession:
         """``(pool set, tracer or None, timeout in ms)`` of a run with ``RunOptions``."""
         index = options.inter_op_thread_pool
         if not 0 <= index < len(self._pool_sets):
-            raise errors.InvalidArgumentError(None, None, "Invalid inter_op_thread_pool: %d"
-                                              % index)
+            raise errors.InvalidArgumentError(
+                None, None, "Invalid inter_op_thread_pool: %d" % index
+            )
         trace = options.trace_level > 0 and run_metadata is not None
-        return (self._pool_sets[index], Tracer(eplan) if trace else None,
-                options.timeout_in_ms or self._op_timeout)
+        return (
+            self._pool_sets[index],
+            Tracer(eplan) if trace else None,
+            options.timeout_in_ms or self._op_timeout,
+        )
 
     @staticmethod
     def _fetch(eplan, vals, fetch_tensors):
@@ -177,11 +210,12 @@ def reset(target, containers=None, config=None):
     are cleared on its devices."""
     for sess in list(_live):
         for d in sess.devices:
-            for c in (containers if containers is not None else [d.job]):
+            for c in containers if containers is not None else [d.job]:
                 d.resource_manager.cleanup(c)
         sess.close()
         sess.was_reset = True
 
 
-register_session_factory(SessionFactory("DIRECT_SESSION", lambda target: target == "",
-                                        DirectSession, reset))
+register_session_factory(
+    SessionFactory("DIRECT_SESSION", lambda target: target == "", DirectSession, reset)
+)

@@ -100,19 +100,23 @@ class ExecutionPlan:
 
 # -- building ----------------------------------------------------------------------------------
 
+
 def _deref_inputs(kernel, positions, is_async):
     """Wraps a kernel whose inputs at ``positions`` are variable references it must read."""
     if is_async:
+
         def compute_async(ctx, ins, done):
             for p in positions:
                 ins[p] = ins[p].read()
             return kernel(ctx, ins, done)
+
         return compute_async
 
     def compute(ctx, ins):
         for p in positions:
             ins[p] = ins[p].read()
         return kernel(ctx, ins)
+
     return compute
 
 
@@ -120,14 +124,21 @@ def _account(ctx, allocator, name, outs):
     for v in outs:
         nbytes = getattr(v, "nbytes", 0) if type(v) is not VariableRef else 0
         if nbytes:
-            ctx.allocations.append((allocator, allocator.allocate(
-                int(nbytes), name, getattr(v, "shape", None), str(getattr(v, "dtype", "")))))
+            ctx.allocations.append(
+                (
+                    allocator,
+                    allocator.allocate(
+                        int(nbytes), name, getattr(v, "shape", None), str(getattr(v, "dtype", ""))
+                    ),
+                )
+            )
 
 
 def _accounted(kernel, allocator, name, is_async):
     """Wraps a kernel of a device with a memory allocator: its outputs are allocated there and
     live until the end of the step (variables account for their own storage)."""
     if is_async:
+
         def compute_async(ctx, ins, done):
             def accounted(outs, error=None):
                 if error is None:
@@ -136,13 +147,16 @@ def _accounted(kernel, allocator, name, is_async):
                     except Exception as e:  # noqa: BLE001 - out of memory: the node fails
                         outs, error = None, e
                 done(outs, error)
+
             return kernel(ctx, ins, accounted)
+
         return compute_async
 
     def compute(ctx, ins):
         outs = kernel(ctx, ins)
         _account(ctx, allocator, name, outs)
         return outs
+
     return compute
 
 
@@ -154,8 +168,11 @@ def _kernel(node, device, kdef, cache):
         kernel = kdef.factory(node, device)
         cache.put(node.name, device.name, kernel)
     refs = get_op_def(node.type).ref_inputs
-    deref = [pos for pos, (src, k) in enumerate(node.inputs)
-             if src.outputs[k][0].is_ref_dtype and not (pos < len(refs) and refs[pos])]
+    deref = [
+        pos
+        for pos, (src, k) in enumerate(node.inputs)
+        if src.outputs[k][0].is_ref_dtype and not (pos < len(refs) and refs[pos])
+    ]
     if deref:
         kernel = _deref_inputs(kernel, deref, kdef.is_async)
     if device.allocator is not None:
@@ -174,8 +191,11 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
         device = devices[node.device]
         kdef = registry.find_kernel(node, device.device_type)
         if kdef is None:
-            raise errors.InternalError(None, None, "No %s kernel for node %s (%s)"
-                                       % (device.device_type, node.name, node.type))
+            raise errors.InternalError(
+                None,
+                None,
+                "No %s kernel for node %s (%s)" % (device.device_type, node.name, node.type),
+            )
         inputs.append([(index[src], k) for src, k in node.inputs])
         controls.append([index[c] for c in node.control_inputs])
         device_names.append(node.device)
@@ -185,8 +205,14 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
         splittable.append(kdef.splittable)
         is_async.append(kdef.is_async)
     fetch_slots = [(index[n], k) for n, k in parts.fetches]
-    return ExecutionPlan(Plan(inputs, controls, device_names), nodes, kernels, node_devices,
-                         fetch_slots, (expensive, splittable, is_async))
+    return ExecutionPlan(
+        Plan(inputs, controls, device_names),
+        nodes,
+        kernels,
+        node_devices,
+        fetch_slots,
+        (expensive, splittable, is_async),
+    )
 
 
 def node_error(exc, eplan, i):
@@ -216,6 +242,7 @@ def host_value(value, device):
 
 # -- what kernels see ---------------------------------------------------------------------------
 
+
 class StepContext:
     """What a step's kernels may use (TF's OpKernelContext, the step's part): ``args`` (the
     values fed to ``_Arg`` nodes), ``rendezvous`` (``_Send``/``_Recv``), ``parallel_for`` (in
@@ -226,7 +253,7 @@ class StepContext:
 
     def __init__(self, args=(), rendezvous=None, tracer=None):
         self.args = args
-        self.rendezvous = rendezvous   # None: the step has no _Send/_Recv
+        self.rendezvous = rendezvous  # None: the step has no _Send/_Recv
         self.tracer = tracer
         self.tracing = tracer is not None
         self.allocations = []  # (allocator, token) of this step's device tensors
@@ -234,10 +261,12 @@ class StepContext:
     def parallel_for(self, n, fn):
         fn(0, n)
 
-    def record_transfer(self, tensor_name, src_node, dst_node, src_device, dst_device, nbytes,
-                        start):
-        self.tracer.transfer(tensor_name, src_node, dst_node, src_device, dst_device, nbytes,
-                             start, now_micros())
+    def record_transfer(
+        self, tensor_name, src_node, dst_node, src_device, dst_device, nbytes, start
+    ):
+        self.tracer.transfer(
+            tensor_name, src_node, dst_node, src_device, dst_device, nbytes, start, now_micros()
+        )
 
     def free_memory(self):
         for allocator, token in self.allocations:
@@ -271,6 +300,7 @@ def now_micros():
 
 
 # -- the serial driver --------------------------------------------------------------------------
+
 
 def run_serial(eplan, ctx):
     """Runs a plan of synchronous nodes on the calling thread; returns every node's outputs."""

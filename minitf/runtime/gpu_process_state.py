@@ -19,16 +19,22 @@ from typing import TYPE_CHECKING
 
 from minitf.framework import errors
 from minitf.runtime import card_registry, cuda_memory
-from minitf.runtime.allocator import (Allocator, GpuMemoryPolicy, Reservation, describe_size,
-                                      growth_callback)
+from minitf.runtime.allocator import (
+    Allocator,
+    GpuMemoryPolicy,
+    Reservation,
+    describe_size,
+    growth_callback,
+)
 
 if TYPE_CHECKING:
     from minitf.runtime.config_proto import GPUOptions
     from minitf.runtime.devices import Device, PhysicalGPU
 
 
-def memory_policies(devices: Iterable[Device],
-                    gpu_options: GPUOptions | None) -> dict[Device, GpuMemoryPolicy]:
+def memory_policies(
+    devices: Iterable[Device], gpu_options: GPUOptions | None
+) -> dict[Device, GpuMemoryPolicy]:
     """{device: GpuMemoryPolicy} of the GPUs among ``devices``; checks that the logical GPUs of
     one card fit on it together (InvalidArgumentError otherwise)."""
     policies = {}
@@ -36,17 +42,22 @@ def memory_policies(devices: Iterable[Device],
     for d in devices:
         if d.device_type == "GPU":
             card = d.physical
-            policies[d] = GpuMemoryPolicy(card.memory_limit, gpu_options,
-                                          free_bytes=card.memory_limit,
-                                          memory_limit=d.virtual_limit)
+            policies[d] = GpuMemoryPolicy(
+                card.memory_limit,
+                gpu_options,
+                free_bytes=card.memory_limit,
+                memory_limit=d.virtual_limit,
+            )
             if d.virtual_limit is not None:
                 per_card.setdefault(card, []).append(d.virtual_limit)
     for card, limits in per_card.items():
         if sum(limits) > card.memory_limit:
             raise errors.InvalidArgumentError(
-                None, None, "The virtual devices of GPU %d ask for %s in all, more than its %s"
-                % (card.physical_id, describe_size(sum(limits)),
-                   describe_size(card.memory_limit)))
+                None,
+                None,
+                "The virtual devices of GPU %d ask for %s in all, more than its %s"
+                % (card.physical_id, describe_size(sum(limits)), describe_size(card.memory_limit)),
+            )
     return policies
 
 
@@ -81,7 +92,7 @@ def ensure_gpu_memory(devices: Sequence[Device], gpu_options: GPUOptions | None)
                 if not card.emulated:
                     caps[card.physical_id] = caps.get(card.physical_id, 0) + policy.limit_bytes
             d.allocator = state[1]
-        for card_id, limit in caps.items():   # a real card: numba's own allocations too
+        for card_id, limit in caps.items():  # a real card: numba's own allocations too
             cuda_memory.set_cap(card_id, limit)
 
 
@@ -90,14 +101,21 @@ def _new_gpu_state(device: Device, policy: GpuMemoryPolicy) -> tuple[Reservation
     card = device.physical
     reservation = None
     if card.emulated:
-        reservation = card_registry.reserve(card.physical_id, card.memory_limit,
-                                            policy.initial_bytes)
-    grow = growth_callback(reservation, policy.limit_bytes) \
-        if policy.allow_growth and reservation is not None else None
+        reservation = card_registry.reserve(
+            card.physical_id, card.memory_limit, policy.initial_bytes
+        )
+    grow = (
+        growth_callback(reservation, policy.limit_bytes)
+        if policy.allow_growth and reservation is not None
+        else None
+    )
     # a real card's memory is numba's to allocate on demand, up to the cap of ensure_gpu_memory
-    allocator = Allocator("GPU_%d_bfc" % device.index, device.name,
-                          policy.initial_bytes if card.emulated else policy.limit_bytes,
-                          grow=grow)
+    allocator = Allocator(
+        "GPU_%d_bfc" % device.index,
+        device.name,
+        policy.initial_bytes if card.emulated else policy.limit_bytes,
+        grow=grow,
+    )
     return reservation, allocator
 
 
@@ -122,6 +140,8 @@ def release_gpu_memory() -> None:
 
 def creation_lines(devices, gpu_options):
     """TF's ``Creating TensorFlow device (... with N MB memory) -> physical GPU (...)`` lines."""
-    return ["Creating TensorFlow device (%s with %d MB memory) -> physical GPU (%s)"
-            % (d.name, policy.limit_bytes >> 20, d.description)
-            for d, policy in memory_policies(devices, gpu_options).items()]
+    return [
+        "Creating TensorFlow device (%s with %d MB memory) -> physical GPU (%s)"
+        % (d.name, policy.limit_bytes >> 20, d.description)
+        for d, policy in memory_policies(devices, gpu_options).items()
+    ]

@@ -55,6 +55,7 @@ def namer(template: str, taken: set) -> Callable[[str], str]:
             if name not in taken:
                 taken.add(name)
                 return name
+
     return new_name
 
 
@@ -65,12 +66,17 @@ def _pair(src: Node, k: int | None, dst_device: str, new_name, incarnation_of):
     tensor_name = "^" + src.name if control else "%s:%d" % (src.name, k)
     dtype = dtypes.float32 if control else src.outputs[k][0].base_dtype
     shape = TensorShape([]) if control else src.outputs[k][1]
-    common = {"tensor_name": tensor_name, "send_device": src.device,
-              "send_device_incarnation": incarnation_of(src.device),
-              "recv_device": dst_device, "client_terminated": False}
+    common = {
+        "tensor_name": tensor_name,
+        "send_device": src.device,
+        "send_device_incarnation": incarnation_of(src.device),
+        "recv_device": dst_device,
+        "client_terminated": False,
+    }
     send = Node(new_name(src.name), SEND_OP, src.device, dict(common, T=dtype), [])
-    recv = Node(new_name(src.name), RECV_OP, dst_device, dict(common, tensor_type=dtype),
-                [(dtype, shape)])
+    recv = Node(
+        new_name(src.name), RECV_OP, dst_device, dict(common, tensor_type=dtype), [(dtype, shape)]
+    )
     return send, recv
 
 
@@ -85,7 +91,7 @@ class _Splitter:
         self.loc = {n: loc_of(n) for n in step.nodes}
         self.parts: dict[str, list[Node]] = {}
         self.sends: dict[str, list[Node]] = {}
-        self.recvs: dict[tuple, Node] = {}   # (source node, output or None, location) -> _Recv
+        self.recvs: dict[tuple, Node] = {}  # (source node, output or None, location) -> _Recv
 
     def received(self, src: Node, k: int | None, loc: str, device: str) -> Node:
         """The ``_Recv`` in ``loc`` of output ``k`` of ``src`` (made with its ``_Send`` on
@@ -108,26 +114,36 @@ class _Splitter:
         c, loc = self.copy[node], self.loc[node]
         for src, k in node.inputs:
             same = self.loc[src] == loc
-            c.inputs.append((self.copy[src], k) if same else
-                            (self.received(src, k, loc, node.device), 0))
+            c.inputs.append(
+                (self.copy[src], k) if same else (self.received(src, k, loc, node.device), 0)
+            )
         for src in node.control_inputs:
             same = self.loc[src] == loc
-            c.control_inputs.append(self.copy[src] if same else
-                                    self.received(src, None, loc, node.device))
+            c.control_inputs.append(
+                self.copy[src] if same else self.received(src, None, loc, node.device)
+            )
         return c
 
 
-def partition(step: StepGraph, loc_of: Callable[[Node], str], new_name: Callable[[str], str],
-              incarnation_of: Callable[[str], int],
-              fetch_device: str | None = None) -> Partitions:
+def partition(
+    step: StepGraph,
+    loc_of: Callable[[Node], str],
+    new_name: Callable[[str], str],
+    incarnation_of: Callable[[str], int],
+    fetch_device: str | None = None,
+) -> Partitions:
     """Splits ``step`` over the locations ``loc_of`` gives its nodes (see the module
     docstring); ``new_name(prefix)`` names each added node, ``incarnation_of(device)`` gives
     the incarnation of a sending device (part of the rendezvous key)."""
     locs = {loc_of(n) for n in step.nodes}
     if len(locs) <= 1 and (fetch_device is None or fetch_device in locs or not step.fetches):
         # nothing crosses: one partition, the step graph itself (it is not changed)
-        return Partitions({loc: list(step.nodes) for loc in locs}, list(step.fetches),
-                          list(step.args), list(step.targets))
+        return Partitions(
+            {loc: list(step.nodes) for loc in locs},
+            list(step.fetches),
+            list(step.args),
+            list(step.targets),
+        )
     s = _Splitter(step, loc_of, new_name, incarnation_of)
     for node in step.nodes:
         wired = s.wire(node)
@@ -140,5 +156,6 @@ def partition(step: StepGraph, loc_of: Callable[[Node], str], new_name: Callable
             fetches.append((s.received(src, k, fetch_device, fetch_device), 0))
     for loc, sends in s.sends.items():
         s.parts.setdefault(loc, []).extend(sends)
-    return Partitions(s.parts, fetches, [s.copy[a] for a in step.args],
-                      [s.copy[t] for t in step.targets])
+    return Partitions(
+        s.parts, fetches, [s.copy[a] for a in step.args], [s.copy[t] for t in step.targets]
+    )

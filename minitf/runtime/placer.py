@@ -61,8 +61,13 @@ class Placement:
         self.log_lines = log_lines
 
 
-def place(ops: Sequence[Operation], devices: Sequence, allow_soft_placement: bool = False,
-          preassigned: dict | None = None, has_cuda: bool = False) -> Placement:
+def place(
+    ops: Sequence[Operation],
+    devices: Sequence,
+    allow_soft_placement: bool = False,
+    preassigned: dict | None = None,
+    has_cuda: bool = False,
+) -> Placement:
     """Places every op of ``ops`` (graph order) on one of ``devices``.
 
     ``preassigned`` maps op names to device names kept from an earlier placement.
@@ -79,9 +84,8 @@ def place(ops: Sequence[Operation], devices: Sequence, allow_soft_placement: boo
         kept = preassigned.get(op.name)
         if kept is not None and kept in by_name:
             assigner.assign(op, by_name[kept])
-        elif not op._inputs and len(op._outputs) == 1 and \
-                not op._outputs[0].dtype.is_ref_dtype:
-            postponed.append(op)    # rule 4: a generator goes last, next to its consumers
+        elif not op._inputs and len(op._outputs) == 1 and not op._outputs[0].dtype.is_ref_dtype:
+            postponed.append(op)  # rule 4: a generator goes last, next to its consumers
         else:
             assigner.assign(op, assigner.candidates(op)[0])
     consumers = _consumers(ops)
@@ -96,17 +100,32 @@ def _requests_and_types(ops):
     for op in ops:
         t = registry.supported_device_types(op)
         if not t:
-            raise errors.InvalidArgumentError(None, op, attach_node(
-                "No OpKernel was registered to support Op '%s' with these attrs.  Registered "
-                "devices: [%s], Registered kernels:\n%s" % (
-                    op.type, ",".join(registry.registered_devices()),
-                    registry.registered_kernels_text(op)), op.name))
+            raise errors.InvalidArgumentError(
+                None,
+                op,
+                attach_node(
+                    "No OpKernel was registered to support Op '%s' with these attrs.  Registered "
+                    "devices: [%s], Registered kernels:\n%s"
+                    % (
+                        op.type,
+                        ",".join(registry.registered_devices()),
+                        registry.registered_kernels_text(op),
+                    ),
+                    op.name,
+                ),
+            )
         types[op] = t
         req = dnu.parse_full_name(op.device)
         if req is None:
-            raise errors.InvalidArgumentError(None, op, attach_node(
-                "Malformed device specification '%s' in node: {{node %s}}" % (op.device, op.name),
-                op.name))
+            raise errors.InvalidArgumentError(
+                None,
+                op,
+                attach_node(
+                    "Malformed device specification '%s' in node: {{node %s}}"
+                    % (op.device, op.name),
+                    op.name,
+                ),
+            )
         requests[op] = req
     return requests, types
 
@@ -141,7 +160,7 @@ def _join_colocated(ops, requests):
     for op in ops:
         for cls in op.colocation_groups():
             name = cls.decode() if isinstance(cls, bytes) else cls
-            target = ops_by_name.get(name[len("loc:@"):])
+            target = ops_by_name.get(name[len("loc:@") :])
             if target is not None and target is not op:
                 uf.union(op, target)
     for op in ops:
@@ -168,16 +187,27 @@ def _colocation_groups(ops, requests, types, soft):
             try:
                 dnu.merge_dev_names(g.request, requests[op], soft)
             except errors.InvalidArgumentError as e:
-                raise errors.InvalidArgumentError(None, op, attach_node(
-                    "Cannot colocate nodes {{colocation_node %s}} and {{colocation_node %s}}: %s"
-                    % (first.name, op.name, e.message), op.name)) from None
+                raise errors.InvalidArgumentError(
+                    None,
+                    op,
+                    attach_node(
+                        "Cannot colocate nodes {{colocation_node %s}} and "
+                        "{{colocation_node %s}}: %s" % (first.name, op.name, e.message),
+                        op.name,
+                    ),
+                ) from None
             t = types[op] if g.types is None else [x for x in g.types if x in types[op]]
             if not t:
-                raise errors.InvalidArgumentError(None, op, attach_node(
-                    "Cannot colocate nodes {{colocation_node %s}} and {{colocation_node %s}} "
-                    "because no device type supports both of those nodes and the other nodes "
-                    "colocated with them.%s" % (first.name, op.name, _debug_info(g, types)),
-                    op.name))
+                raise errors.InvalidArgumentError(
+                    None,
+                    op,
+                    attach_node(
+                        "Cannot colocate nodes {{colocation_node %s}} and {{colocation_node %s}} "
+                        "because no device type supports both of those nodes and the other nodes "
+                        "colocated with them.%s" % (first.name, op.name, _debug_info(g, types)),
+                        op.name,
+                    ),
+                )
             g.types = t
     return group_of
 
@@ -218,8 +248,9 @@ class _Assigner:
             key = (g.request.to_string(), tuple(g.types))
             g.candidates = self._shared.get(key) if alone else None
             if g.candidates is None:
-                g.candidates = _candidates(op, g, self.devices, self.soft, self.requests,
-                                           self.types, self.has_cuda)
+                g.candidates = _candidates(
+                    op, g, self.devices, self.soft, self.requests, self.types, self.has_cuda
+                )
                 if alone:
                     self._shared[key] = g.candidates
         return g.candidates
@@ -251,12 +282,17 @@ class GraphPlacer:
         self.devices = devices
         self.allow_soft_placement = allow_soft_placement
         self.has_cuda = has_cuda
-        self._stateful = {}   # op name -> device name, kept across placements
+        self._stateful = {}  # op name -> device name, kept across placements
 
     def place(self, ops):
         with gc_paused():
-            placement = place(ops, self.devices, self.allow_soft_placement,
-                              preassigned=self._stateful, has_cuda=self.has_cuda)
+            placement = place(
+                ops,
+                self.devices,
+                self.allow_soft_placement,
+                preassigned=self._stateful,
+                has_cuda=self.has_cuda,
+            )
         for op in ops:
             if get_op_def(op.type).is_stateful:
                 self._stateful.setdefault(op.name, placement.device_of[op].name)
@@ -268,9 +304,16 @@ def _has_details(p):
 
 
 def _compatible(a, b):
-    return all(x is None or y is None or x == y for x, y in (
-        (a.job, b.job), (a.replica, b.replica), (a.task, b.task), (a.type, b.type),
-        (a.id, b.id)))
+    return all(
+        x is None or y is None or x == y
+        for x, y in (
+            (a.job, b.job),
+            (a.replica, b.replica),
+            (a.task, b.task),
+            (a.type, b.type),
+            (a.id, b.id),
+        )
+    )
 
 
 def _matching(request, devices):
@@ -282,10 +325,12 @@ def _candidates(op, group, devices, soft, requests, types, has_cuda):
     if not _has_details(req):
         found = [d for d in devices if d.device_type in group.types]
         if not found:
-            raise _cannot_assign(op, "Node had no OpKernel registered to support this operation: "
-                                 "Operation was %s and inputs were [%s]%s" % (
-                                     op.type, ", ".join(t.dtype.name for t in op._inputs),
-                                     _debug_info(group, types)))
+            raise _cannot_assign(
+                op,
+                "Node had no OpKernel registered to support this operation: "
+                "Operation was %s and inputs were [%s]%s"
+                % (op.type, ", ".join(t.dtype.name for t in op._inputs), _debug_info(group, types)),
+            )
         return sorted(found, key=_sort_key)
     found = [d for d in _matching(req, devices) if d.device_type in group.types]
     if not found and soft:
@@ -302,42 +347,71 @@ def _candidates(op, group, devices, soft, requests, types, has_cuda):
             gpu = ""
             if not has_cuda and (own.type or "").lower() == "gpu":
                 gpu = " The requested device appears to be a GPU, but CUDA is not enabled."
-            raise _cannot_assign(op, "{{node %s}} was explicitly assigned to %s but available "
-                                 "devices are [ %s ]. Make sure the device specification refers "
-                                 "to a valid device.%s" % (op.name, op.device, names, gpu))
+            raise _cannot_assign(
+                op,
+                "{{node %s}} was explicitly assigned to %s but available "
+                "devices are [ %s ]. Make sure the device specification refers "
+                "to a valid device.%s" % (op.name, op.device, names, gpu),
+            )
         if own.type is not None:
-            raise _cannot_assign(op, "Could not satisfy explicit device specification '%s' "
-                                 "because no supported kernel for %s devices is available.%s"
-                                 "\nOp: %s\nRegistered kernels:\n%s" % (
-                                     op.device, own.type, _debug_info(group, types), op.type,
-                                     registry.registered_kernels_text(op)))
-        raise _cannot_assign(op, "Could not satisfy explicit device specification '%s'%s"
-                             % (op.device, _debug_info(group, types)))
-    raise _cannot_assign(op, "Could not satisfy explicit device specification '%s' because the "
-                         "node {{colocation_node %s}} was colocated with a group of nodes that "
-                         "required incompatible device '%s'. All available devices [%s].%s" % (
-                             op.device, op.name, req.to_string(),
-                             ", ".join(sorted(d.name for d in devices)),
-                             _debug_info(group, types)))
+            raise _cannot_assign(
+                op,
+                "Could not satisfy explicit device specification '%s' "
+                "because no supported kernel for %s devices is available.%s"
+                "\nOp: %s\nRegistered kernels:\n%s"
+                % (
+                    op.device,
+                    own.type,
+                    _debug_info(group, types),
+                    op.type,
+                    registry.registered_kernels_text(op),
+                ),
+            )
+        raise _cannot_assign(
+            op,
+            "Could not satisfy explicit device specification '%s'%s"
+            % (op.device, _debug_info(group, types)),
+        )
+    raise _cannot_assign(
+        op,
+        "Could not satisfy explicit device specification '%s' because the "
+        "node {{colocation_node %s}} was colocated with a group of nodes that "
+        "required incompatible device '%s'. All available devices [%s].%s"
+        % (
+            op.device,
+            op.name,
+            req.to_string(),
+            ", ".join(sorted(d.name for d in devices)),
+            _debug_info(group, types),
+        ),
+    )
 
 
 def _cannot_assign(op, reason):
-    return errors.InvalidArgumentError(None, op, attach_node(
-        "Cannot assign a device for operation %s: %s" % (op.name, reason), op.name))
+    return errors.InvalidArgumentError(
+        None,
+        op,
+        attach_node("Cannot assign a device for operation %s: %s" % (op.name, reason), op.name),
+    )
 
 
 def _debug_info(group, types):
     """TF's "Colocation Debug Info" block (only for groups of two or more ops)."""
     if len(group.members) < 2:
         return ""
-    lines = ["", "Colocation Debug Info:",
-             "Colocation group had the following types and supported devices: "]
+    lines = [
+        "",
+        "Colocation Debug Info:",
+        "Colocation group had the following types and supported devices: ",
+    ]
     seen = set()
     for op in group.members:
         if op.type not in seen:
             seen.add(op.type)
             lines.append("%s: %s " % (op.type, " ".join(types[op])))
-    lines += ["", "Colocation members, user-requested devices, and framework assigned devices, "
-              "if any:"]
+    lines += [
+        "",
+        "Colocation members, user-requested devices, and framework assigned devices, if any:",
+    ]
     lines += ["  %s (%s) %s" % (op.name, op.type, op.device) for op in group.members]
     return "\n".join(lines) + "\n"

@@ -42,8 +42,7 @@ def current_thread():
 def default_threads(n):
     """TF's rule: 0 means "as many as the machine has cores"."""
     if n < 0:
-        raise errors.InvalidArgumentError(None, None, "thread pool size must be >= 0, got %d"
-                                          % n)
+        raise errors.InvalidArgumentError(None, None, "thread pool size must be >= 0, got %d" % n)
     return n or os.cpu_count() or 1
 
 
@@ -72,9 +71,12 @@ class ThreadPool:
         with self._lock:
             while len(self._threads) < self.num_threads:
                 k = len(self._threads)
-                t = threading.Thread(target=self._work, name="%s #%d" % (self.name, k),
-                                     args=(next(_thread_ids), "%s #%d" % (self.name, k)),
-                                     daemon=True)
+                t = threading.Thread(
+                    target=self._work,
+                    name="%s #%d" % (self.name, k),
+                    args=(next(_thread_ids), "%s #%d" % (self.name, k)),
+                    daemon=True,
+                )
                 self._threads.append(t)
                 t.start()
 
@@ -143,15 +145,19 @@ def chunk_count(n: int, threads: int) -> int:
     return max(1, min(threads, n))
 
 
-SHARED = "inter-op"       # the queue (and thread names) of the shared inter-op pool
+SHARED = "inter-op"  # the queue (and thread names) of the shared inter-op pool
 
 
 def gpu_thread_mode() -> str:
     """``"global"`` (TF's default) or ``"gpu_private"``, from ``TF_GPU_THREAD_MODE``."""
     mode = os.environ.get("TF_GPU_THREAD_MODE", "") or "global"
     if mode not in ("global", "gpu_private", "gpu_shared"):
-        raise errors.InvalidArgumentError(None, None, "Invalid TF_GPU_THREAD_MODE: %s (expected "
-                                          "global, gpu_private or gpu_shared)" % mode[:50])
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            "Invalid TF_GPU_THREAD_MODE: %s (expected "
+            "global, gpu_private or gpu_shared)" % mode[:50],
+        )
     return "global" if mode == "gpu_shared" else mode
 
 
@@ -163,8 +169,9 @@ def gpu_thread_count() -> int:
     except ValueError:
         n = 0
     if n < 1:
-        raise errors.InvalidArgumentError(None, None, "Invalid TF_GPU_THREAD_COUNT: %s "
-                                          "(expected an integer >= 1)" % text[:50])
+        raise errors.InvalidArgumentError(
+            None, None, "Invalid TF_GPU_THREAD_COUNT: %s (expected an integer >= 1)" % text[:50]
+        )
     return n
 
 
@@ -221,7 +228,8 @@ class PoolSet:
                 if pair is None:
                     pair = self._private[short] = (
                         ThreadPool("%s inter-op" % short, self.gpu_threads),
-                        ThreadPool("%s intra-op" % short, self.intra_threads))
+                        ThreadPool("%s intra-op" % short, self.intra_threads),
+                    )
         return pair
 
     def close(self):
@@ -233,8 +241,8 @@ class PoolSet:
 
 
 _global_lock = threading.Lock()
-_global_default = {}     # gpu thread mode -> the process-wide pools, sized by the first session
-_global_named = {}       # session_inter_op_thread_pool entries with a global_name
+_global_default = {}  # gpu thread mode -> the process-wide pools, sized by the first session
+_global_named = {}  # session_inter_op_thread_pool entries with a global_name
 
 
 def session_pools(config) -> tuple[list[PoolSet], list[PoolSet]]:
@@ -262,13 +270,17 @@ def session_pools(config) -> tuple[list[PoolSet], list[PoolSet]]:
             if entry.global_name:
                 existing = _global_named.get(entry.global_name)
                 if existing is None:
-                    existing = _global_named[entry.global_name] = PoolSet(n, intra, mode,
-                                                                          gpu_threads)
+                    existing = _global_named[entry.global_name] = PoolSet(
+                        n, intra, mode, gpu_threads
+                    )
                 elif existing.inter_threads != n:
                     raise errors.InvalidArgumentError(
-                        None, None, "Pool %s configured previously with num_threads=%d; cannot "
-                        "re-configure with num_threads=%d" % (entry.global_name,
-                                                              existing.inter_threads, n))
+                        None,
+                        None,
+                        "Pool %s configured previously with num_threads=%d; cannot "
+                        "re-configure with num_threads=%d"
+                        % (entry.global_name, existing.inter_threads, n),
+                    )
                 sets.append(existing)
             else:
                 sets.append(PoolSet(n, intra, mode, gpu_threads))

@@ -27,8 +27,9 @@ class Plan:
 
     __slots__ = ("inputs", "successors", "pending0", "roots", "device", "n")
 
-    def __init__(self, inputs: Sequence[list], control_inputs: Sequence[list],
-                 device: Sequence[str]):
+    def __init__(
+        self, inputs: Sequence[list], control_inputs: Sequence[list], device: Sequence[str]
+    ):
         """``inputs[i]``: list of (source node, output index) data edges of node ``i``;
         ``control_inputs[i]``: source nodes of its control edges; ``device[i]``: the name of
         the device node ``i`` runs on."""

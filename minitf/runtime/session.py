@@ -33,12 +33,14 @@ _live_sessions: weakref.WeakSet = weakref.WeakSet()
 
 # -- the factory registry (TF's SessionFactory) -------------------------------------------------
 
+
 class SessionFactory:
     """``accepts(target)``; ``new_session(target, graph, config)`` makes the implementation;
     ``reset(target, containers, config)`` is ``tf.Session.reset`` for its targets."""
 
-    def __init__(self, name: str, accepts: Callable[[str], bool], new_session: Callable,
-                 reset: Callable):
+    def __init__(
+        self, name: str, accepts: Callable[[str], bool], new_session: Callable, reset: Callable
+    ):
         self.name = name
         self.accepts = accepts
         self.new_session = new_session
@@ -60,12 +62,15 @@ def _factory_for(target: str, config: ConfigProto | None) -> SessionFactory:
         found = [f for f in _factories.values() if f.accepts(target)]
         names = ", ".join(sorted(_factories))
     if not found:
-        options = "target: \"%s\"" % target
+        options = 'target: "%s"' % target
         if config is not None:
             options += " config: %s" % str(config).strip().replace("\n", " ")
         raise errors.NotFoundError(
-            None, None, "No session factory registered for the given session options: {%s} "
-            "Registered factories are {%s}." % (options, names))
+            None,
+            None,
+            "No session factory registered for the given session options: {%s} "
+            "Registered factories are {%s}." % (options, names),
+        )
     return found[0]
 
 
@@ -80,6 +85,7 @@ def _as_target(target: Any) -> str:
 
 
 # -- fetches ------------------------------------------------------------------------------------
+
 
 class _FetchMapper:
     """Flattens a fetch structure to unique graph elements and rebuilds it from their values."""
@@ -96,11 +102,15 @@ class _FetchMapper:
         try:
             el = graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
         except TypeError as e:
-            raise TypeError('Argument `fetch` = %r has invalid type "%s" must be a string or '
-                            'Tensor. (%s)' % (fetch, type(fetch).__name__, e)) from None
+            raise TypeError(
+                'Argument `fetch` = %r has invalid type "%s" must be a string or '
+                "Tensor. (%s)" % (fetch, type(fetch).__name__, e)
+            ) from None
         except (ValueError, KeyError) as e:
-            raise ValueError("Fetch argument %r cannot be interpreted as a Tensor. (%s)"
-                             % (fetch, e.args[0] if e.args else e)) from None
+            raise ValueError(
+                "Fetch argument %r cannot be interpreted as a Tensor. (%s)"
+                % (fetch, e.args[0] if e.args else e)
+            ) from None
         if el not in self._index:
             self._index[el] = len(self.elements)
             self.elements.append(el)
@@ -143,18 +153,23 @@ def convert_feeds(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[np.
         try:
             t = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
         except (TypeError, ValueError, KeyError) as e:
-            raise TypeError("Cannot interpret feed_dict key as Tensor: %s"
-                            % (e.args[0] if e.args else e)) from None
+            raise TypeError(
+                "Cannot interpret feed_dict key as Tensor: %s" % (e.args[0] if e.args else e)
+            ) from None
         if isinstance(value, (Tensor, Operation)) or hasattr(value, "_as_graph_element"):
-            raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable "
-                            "feed values include Python scalars, strings, lists, numpy "
-                            "ndarrays, or TensorHandles.")
+            raise TypeError(
+                "The value of a feed cannot be a tf.Tensor object. Acceptable "
+                "feed values include Python scalars, strings, lists, numpy "
+                "ndarrays, or TensorHandles."
+            )
         dtype = t.dtype.base_dtype
         np_dtype = object if dtype.name == "string" else dtype.as_numpy_dtype
         arr = np.asarray(value, dtype=np_dtype)
         if not t.shape.is_compatible_with(arr.shape):
-            raise ValueError("Cannot feed value of shape %r for Tensor %s, which has shape %s"
-                             % (arr.shape, t.name, _shape_tuple(t.shape)))
+            raise ValueError(
+                "Cannot feed value of shape %r for Tensor %s, which has shape %s"
+                % (arr.shape, t.name, _shape_tuple(t.shape))
+            )
         tensors.append(t)
         values.append(arr)
     return tensors, values
@@ -162,11 +177,16 @@ def convert_feeds(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[np.
 
 # -- the client class ---------------------------------------------------------------------------
 
+
 class BaseSession:
     """What ``tf.Session`` and ``tf.InteractiveSession`` share (TF's Python ``BaseSession``)."""
 
-    def __init__(self, target: str | bytes = "", graph: Graph | None = None,
-                 config: ConfigProto | None = None):
+    def __init__(
+        self,
+        target: str | bytes = "",
+        graph: Graph | None = None,
+        config: ConfigProto | None = None,
+    ):
         if graph is None:
             graph = ops_graph.get_default_graph()
         elif not isinstance(graph, Graph):
@@ -205,8 +225,12 @@ class BaseSession:
         graph first if it grew."""
         mapper, feed_tensors, _ = self._resolve(fetches, feed_dict)
         if not hasattr(self._impl, "plan"):
-            raise errors.UnimplementedError(None, None, "A %s session runs its steps elsewhere: "
-                                            "it has no local plan." % type(self._impl).__name__)
+            raise errors.UnimplementedError(
+                None,
+                None,
+                "A %s session runs its steps elsewhere: "
+                "it has no local plan." % type(self._impl).__name__,
+            )
         return self._impl.plan(mapper.tensors, mapper.targets, feed_tensors)
 
     def list_devices(self):
@@ -265,10 +289,10 @@ class BaseSession:
             if hashable:
                 self._mappers[fetches] = mapper
         if not self._graph._ops:
-            raise RuntimeError("The Session graph is empty.  Add operations to the graph before "
-                               "calling run().")
-        feed_tensors, feed_values = convert_feeds(self._graph, feed_dict) if feed_dict \
-            else ((), ())
+            raise RuntimeError(
+                "The Session graph is empty.  Add operations to the graph before calling run()."
+            )
+        feed_tensors, feed_values = convert_feeds(self._graph, feed_dict) if feed_dict else ((), ())
         return mapper, feed_tensors, feed_values
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
@@ -278,8 +302,9 @@ class BaseSession:
         nesting of lists, tuples, namedtuples and dicts of those.
         """
         mapper, feed_tensors, feed_values = self._resolve(fetches, feed_dict)
-        values = self._impl.run(mapper.tensors, mapper.targets, feed_tensors, feed_values,
-                                options, run_metadata)
+        values = self._impl.run(
+            mapper.tensors, mapper.targets, feed_tensors, feed_values, options, run_metadata
+        )
         return mapper.build(values)
 
 

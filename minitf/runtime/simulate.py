@@ -55,11 +55,23 @@ from collections import deque, namedtuple
 from minitf.kernels.sendrecv_kernels import edge_key
 from minitf.runtime import pools
 from minitf.runtime.config_proto import StepStats
-from minitf.runtime.cost_model import (CHUNK_OVERHEAD_MICROS, CostModel, device_type,
-                                       output_bytes, split_count, transfer_micros)
+from minitf.runtime.cost_model import (
+    CHUNK_OVERHEAD_MICROS,
+    CostModel,
+    device_type,
+    output_bytes,
+    split_count,
+    transfer_micros,
+)
 from minitf.runtime.scheduler import Step, runs_inline
-from minitf.runtime.step_stats import (ChunkStats, DeviceStepStats, NodeExecStats, TensorOutput,
-                                       TransferStats, timeline_label)
+from minitf.runtime.step_stats import (
+    ChunkStats,
+    DeviceStepStats,
+    NodeExecStats,
+    TensorOutput,
+    TransferStats,
+    timeline_label,
+)
 
 Event = namedtuple("Event", ["kind", "time", "node", "device", "thread"])
 Event.__doc__ = """One step of a simulation: ``kind`` is ``"start"`` or ``"end"``, ``time`` the
@@ -71,16 +83,17 @@ class _Thread:
     __slots__ = ("tid", "name", "queue", "busy", "stack", "free_at")
 
     def __init__(self, tid, name, queue):
-        self.tid, self.name, self.queue = tid, name, queue   # queue: None for the caller
-        self.busy = None     # node index running now
-        self.stack = []      # nodes made ready by this thread, waiting to run inline
-        self.free_at = 0     # intra-op threads: when their last reserved chunk ends
+        self.tid, self.name, self.queue = tid, name, queue  # queue: None for the caller
+        self.busy = None  # node index running now
+        self.stack = []  # nodes made ready by this thread, waiting to run inline
+        self.free_at = 0  # intra-op threads: when their last reserved chunk ends
 
 
 def _thread_count(value, what, minimum=0):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError("%s must be an int >= %d (0: one per core), got %r"
-                        % (what, minimum, value))
+        raise TypeError(
+            "%s must be an int >= %d (0: one per core), got %r" % (what, minimum, value)
+        )
     value = int(value)
     if value < minimum:
         raise ValueError("%s must be >= %d (0: one per core), got %d" % (what, minimum, value))
@@ -102,19 +115,20 @@ class _Pools:
     def __init__(self, devices, inter, intra, mode, gpu_threads):
         self.caller = _Thread(0, "caller", None)
         self.mode = mode
-        self.inter, self.intra = {}, {}     # queue key -> [threads]
+        self.inter, self.intra = {}, {}  # queue key -> [threads]
         tid = 1
-        queues = [pools.SHARED] + [pools.queue_key(d, mode) for d in devices
-                                   if pools.is_private(d, mode)]
+        queues = [pools.SHARED] + [
+            pools.queue_key(d, mode) for d in devices if pools.is_private(d, mode)
+        ]
         for q in queues:
             shared = q == pools.SHARED
             prefix = "" if shared else q + " "
             n = inter if shared else gpu_threads
-            self.inter[q] = [_Thread(tid + k, "%sinter-op #%d" % (prefix, k), q)
-                             for k in range(n)]
+            self.inter[q] = [_Thread(tid + k, "%sinter-op #%d" % (prefix, k), q) for k in range(n)]
             tid += n
-            self.intra[q] = [_Thread(tid + k, "%sintra-op #%d" % (prefix, k), q)
-                             for k in range(intra)]
+            self.intra[q] = [
+                _Thread(tid + k, "%sintra-op #%d" % (prefix, k), q) for k in range(intra)
+            ]
             tid += intra
         self.queues = queues
         self.all = [self.caller] + [t for q in queues for t in self.inter[q]]
@@ -145,9 +159,17 @@ class Simulation:
     :meth:`waiting` in between.
     """
 
-    def __init__(self, session, fetches, feed_dict=None, cost_model=None,
-                 inter_op_threads=None, intra_op_threads=None, gpu_thread_mode=None,
-                 gpu_thread_count=None):
+    def __init__(
+        self,
+        session,
+        fetches,
+        feed_dict=None,
+        cost_model=None,
+        inter_op_threads=None,
+        intra_op_threads=None,
+        gpu_thread_mode=None,
+        gpu_thread_count=None,
+    ):
         if cost_model is None:
             cost_model = CostModel()
         elif not isinstance(cost_model, CostModel):
@@ -164,8 +186,9 @@ class Simulation:
         if mode not in ("global", "gpu_private"):
             raise ValueError("gpu_thread_mode must be 'global' or 'gpu_private', got %r" % mode)
         self.gpu_thread_mode = mode
-        self.gpu_thread_count = _thread_count(gpu_thread_count or pools.gpu_thread_count(),
-                                              "gpu_thread_count", 1)
+        self.gpu_thread_count = _thread_count(
+            gpu_thread_count or pools.gpu_thread_count(), "gpu_thread_count", 1
+        )
         self.cost_model = cost_model
         self.session = session
         self.plan = self.eplan.plan
@@ -173,9 +196,14 @@ class Simulation:
         self.devices = [d for d in self.eplan.session_devices if d in used]
         self.devices += sorted(used.difference(self.devices))
         self._static_facts()
-        self._pools = _Pools(self.eplan.session_devices + self.devices, self.inter_op_threads,
-                             self.intra_op_threads, mode, self.gpu_thread_count)
-        self._serial = not self.eplan.any_expensive   # the real step runs on the caller alone
+        self._pools = _Pools(
+            self.eplan.session_devices + self.devices,
+            self.inter_op_threads,
+            self.intra_op_threads,
+            mode,
+            self.gpu_thread_count,
+        )
+        self._serial = not self.eplan.any_expensive  # the real step runs on the caller alone
         self.reset()
 
     def _static_facts(self):
@@ -186,8 +214,11 @@ class Simulation:
         self._label = [timeline_label(n) for n in ep.nodes]
         self._queue = [pools.queue_key(d, self.gpu_thread_mode) for d in self.plan.device]
         sends = {edge_key(n): i for i, n in enumerate(ep.nodes) if n.type == "_Send"}
-        self._send_of = {i: sends[edge_key(n)] for i, n in enumerate(ep.nodes)
-                         if n.type == "_Recv" and edge_key(n) in sends}
+        self._send_of = {
+            i: sends[edge_key(n)]
+            for i, n in enumerate(ep.nodes)
+            if n.type == "_Recv" and edge_key(n) in sends
+        }
         self._recv_of = {s: r for r, s in self._send_of.items()}
 
     # -- state ---------------------------------------------------------------------------------
@@ -196,17 +227,17 @@ class Simulation:
         self._pools.reset()
         self.time = 0
         self._step = Step(self.plan)
-        for q in self._pools.queues:          # every pool has a (maybe empty) ready queue
+        for q in self._pools.queues:  # every pool has a (maybe empty) ready queue
             self._step.ready.setdefault(q, deque())
-        self._ends = []                       # heap of (end time, node index)
+        self._ends = []  # heap of (end time, node index)
         self._ready_at = [None] * self.plan.n
         self._thread_of = [None] * self.plan.n
         self._stats = [None] * self.plan.n
-        self._send_end = {}                   # _Send index -> its end time
-        self._waiting = set()                 # _Recv indices issued, their _Send not done yet
-        self._issued = {}                     # _Recv index -> when it was issued
+        self._send_end = {}  # _Send index -> its end time
+        self._waiting = set()  # _Recv indices issued, their _Send not done yet
+        self._issued = {}  # _Recv index -> when it was issued
         self._start_order = []
-        self._chunks = []                     # (start, end, thread, node) of intra-op chunks
+        self._chunks = []  # (start, end, thread, node) of intra-op chunks
         self.transfers = []
         self.events = []
         self._record = None
@@ -240,8 +271,7 @@ class Simulation:
         """``{thread name: [node names]}``: nodes that are ready and will run inline on that
         thread once it finishes what it runs now (next one first)."""
         names = self.eplan.names
-        return {t.name: [names[i] for i in reversed(t.stack)]
-                for t in self._pools.all if t.stack}
+        return {t.name: [names[i] for i in reversed(t.stack)] for t in self._pools.all if t.stack}
 
     def pending_counts(self):
         """``{node name: inputs still awaited}`` for the nodes not ready yet (data and control
@@ -297,10 +327,10 @@ class Simulation:
 
     def _next_start(self):
         """(thread, node) of the next node to start at the current time, or None."""
-        for t in self._pools.all:               # inline continuations, by thread id
+        for t in self._pools.all:  # inline continuations, by thread id
             if t.busy is None and t.stack:
                 return t, t.stack.pop()
-        for q in self._pools.queues:            # ready queues: shared first, then each GPU's
+        for q in self._pools.queues:  # ready queues: shared first, then each GPU's
             if self._step.ready[q]:
                 for t in self._pools.inter[q]:  # lowest-numbered free thread
                     if t.busy is None and not t.stack:
@@ -344,9 +374,18 @@ class Simulation:
 
     def _node_stats(self, i, thread, start, end, chunks=()):
         return NodeExecStats(
-            self.eplan.names[i], self.eplan.nodes[i].type, start, end - start, thread.tid,
-            thread.name, "inline" if thread.queue is None else "inter_op", self._label[i],
-            scheduled_micros=self._ready_at[i], output=self._outputs[i], chunks=chunks)
+            self.eplan.names[i],
+            self.eplan.nodes[i].type,
+            start,
+            end - start,
+            thread.tid,
+            thread.name,
+            "inline" if thread.queue is None else "inter_op",
+            self._label[i],
+            scheduled_micros=self._ready_at[i],
+            output=self._outputs[i],
+            chunks=chunks,
+        )
 
     def _issue(self, recv):
         """A _Recv is issued: it ends once its _Send has ended and the tensor has crossed."""
@@ -362,9 +401,18 @@ class Simulation:
         end = start + transfer_micros(nbytes)
         node = self.eplan.nodes[recv]
         tensor_name = node.get_attr("tensor_name")
-        self.transfers.append(TransferStats(
-            tensor_name, tensor_name.lstrip("^").rsplit(":", 1)[0], node.name,
-            node.get_attr("send_device"), node.device, nbytes, end - start, start))
+        self.transfers.append(
+            TransferStats(
+                tensor_name,
+                tensor_name.lstrip("^").rsplit(":", 1)[0],
+                node.name,
+                node.get_attr("send_device"),
+                node.device,
+                nbytes,
+                end - start,
+                start,
+            )
+        )
         heapq.heappush(self._ends, (end, recv))
 
     def _end(self, time, i):
@@ -401,17 +449,38 @@ class Simulation:
 
     def __repr__(self):
         return "Simulation(%d nodes on %s, t=%d us%s)" % (
-            self.plan.n, ", ".join(pools.short_device(d) for d in self.devices), self.time,
-            ", done" if self.done else "")
+            self.plan.n,
+            ", ".join(pools.short_device(d) for d in self.devices),
+            self.time,
+            ", done" if self.done else "",
+        )
 
 
-def simulate(session, fetches, feed_dict=None, cost_model=None, inter_op_threads=None,
-             intra_op_threads=None, gpu_thread_mode=None, gpu_thread_count=None):
+def simulate(
+    session,
+    fetches,
+    feed_dict=None,
+    cost_model=None,
+    inter_op_threads=None,
+    intra_op_threads=None,
+    gpu_thread_mode=None,
+    gpu_thread_count=None,
+):
     """``Simulation(...).run()``: the ``StepStats`` of one simulated ``session.run``."""
-    return Simulation(session, fetches, feed_dict, cost_model, inter_op_threads,
-                      intra_op_threads, gpu_thread_mode, gpu_thread_count).run()
+    return Simulation(
+        session,
+        fetches,
+        feed_dict,
+        cost_model,
+        inter_op_threads,
+        intra_op_threads,
+        gpu_thread_mode,
+        gpu_thread_count,
+    ).run()
+
 
 # -- Figure 12-5 -----------------------------------------------------------------------------
+
 
 def figure_12_5(graph=None):
     """Builds the graph of the book's Figure 12-5 and returns ``{name: Tensor}`` for A to E.
@@ -440,8 +509,11 @@ def figure_12_5(graph=None):
     g = graph if graph is not None else ops_graph.get_default_graph()
     with g.as_default():
         with g.device("/gpu:0"):
-            a = math_ops.matmul(array_ops.ones([512, 512], name="A_x"),
-                                array_ops.ones([512, 512], name="A_w"), name="A")
+            a = math_ops.matmul(
+                array_ops.ones([512, 512], name="A_x"),
+                array_ops.ones([512, 512], name="A_w"),
+                name="A",
+            )
             b = math_ops.square(array_ops.ones([1024, 1024], name="B_x"), name="B")
         with g.device("/gpu:1"):
             c = math_ops.square(array_ops.ones([1024, 1024], name="C_x"), name="C")

@@ -22,19 +22,25 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
 import time
 from collections import deque
+from collections.abc import Callable
 
 from minitf.framework import errors
 from minitf.runtime import pools
-from minitf.runtime.executor import (ExecutionPlan, NodeContext, StepContext, node_error,
-                                     now_micros, raise_node_error, run_serial)
+from minitf.runtime.executor import (
+    ExecutionPlan,
+    NodeContext,
+    StepContext,
+    node_error,
+    now_micros,
+    raise_node_error,
+    run_serial,
+)
 from minitf.runtime.pools import PoolSet
 from minitf.runtime.scheduler import Step, runs_inline
 
-
-_SIGNAL_SLICE = 0.2   # seconds: how late a KeyboardInterrupt may reach a waiting caller
+_SIGNAL_SLICE = 0.2  # seconds: how late a KeyboardInterrupt may reach a waiting caller
 
 
 class StepRun:
@@ -49,14 +55,15 @@ class StepRun:
         self.ctx = ctx
         self.tracer = ctx.tracer
         self.pools = pool_set
-        self.queue_of = ({d: pool_set.queue_of(d) for d in eplan.devices}
-                         if pool_set is not None else None)
+        self.queue_of = (
+            {d: pool_set.queue_of(d) for d in eplan.devices} if pool_set is not None else None
+        )
         self.cond = threading.Condition()
-        self.outstanding = 0      # pool tasks and asynchronous kernels not finished
-        self.handoff = deque()    # nodes made ready by a completion, for the caller (no pools)
-        self.error = None         # (exception, failing node or None for a cancel)
+        self.outstanding = 0  # pool tasks and asynchronous kernels not finished
+        self.handoff = deque()  # nodes made ready by a completion, for the caller (no pools)
+        self.error = None  # (exception, failing node or None for a cancel)
         self.cancelled = False
-        self.ended = False        # run() returned: the last outstanding task frees memory
+        self.ended = False  # run() returned: the last outstanding task frees memory
 
     # -- the caller's side ---------------------------------------------------------------------
     def run(self, timeout_ms=0, on_start=None):
@@ -68,7 +75,7 @@ class StepRun:
             self._process(list(self.plan.roots), False)
             self._wait(deadline)
         except BaseException as e:
-            if not isinstance(e, Exception):   # KeyboardInterrupt: the step stops too
+            if not isinstance(e, Exception):  # KeyboardInterrupt: the step stops too
                 self.cancel(errors.CancelledError(None, None, "The step was interrupted."))
             raise
         finally:
@@ -91,13 +98,17 @@ class StepRun:
                 while not self._finished() and not self.handoff:
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
-                        self.cancel_locked(errors.DeadlineExceededError(
-                            None, None, "Timed out waiting for notification"))
+                        self.cancel_locked(
+                            errors.DeadlineExceededError(
+                                None, None, "Timed out waiting for notification"
+                            )
+                        )
                         return
                     # in slices: a Ctrl-C that the OS hands to another thread of the process
                     # (gRPC's, BLAS's) only interrupts this wait when it wakes up
-                    self.cond.wait(_SIGNAL_SLICE if remaining is None
-                                   else min(remaining, _SIGNAL_SLICE))
+                    self.cond.wait(
+                        _SIGNAL_SLICE if remaining is None else min(remaining, _SIGNAL_SLICE)
+                    )
                 if self._finished():
                     return
                 ready = list(self.handoff)
@@ -204,13 +215,13 @@ class StepRun:
     def _enqueue(self, j):
         queue = self.queue_of[self.plan.device[j]]
         with self.cond:
-            if self.cancelled:   # a failed or timed-out step starts nothing new
+            if self.cancelled:  # a failed or timed-out step starts nothing new
                 return
             self.step.enqueue(j, queue)
             self.outstanding += 1
         try:
             self.pools.pool(queue).submit(self._pool_task, queue)
-        except errors.CancelledError as e:   # the pools closed (server stopping)
+        except errors.CancelledError as e:  # the pools closed (server stopping)
             self.cancel(e)
             self._task_ended()
 
@@ -263,6 +274,7 @@ class _SingleThreadedBlas:
             if _blas_users == 0:
                 if _blas_libraries is None:
                     from threadpoolctl import ThreadpoolController
+
                     _blas_libraries = ThreadpoolController().select(user_api="blas")
                 _blas_limiter = _blas_libraries.limit(limits=1)
             _blas_users += 1
@@ -277,8 +289,13 @@ class _SingleThreadedBlas:
         return False
 
 
-def run_step(eplan: ExecutionPlan, ctx: StepContext, pool_set: PoolSet | None = None,
-             timeout_ms: int = 0, on_start: Callable | None = None) -> list:
+def run_step(
+    eplan: ExecutionPlan,
+    ctx: StepContext,
+    pool_set: PoolSet | None = None,
+    timeout_ms: int = 0,
+    on_start: Callable | None = None,
+) -> list:
     """Runs one step with ``ctx`` (a :class:`StepContext`); returns every node's outputs.
 
     A plan of cheap synchronous nodes runs inline on the caller; any other runs in a
@@ -302,4 +319,3 @@ def run_step(eplan: ExecutionPlan, ctx: StepContext, pool_set: PoolSet | None = 
         if ctx.rendezvous is not None:
             ctx.rendezvous.abort(errors.CancelledError(None, None, "The step was interrupted."))
         raise
-

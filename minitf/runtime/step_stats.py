@@ -20,12 +20,20 @@ class TensorOutput:
     __slots__ = ("slot", "dtype", "shape", "requested_bytes")
 
     def __init__(self, slot, dtype, shape, requested_bytes):
-        self.slot, self.dtype, self.shape, self.requested_bytes = slot, dtype, shape, \
-            requested_bytes
+        self.slot, self.dtype, self.shape, self.requested_bytes = (
+            slot,
+            dtype,
+            shape,
+            requested_bytes,
+        )
 
     def __repr__(self):
-        return "TensorOutput(%d, %s, %s, %d bytes)" % (self.slot, self.dtype, self.shape,
-                                                       self.requested_bytes)
+        return "TensorOutput(%d, %s, %s, %d bytes)" % (
+            self.slot,
+            self.dtype,
+            self.shape,
+            self.requested_bytes,
+        )
 
 
 class ChunkStats:
@@ -38,8 +46,12 @@ class ChunkStats:
         self.start_micros, self.end_micros = start_micros, end_micros
 
     def __repr__(self):
-        return "ChunkStats(#%d on %s, %d..%d)" % (self.index, self.thread_name,
-                                                  self.start_micros, self.end_micros)
+        return "ChunkStats(#%d on %s, %d..%d)" % (
+            self.index,
+            self.thread_name,
+            self.start_micros,
+            self.end_micros,
+        )
 
 
 class NodeExecStats:
@@ -49,12 +61,36 @@ class NodeExecStats:
     the step's start for simulated ones); the ``*_rel_micros`` are relative to it.
     """
 
-    __slots__ = ("node_name", "op_type", "all_start_micros", "op_start_rel_micros",
-                 "op_end_rel_micros", "all_end_rel_micros", "scheduled_micros", "thread_id",
-                 "thread_name", "pool", "timeline_label", "output", "chunks")
+    __slots__ = (
+        "node_name",
+        "op_type",
+        "all_start_micros",
+        "op_start_rel_micros",
+        "op_end_rel_micros",
+        "all_end_rel_micros",
+        "scheduled_micros",
+        "thread_id",
+        "thread_name",
+        "pool",
+        "timeline_label",
+        "output",
+        "chunks",
+    )
 
-    def __init__(self, node_name, op_type, all_start_micros, all_end_rel_micros, thread_id,
-                 thread_name, pool, timeline_label, scheduled_micros=0, output=(), chunks=()):
+    def __init__(
+        self,
+        node_name,
+        op_type,
+        all_start_micros,
+        all_end_rel_micros,
+        thread_id,
+        thread_name,
+        pool,
+        timeline_label,
+        scheduled_micros=0,
+        output=(),
+        chunks=(),
+    ):
         self.node_name = node_name
         self.op_type = op_type
         self.all_start_micros = all_start_micros
@@ -64,7 +100,7 @@ class NodeExecStats:
         self.scheduled_micros = scheduled_micros
         self.thread_id = thread_id
         self.thread_name = thread_name
-        self.pool = pool            # "inter_op" (a pool thread) or "inline" (the caller)
+        self.pool = pool  # "inter_op" (a pool thread) or "inline" (the caller)
         self.timeline_label = timeline_label
         self.output = list(output)
         self.chunks = list(chunks)
@@ -74,9 +110,12 @@ class NodeExecStats:
         return self.all_start_micros + self.all_end_rel_micros
 
     def __repr__(self):
-        return "NodeExecStats(%s on %s, %d+%d us)" % (self.node_name, self.thread_name,
-                                                      self.all_start_micros,
-                                                      self.all_end_rel_micros)
+        return "NodeExecStats(%s on %s, %d+%d us)" % (
+            self.node_name,
+            self.thread_name,
+            self.all_start_micros,
+            self.all_end_rel_micros,
+        )
 
 
 class DeviceStepStats:
@@ -100,18 +139,39 @@ class TransferStats:
     consumer received it (None where not recorded).
     """
 
-    __slots__ = ("tensor_name", "src_node", "dst_node", "src_device", "dst_device", "bytes",
-                 "micros", "start_micros")
+    __slots__ = (
+        "tensor_name",
+        "src_node",
+        "dst_node",
+        "src_device",
+        "dst_device",
+        "bytes",
+        "micros",
+        "start_micros",
+    )
 
-    def __init__(self, tensor_name, src_node, dst_node, src_device, dst_device, nbytes, micros,
-                 start_micros=None):
+    def __init__(
+        self,
+        tensor_name,
+        src_node,
+        dst_node,
+        src_device,
+        dst_device,
+        nbytes,
+        micros,
+        start_micros=None,
+    ):
         self.tensor_name, self.src_node, self.dst_node = tensor_name, src_node, dst_node
         self.src_device, self.dst_device = src_device, dst_device
         self.bytes, self.micros, self.start_micros = nbytes, micros, start_micros
 
     def __repr__(self):
-        return "TransferStats(%s %s -> %s, %d bytes)" % (self.tensor_name, self.src_device,
-                                                         self.dst_device, self.bytes)
+        return "TransferStats(%s %s -> %s, %d bytes)" % (
+            self.tensor_name,
+            self.src_device,
+            self.dst_device,
+            self.bytes,
+        )
 
 
 def arrival_micros(node_stats):
@@ -136,8 +196,10 @@ def _nbytes(v):
 
 
 def _outputs(outs):
-    return [TensorOutput(k, str(getattr(v, "dtype", "")), tuple(getattr(v, "shape", ())),
-                         _nbytes(v)) for k, v in enumerate(outs or ())]
+    return [
+        TensorOutput(k, str(getattr(v, "dtype", "")), tuple(getattr(v, "shape", ())), _nbytes(v))
+        for k, v in enumerate(outs or ())
+    ]
 
 
 class Tracer:
@@ -154,14 +216,25 @@ class Tracer:
         ``outs``, on ``thread`` ((id, name); default: the calling thread)."""
         ident, tname = thread if thread is not None else pools.current_thread()
         node = self.eplan.nodes[i]
-        self.nodes[i] = NodeExecStats(node.name, node.type, start, end - start, ident, tname,
-                                      pool, timeline_label(node), output=_outputs(outs),
-                                      chunks=chunks)
+        self.nodes[i] = NodeExecStats(
+            node.name,
+            node.type,
+            start,
+            end - start,
+            ident,
+            tname,
+            pool,
+            timeline_label(node),
+            output=_outputs(outs),
+            chunks=chunks,
+        )
 
-    def transfer(self, tensor_name, src_node, dst_node, src_device, dst_device, nbytes, start,
-                 end):
-        self.transfers.append(TransferStats(tensor_name, src_node, dst_node, src_device,
-                                            dst_device, nbytes, end - start, start))
+    def transfer(self, tensor_name, src_node, dst_node, src_device, dst_device, nbytes, start, end):
+        self.transfers.append(
+            TransferStats(
+                tensor_name, src_node, dst_node, src_device, dst_device, nbytes, end - start, start
+            )
+        )
 
     def step_stats(self, device_order):
         """The step's :class:`StepStats`: devices in ``device_order`` first (those that ran

@@ -28,11 +28,17 @@ class Node:
     ``inputs`` the (node, output index) of each data input, ``outputs`` the (dtype, static shape)
     of each output.  Kernels read it like an Operation: ``name``, ``type``, ``get_attr``."""
 
-    __slots__ = ("name", "type", "device", "op", "_attrs", "inputs", "control_inputs",
-                 "outputs")
+    __slots__ = ("name", "type", "device", "op", "_attrs", "inputs", "control_inputs", "outputs")
 
-    def __init__(self, name: str, op_type: str, device: str, attrs: dict, outputs: list,
-                 op: Operation | None = None):
+    def __init__(
+        self,
+        name: str,
+        op_type: str,
+        device: str,
+        attrs: dict,
+        outputs: list,
+        op: Operation | None = None,
+    ):
         self.name = name
         self.type = op_type
         self.device = device
@@ -45,8 +51,9 @@ class Node:
     @classmethod
     def of(cls, op: Operation, device_name: str) -> Node:
         """The node of a graph op placed on ``device_name`` (no edges yet)."""
-        return cls(op.name, op.type, device_name, op._attrs,
-                   [(t.dtype, t.shape) for t in op._outputs], op)
+        return cls(
+            op.name, op.type, device_name, op._attrs, [(t.dtype, t.shape) for t in op._outputs], op
+        )
 
     def copy(self) -> Node:
         """The same node without its edges."""
@@ -75,8 +82,13 @@ class StepGraph:
 
     __slots__ = ("nodes", "fetches", "args", "targets")
 
-    def __init__(self, nodes: list[Node], fetches: list[tuple[Node, int]], args: list[Node],
-                 targets: list[Node]):
+    def __init__(
+        self,
+        nodes: list[Node],
+        fetches: list[tuple[Node, int]],
+        args: list[Node],
+        targets: list[Node],
+    ):
         self.nodes = nodes
         self.fetches = fetches
         self.args = args
@@ -105,24 +117,36 @@ def arg_node(tensor: Tensor, index: int, device: str, name: str | None = None) -
     dtype = tensor.dtype.base_dtype
     if name is None:
         name = "_arg_%s_%d" % (tensor.op.name, tensor.value_index)
-    return Node(name, ARG_OP, device,
-                {"T": dtype, "index": index, "tensor_name": tensor.name},
-                [(dtype, tensor.shape)])
+    return Node(
+        name,
+        ARG_OP,
+        device,
+        {"T": dtype, "index": index, "tensor_name": tensor.name},
+        [(dtype, tensor.shape)],
+    )
 
 
-def build_step_graph(ops: Sequence[Operation], device_of: dict, fetch_tensors: Sequence[Tensor],
-                     target_ops: Sequence[Operation], feed_tensors: Sequence[Tensor],
-                     feed_device: Callable[[Tensor], str],
-                     arg_name: Callable[[Tensor], str] | None = None) -> StepGraph:
+def build_step_graph(
+    ops: Sequence[Operation],
+    device_of: dict,
+    fetch_tensors: Sequence[Tensor],
+    target_ops: Sequence[Operation],
+    feed_tensors: Sequence[Tensor],
+    feed_device: Callable[[Tensor], str],
+    arg_name: Callable[[Tensor], str] | None = None,
+) -> StepGraph:
     """The :class:`StepGraph` of one signature over the placed ``ops`` (graph order);
     ``device_of[op]`` is the op's Device, ``feed_device(t)`` names the device of fed ``t``'s
     ``_Arg`` node (and ``arg_name(t)`` its name, if given)."""
     feed_index = {t: j for j, t in enumerate(feed_tensors)}
-    needed = prune([t.op for t in fetch_tensors if t not in feed_index] + list(target_ops),
-                   feed_index)
+    needed = prune(
+        [t.op for t in fetch_tensors if t not in feed_index] + list(target_ops), feed_index
+    )
     node_of = {op: Node.of(op, device_of[op].name) for op in ops if op in needed}
-    args = [arg_node(t, j, feed_device(t), arg_name(t) if arg_name else None)
-            for t, j in feed_index.items()]
+    args = [
+        arg_node(t, j, feed_device(t), arg_name(t) if arg_name else None)
+        for t, j in feed_index.items()
+    ]
     arg_of = dict(zip(feed_index, args))
 
     def source(t):
@@ -132,5 +156,9 @@ def build_step_graph(ops: Sequence[Operation], device_of: dict, fetch_tensors: S
     for op, node in node_of.items():
         node.inputs = [source(t) for t in op._inputs]
         node.control_inputs = [node_of[c] for c in op._control_inputs]
-    return StepGraph(list(node_of.values()) + args, [source(t) for t in fetch_tensors], args,
-                     [node_of[op] for op in target_ops])
+    return StepGraph(
+        list(node_of.values()) + args,
+        [source(t) for t in fetch_tensors],
+        args,
+        [node_of[op] for op in target_ops],
+    )

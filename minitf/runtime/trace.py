@@ -44,20 +44,30 @@ import re
 
 from minitf.runtime.step_stats import arrival_micros
 
-__all__ = ["AllocationMaximum", "ChromeTraceFormatter", "StepStatsAnalysis", "Timeline",
-           "chrome_trace", "save"]
+__all__ = [
+    "AllocationMaximum",
+    "ChromeTraceFormatter",
+    "StepStatsAnalysis",
+    "Timeline",
+    "chrome_trace",
+    "save",
+]
 
 
-class AllocationMaximum(collections.namedtuple("AllocationMaximum",
-                                               ("timestamp", "num_bytes", "tensors"))):
+class AllocationMaximum(
+    collections.namedtuple("AllocationMaximum", ("timestamp", "num_bytes", "tensors"))
+):
     """The peak of one allocator: when (µs), how many bytes, and which tensors were live."""
+
     __slots__ = ()
 
 
-class StepStatsAnalysis(collections.namedtuple("StepStatsAnalysis",
-                                               ("chrome_trace", "allocator_maximums"))):
+class StepStatsAnalysis(
+    collections.namedtuple("StepStatsAnalysis", ("chrome_trace", "allocator_maximums"))
+):
     """What :meth:`Timeline.analyze_step_stats` returns: the formatter holding the events and
     ``{allocator: AllocationMaximum}`` (empty unless memory was analysed)."""
+
     __slots__ = ()
 
 
@@ -70,12 +80,14 @@ class ChromeTraceFormatter:
 
     # -- metadata --------------------------------------------------------------------------
     def emit_pid(self, name, pid):
-        self.metadata.append({"name": "process_name", "ph": "M", "pid": pid,
-                              "args": {"name": name}})
+        self.metadata.append(
+            {"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}}
+        )
 
     def emit_tid(self, name, pid, tid):
-        self.metadata.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
-                              "args": {"name": name}})
+        self.metadata.append(
+            {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}}
+        )
 
     # -- events ----------------------------------------------------------------------------
     @staticmethod
@@ -130,14 +142,13 @@ class ChromeTraceFormatter:
         return json.dumps(self.trace(), separators=(",", ":"))
 
 
-_ChromeTraceFormatter = ChromeTraceFormatter   # TF's name for it
+_ChromeTraceFormatter = ChromeTraceFormatter  # TF's name for it
 
 
 class _Tensor:
     """The life of one produced tensor: who made it, where, how big, and its last use."""
 
-    __slots__ = ("name", "object_id", "create_time", "pid", "allocator", "num_bytes",
-                 "unref_times")
+    __slots__ = ("name", "object_id", "create_time", "pid", "allocator", "num_bytes", "unref_times")
 
     def __init__(self, name, object_id, create_time, pid, allocator, num_bytes):
         self.name, self.object_id, self.create_time, self.pid = name, object_id, create_time, pid
@@ -181,12 +192,14 @@ def default_allocator(device):
 
 def _dtype_enum_name(name):
     from minitf.framework import dtypes
+
     try:
         return dtypes.as_dtype(name).enum_name
     except (TypeError, ValueError):
         pass
     try:
         import numpy as np
+
         return dtypes.as_dtype(np.dtype(name)).enum_name
     except (TypeError, ValueError):
         return "DT_INVALID"
@@ -230,15 +243,17 @@ class Timeline:
         self._graph = graph
 
     # -- public ----------------------------------------------------------------------------
-    def generate_chrome_trace_format(self, show_dataflow=True, show_memory=False,
-                                     show_threads=False):
+    def generate_chrome_trace_format(
+        self, show_dataflow=True, show_memory=False, show_threads=False
+    ):
         """The step as Chrome trace JSON text (indent 4), ready for Perfetto/chrome://tracing.
 
         ``show_threads`` is a minitf extra (see the module docstring); leave it False to get
         TF's output.
         """
-        analysis = self.analyze_step_stats(show_dataflow=show_dataflow, show_memory=show_memory,
-                                           show_threads=show_threads)
+        analysis = self.analyze_step_stats(
+            show_dataflow=show_dataflow, show_memory=show_memory, show_threads=show_threads
+        )
         return analysis.chrome_trace.format_to_string(pretty=True)
 
     def analyze_step_stats(self, show_dataflow=True, show_memory=True, show_threads=False):
@@ -250,10 +265,10 @@ class Timeline:
         """
         self._fmt = ChromeTraceFormatter()
         self._show_threads = show_threads
-        self._tensors = {}        # tensor name -> _Tensor
-        self._flow_starts = {}    # tensor name -> (ts, pid, tid)
+        self._tensors = {}  # tensor name -> _Tensor
+        self._flow_starts = {}  # tensor name -> (ts, pid, tid)
         self._next_flow_id = 0
-        self._node_places = {}    # (device, node name) -> (arrival, end, pid, tid)
+        self._node_places = {}  # (device, node name) -> (arrival, end, pid, tid)
         self._allocate_pids()
         self._assign_tids()
         if show_threads:
@@ -296,8 +311,7 @@ class Timeline:
             for ns in ds.node_stats:
                 start = ns.all_start_micros
                 # the first lane free before this op starts, else a new one
-                lane = next((k for k, end in enumerate(lane_ends) if end < start),
-                            len(lane_ends))
+                lane = next((k for k, end in enumerate(lane_ends) if end < start), len(lane_ends))
                 if lane == len(lane_ends):
                     lane_ends.append(None)
                 lane_ends[lane] = start + ns.all_end_rel_micros
@@ -312,8 +326,9 @@ class Timeline:
                 for ch in getattr(ns, "chunks", ()):
                     seen.setdefault(ch.thread_id, ch.thread_name)
             for tid, name in seen.items():
-                self._fmt.emit_tid(name if name is not None else "thread %s" % tid,
-                                   self._compute_pids[d], tid)
+                self._fmt.emit_tid(
+                    name if name is not None else "thread %s" % tid, self._compute_pids[d], tid
+                )
 
     def _analyze_tensors(self, show_memory):
         for d, ds in enumerate(self._dev_stats()):
@@ -324,20 +339,30 @@ class Timeline:
                 end = start + ns.all_end_rel_micros
                 for k, out in enumerate(ns.output):
                     name = "%s:%d" % (ns.node_name, k) if k else ns.node_name
-                    allocator = getattr(out, "allocator_name", None) or \
-                        default_allocator(ds.device)
-                    tensor = _Tensor(name, len(self._tensors), start, tensors_pid, allocator,
-                                     out.requested_bytes)
+                    allocator = getattr(out, "allocator_name", None) or default_allocator(ds.device)
+                    tensor = _Tensor(
+                        name, len(self._tensors), start, tensors_pid, allocator, out.requested_bytes
+                    )
                     tensor.unref_times.append(end)
                     self._tensors[name] = tensor
                     self._flow_starts[name] = (end, compute_pid, tid)
                     if show_memory:
-                        self._fmt.emit_obj_create("Tensor", name, start, tensors_pid, tid,
-                                                  tensor.object_id)
+                        self._fmt.emit_obj_create(
+                            "Tensor", name, start, tensors_pid, tid, tensor.object_id
+                        )
                         self._fmt.emit_obj_snapshot(
-                            "Tensor", name, end - 1, tensors_pid, tid, tensor.object_id,
-                            {"tensor_description": tensor_description_text(out, allocator)
-                             .replace('"', "")})
+                            "Tensor",
+                            name,
+                            end - 1,
+                            tensors_pid,
+                            tid,
+                            tensor.object_id,
+                            {
+                                "tensor_description": tensor_description_text(
+                                    out, allocator
+                                ).replace('"', "")
+                            },
+                        )
 
     def _op_of(self, ns, gputrace):
         """(node name, op type, inputs) shown for a node."""
@@ -362,8 +387,9 @@ class Timeline:
                 tid = self._tids[d][i]
                 start = ns.all_start_micros
                 end = start + ns.all_end_rel_micros
-                self._node_places.setdefault((ds.device, ns.node_name),
-                                             (arrival_micros(ns), end, pid, tid))
+                self._node_places.setdefault(
+                    (ds.device, ns.node_name), (arrival_micros(ns), end, pid, tid)
+                )
                 name, op, inputs = self._op_of(ns, gputrace)
                 args = {"name": name, "op": op}
                 for k, inp in enumerate(inputs):
@@ -375,9 +401,9 @@ class Timeline:
                     continue
                 for inp in inputs:
                     if inp.startswith("^"):
-                        continue          # a control edge carries no tensor
+                        continue  # a control edge carries no tensor
                     if inp not in self._tensors:
-                        cut = inp.rfind("/_")   # "x/_3": renamed by graph partitioning
+                        cut = inp.rfind("/_")  # "x/_3": renamed by graph partitioning
                         if cut > 0:
                             inp = inp[:cut]
                     tensor = self._tensors.get(inp)
@@ -387,15 +413,21 @@ class Timeline:
                     if show_dataflow:
                         src = self._flow_starts[inp]
                         if src[1] != pid or src[2] != tid:
-                            self._fmt.emit_flow("DataFlow", inp, src, (start, pid, tid),
-                                                self._alloc_flow_id())
+                            self._fmt.emit_flow(
+                                "DataFlow", inp, src, (start, pid, tid), self._alloc_flow_id()
+                            )
 
     def _emit_chunks(self, ns, op, pid):
         for ch in getattr(ns, "chunks", ()):
-            self._fmt.emit_region(ch.start_micros, ch.end_micros - ch.start_micros, pid,
-                                  ch.thread_id, "Chunk", "%s/chunk%d" % (op, ch.index),
-                                  {"name": ns.node_name, "op": op, "chunk": ch.index,
-                                   "thread": ch.thread_name})
+            self._fmt.emit_region(
+                ch.start_micros,
+                ch.end_micros - ch.start_micros,
+                pid,
+                ch.thread_id,
+                "Chunk",
+                "%s/chunk%d" % (op, ch.index),
+                {"name": ns.node_name, "op": op, "chunk": ch.index, "thread": ch.thread_name},
+            )
 
     def _find_node(self, device, node):
         place = self._node_places.get((device, node))
@@ -413,9 +445,14 @@ class Timeline:
             dst = self._find_node(tr.dst_device, tr.dst_node)
             if src is None or dst is None:
                 continue
-            self._fmt.emit_flow("Transfer", tr.tensor_name, (src[1], src[2], src[3]),
-                                (dst[0], dst[2], dst[3]), self._alloc_flow_id(),
-                                {"bytes": tr.bytes, "src": tr.src_device, "dst": tr.dst_device})
+            self._fmt.emit_flow(
+                "Transfer",
+                tr.tensor_name,
+                (src[1], src[2], src[3]),
+                (dst[0], dst[2], dst[3]),
+                self._alloc_flow_id(),
+                {"bytes": tr.bytes, "src": tr.src_device, "dst": tr.dst_device},
+            )
 
     def _show_memory_counters(self):
         """D events per tensor, then per allocator a running total of live bytes; returns
@@ -428,7 +465,7 @@ class Timeline:
             changes.append((t.last_unref, -t.num_bytes, name))
         maximums = {}
         for allocator, changes in per_allocator.items():
-            changes.sort()        # by time; at a tie frees (negative) come first
+            changes.sort()  # by time; at a tie frees (negative) come first
             live, total = set(), 0
             best = AllocationMaximum(0, 0, set())
             for ts, delta, name in changes:
@@ -439,8 +476,9 @@ class Timeline:
                     live.add(name)
                 if total > best.num_bytes:
                     best = AllocationMaximum(ts, total, set(live))
-                self._fmt.emit_counter("Memory", allocator, self._allocators_pid, ts, allocator,
-                                       total)
+                self._fmt.emit_counter(
+                    "Memory", allocator, self._allocators_pid, ts, allocator, total
+                )
             maximums[allocator] = best
         return maximums
 

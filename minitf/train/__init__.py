@@ -11,5 +11,6 @@ from minitf.train.device_setter import replica_device_setter  # noqa: F401
 def __getattr__(name):  # Server pulls in grpcio: imported on first use only
     if name == "Server":
         from minitf.distributed.server import Server
+
         return Server
     raise AttributeError("module 'minitf.train' has no attribute %r" % name)

@@ -11,13 +11,22 @@ import logging
 from minitf.distributed.cluster_spec import ClusterSpec
 from minitf.framework.device_spec import DeviceSpec
 
-STANDARD_PS_OPS = ("Variable", "VariableV2", "AutoReloadVariable", "MutableHashTable",
-                   "MutableHashTableV2", "MutableHashTableOfTensors",
-                   "MutableHashTableOfTensorsV2", "MutableDenseHashTable",
-                   "MutableDenseHashTableV2", "VarHandleOp",
-                   "BoostedTreesEnsembleResourceHandleOp",
-                   "BoostedTreesQuantileStreamResourceHandleOp", "DecisionTreeResource",
-                   "ResourceConditionalAccumulator")
+STANDARD_PS_OPS = (
+    "Variable",
+    "VariableV2",
+    "AutoReloadVariable",
+    "MutableHashTable",
+    "MutableHashTableV2",
+    "MutableHashTableOfTensors",
+    "MutableHashTableOfTensorsV2",
+    "MutableDenseHashTable",
+    "MutableDenseHashTableV2",
+    "VarHandleOp",
+    "BoostedTreesEnsembleResourceHandleOp",
+    "BoostedTreesQuantileStreamResourceHandleOp",
+    "DecisionTreeResource",
+    "ResourceConditionalAccumulator",
+)
 
 
 class _RoundRobinStrategy:
@@ -58,8 +67,15 @@ class _ReplicaDeviceChooser:
         return worker.make_merged_spec(current).to_string()
 
 
-def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:worker",
-                          merge_devices=True, cluster=None, ps_ops=None, ps_strategy=None):
+def replica_device_setter(
+    ps_tasks=0,
+    ps_device="/job:ps",
+    worker_device="/job:worker",
+    merge_devices=True,
+    cluster=None,
+    ps_ops=None,
+    ps_strategy=None,
+):
     """Returns a device function for ``tf.device`` — or None when there are no ps tasks (which
     ``tf.device(None)`` turns into "forget the enclosing device blocks", as in TF)."""
     if cluster is not None:
@@ -76,12 +92,14 @@ def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:w
     if ps_ops is None:
         ps_ops = list(STANDARD_PS_OPS)
     if not merge_devices:
-        logging.warning("DEPRECATION: It is recommended to set merge_devices=true in "
-                        "replica_device_setter")
+        logging.warning(
+            "DEPRECATION: It is recommended to set merge_devices=true in replica_device_setter"
+        )
     if ps_strategy is None:
         ps_strategy = _RoundRobinStrategy(ps_tasks)
     if not callable(ps_strategy):
         raise TypeError("ps_strategy must be callable")
-    chooser = _ReplicaDeviceChooser(ps_tasks, ps_device, worker_device, merge_devices, ps_ops,
-                                    ps_strategy)
+    chooser = _ReplicaDeviceChooser(
+        ps_tasks, ps_device, worker_device, merge_devices, ps_ops, ps_strategy
+    )
     return chooser.device_function

@@ -17,12 +17,19 @@ from minitf.viz.graph_view import GraphView
 from minitf.viz.memory_view import MemoryView
 from minitf.viz.timeline_view import TimelineView
 
-__all__ = ["ClusterView", "GraphView", "MemoryView", "PlacementExplorer", "StepThrough",
-           "TimelineView"]
+__all__ = [
+    "ClusterView",
+    "GraphView",
+    "MemoryView",
+    "PlacementExplorer",
+    "StepThrough",
+    "TimelineView",
+]
 
 
 def __getattr__(name):
     if name in ("PlacementExplorer", "StepThrough"):
         from minitf.viz import widgets
+
         return getattr(widgets, name)
     raise AttributeError("module 'minitf.viz' has no attribute %r" % name)

@@ -48,14 +48,14 @@ class ClusterView(SavesToFile):
         self.traffic = {}
         ran = {}
         stats = getattr(run_metadata, "step_stats", run_metadata)
-        for ds in (stats.dev_stats if stats is not None else ()):
+        for ds in stats.dev_stats if stats is not None else ():
             task = _task_of(ds.device)
             if task in self.devices:
                 self.devices[task].add(ds.device)
                 self.op_counts[task] += len(ds.node_stats)
                 for ns in ds.node_stats:
                     ran[ns.node_name] = task
-        for tr in (stats.transfers if stats is not None else ()):
+        for tr in stats.transfers if stats is not None else ():
             src, dst = _task_of(tr.src_device), _task_of(tr.dst_device)
             if src != dst and src is not None and dst is not None:
                 self.traffic[(src, dst)] = self.traffic.get((src, dst), 0) + tr.bytes
@@ -93,19 +93,29 @@ class ClusterView(SavesToFile):
                 lines = self._task_lines(task)
                 h = 24 + TASK_LINE * len(lines)
                 boxes[task] = (x + PAD, y, TASK_W, h)
-                parts.append('<rect x="%d" y="%d" width="%d" height="%d" rx="6" fill="%s" '
-                             'stroke="#555"/>' % (x + PAD, y, TASK_W, h,
-                                                  "#dce9f5" if task[0] == "ps" else "#fde6cf"))
-                parts.append('<text x="%d" y="%d" font-weight="bold">/job:%s/task:%d</text>'
-                             % (x + PAD + 8, y + 17, task[0], task[1]))
+                parts.append(
+                    '<rect x="%d" y="%d" width="%d" height="%d" rx="6" fill="%s" '
+                    'stroke="#555"/>'
+                    % (x + PAD, y, TASK_W, h, "#dce9f5" if task[0] == "ps" else "#fde6cf")
+                )
+                parts.append(
+                    '<text x="%d" y="%d" font-weight="bold">/job:%s/task:%d</text>'
+                    % (x + PAD + 8, y + 17, task[0], task[1])
+                )
                 for k, line in enumerate(lines):
-                    parts.append('<text x="%d" y="%d" font-size="11">%s</text>' % (
-                        x + PAD + 8, y + 34 + TASK_LINE * k, escape(line)))
+                    parts.append(
+                        '<text x="%d" y="%d" font-size="11">%s</text>'
+                        % (x + PAD + 8, y + 34 + TASK_LINE * k, escape(line))
+                    )
                 y += h + PAD
-            out.append('<rect x="%d" y="%d" width="%d" height="%d" rx="8" fill="#f7f7f7" '
-                       'stroke="#999"/>' % (x, PAD + 20, TASK_W + 2 * PAD, y - PAD - 20))
-            out.append('<text x="%d" y="%d" fill="#444">machine %s</text>' % (
-                x + 6, PAD + 14, escape(host)))
+            out.append(
+                '<rect x="%d" y="%d" width="%d" height="%d" rx="8" fill="#f7f7f7" '
+                'stroke="#999"/>' % (x, PAD + 20, TASK_W + 2 * PAD, y - PAD - 20)
+            )
+            out.append(
+                '<text x="%d" y="%d" fill="#444">machine %s</text>'
+                % (x + 6, PAD + 14, escape(host))
+            )
             out.extend(parts)
             height = max(height, y)
             x += TASK_W + 3 * PAD
@@ -113,19 +123,31 @@ class ClusterView(SavesToFile):
             sx, sy, sw, sh = boxes[src]
             dx, dy, dw, dh = boxes[dst]
             x1, y1, x2, y2 = sx + sw / 2, sy + sh / 2, dx + dw / 2, dy + dh / 2
-            out.append('<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#c0392b" '
-                       'stroke-width="2" marker-end="url(#arrow)"><title>%s</title></line>' % (
-                           x1, y1, x2, y2, escape("/job:%s/task:%d -> /job:%s/task:%d: %s" % (
-                               src + dst + (_size(nbytes),)))))
-            out.append('<text x="%.0f" y="%.0f" fill="#c0392b" font-size="11">%s</text>' % (
-                (x1 + x2) / 2 + 4, (y1 + y2) / 2 - 4, _size(nbytes)))
-        head = ('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-                'font-family="sans-serif" font-size="12"><defs><marker id="arrow" '
-                'viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-                'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#c0392b"/></marker></defs>'
-                % (x, height + PAD))
+            out.append(
+                '<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#c0392b" '
+                'stroke-width="2" marker-end="url(#arrow)"><title>%s</title></line>'
+                % (
+                    x1,
+                    y1,
+                    x2,
+                    y2,
+                    escape(
+                        "/job:%s/task:%d -> /job:%s/task:%d: %s" % (src + dst + (_size(nbytes),))
+                    ),
+                )
+            )
+            out.append(
+                '<text x="%.0f" y="%.0f" fill="#c0392b" font-size="11">%s</text>'
+                % ((x1 + x2) / 2 + 4, (y1 + y2) / 2 - 4, _size(nbytes))
+            )
+        head = (
+            '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+            'font-family="sans-serif" font-size="12"><defs><marker id="arrow" '
+            'viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+            'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#c0392b"/></marker></defs>'
+            % (x, height + PAD)
+        )
         return "\n".join([head] + out + ["</svg>"])
 
     def _repr_svg_(self):
         return self.to_svg()
-

@@ -16,8 +16,10 @@ class SavesToFile:
         ext = os.path.splitext(str(path))[1].lower()
         method = self.save_formats.get(ext)
         if method is None:
-            raise ValueError("%s.save writes %s files, not %r" % (
-                type(self).__name__, ", ".join(sorted(self.save_formats)), ext))
+            raise ValueError(
+                "%s.save writes %s files, not %r"
+                % (type(self).__name__, ", ".join(sorted(self.save_formats)), ext)
+            )
         text = getattr(self, method)()
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)

@@ -49,8 +49,20 @@ from minitf.viz.files import SavesToFile
 
 __all__ = ["GraphView", "DEVICE_PALETTE", "UNPLACED_COLOR", "device_colors", "natural_key"]
 
-DEVICE_PALETTE = ("#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69",
-                  "#fccde5", "#ffffb3", "#bc80bd", "#ccebc5", "#ffed6f", "#e5c494")
+DEVICE_PALETTE = (
+    "#8dd3c7",
+    "#fdb462",
+    "#bebada",
+    "#fb8072",
+    "#80b1d3",
+    "#b3de69",
+    "#fccde5",
+    "#ffffb3",
+    "#bc80bd",
+    "#ccebc5",
+    "#ffed6f",
+    "#e5c494",
+)
 """Fill colours of devices, given out in sorted device-name order (light, so black text reads
 well; no grey, which means "not placed")."""
 
@@ -83,8 +95,9 @@ def device_colors(device_names):
     """``{device name: colour}``: the palette in sorted (natural) device-name order."""
     out = {}
     for k, name in enumerate(sorted(set(device_names), key=natural_key)):
-        out[name] = DEVICE_PALETTE[k] if k < len(DEVICE_PALETTE) else \
-            _extra_color(k - len(DEVICE_PALETTE))
+        out[name] = (
+            DEVICE_PALETTE[k] if k < len(DEVICE_PALETTE) else _extra_color(k - len(DEVICE_PALETTE))
+        )
     return out
 
 
@@ -106,8 +119,12 @@ def _device_levels(device):
     if parsed.job is not None:
         levels.append((("job", parsed.job), "/job:%s" % parsed.job))
     if parsed.task is not None or parsed.replica is not None:
-        label = "".join(("/replica:%d" % parsed.replica if parsed.replica is not None else "",
-                         "/task:%d" % parsed.task if parsed.task is not None else ""))
+        label = "".join(
+            (
+                "/replica:%d" % parsed.replica if parsed.replica is not None else "",
+                "/task:%d" % parsed.task if parsed.task is not None else "",
+            )
+        )
         levels.append((("task", parsed.job, parsed.replica, parsed.task), label))
     if parsed.type is not None:
         did = "*" if parsed.id is None else parsed.id
@@ -117,8 +134,7 @@ def _device_levels(device):
 
 def _common_levels(devices):
     """The job/task levels that all of ``devices`` share (their device levels differ)."""
-    paths = [[lv for lv in _device_levels(d) if lv[0][0] != "device"] if d else []
-             for d in devices]
+    paths = [[lv for lv in _device_levels(d) if lv[0][0] != "device"] if d else [] for d in devices]
     common = []
     for level in zip(*paths):
         if any(lv != level[0] for lv in level):
@@ -158,7 +174,7 @@ def _cluster_path(root, levels, color, scope_parts):
         c = color if kind == "device" else "#888888"
         node = node.children.setdefault(key, _ClusterSpec(key, label, kind, c))
     for k in range(len(scope_parts)):
-        scope = "/".join(scope_parts[:k + 1])
+        scope = "/".join(scope_parts[: k + 1])
         key = ("scope", scope)
         node = node.children.setdefault(key, _ClusterSpec(key, scope, "scope", "#777777"))
     return node
@@ -190,16 +206,26 @@ class GraphView(SavesToFile):
 
     save_formats = {".svg": "to_svg", ".dot": "to_dot", ".gv": "to_dot"}
 
-    def __init__(self, graph=None, placement=None, session=None, collapse_scopes=None,
-                 max_nodes=400, renderer="auto", title=None):
+    def __init__(
+        self,
+        graph=None,
+        placement=None,
+        session=None,
+        collapse_scopes=None,
+        max_nodes=400,
+        renderer="auto",
+        title=None,
+    ):
         if renderer not in RENDERERS:
-            raise ValueError("renderer must be one of %s, got %r" % (", ".join(RENDERERS),
-                                                                     renderer))
+            raise ValueError(
+                "renderer must be one of %s, got %r" % (", ".join(RENDERERS), renderer)
+            )
         if graph is None:
             if session is not None:
                 graph = session.graph
             else:
                 from minitf.framework.graph import get_default_graph
+
                 graph = get_default_graph()
         self.graph = graph
         self.max_nodes = max_nodes
@@ -230,8 +256,7 @@ class GraphView(SavesToFile):
         if placed is not None:
             of = {op.name: dev.name for op, dev in placed.device_of.items()}
             return "session", {op.name: of.get(op.name, "") for op in ops}
-        return "requested", {op.name: _canonical(op.device) if op.device else ""
-                             for op in ops}
+        return "requested", {op.name: _canonical(op.device) if op.device else "" for op in ops}
 
     # -- collapsing name scopes --------------------------------------------------------------
     def _scope_names(self):
@@ -250,7 +275,7 @@ class GraphView(SavesToFile):
             if len(parts) > depth:
                 out[op.name] = "/".join(parts[:depth])
             elif op.name in scopes and len(parts) == depth:
-                out[op.name] = op.name        # "v" goes with "v/read", "v/Assign"
+                out[op.name] = op.name  # "v" goes with "v/read", "v/Assign"
         return out
 
     def _collapse_map(self, collapse_scopes):
@@ -309,7 +334,7 @@ class GraphView(SavesToFile):
         """One node per drawn box, in op order: ``(id, lines, fill, stripes, shape, tooltip,
         cluster)``; each joins the members of its cluster (made under ``root`` as needed)."""
         scopes = self._scope_names()
-        boxes = collections.OrderedDict()      # scope -> [op]
+        boxes = collections.OrderedDict()  # scope -> [op]
         for op in self._ops:
             s = self.collapsed.get(op.name)
             if s is not None:
@@ -322,7 +347,7 @@ class GraphView(SavesToFile):
                 continue
             first_seen[nid] = True
             if nid.startswith("scope:"):
-                scope = nid[len("scope:"):]
+                scope = nid[len("scope:") :]
                 node = self._scope_node(root, nid, scope, boxes[scope])
             else:
                 node = self._op_node(root, nid, op, op.name in scopes)
@@ -334,25 +359,39 @@ class GraphView(SavesToFile):
         """The box of a collapsed name scope, striped by the devices of its ``members``."""
         devs = collections.Counter(self.device_of[m.name] for m in members)
         order = sorted(devs, key=lambda d: (d == "", natural_key(d)))
-        stripes = [(self.colors.get(d, UNPLACED_COLOR), devs[d] / len(members))
-                   for d in order]
+        stripes = [(self.colors.get(d, UNPLACED_COLOR), devs[d] / len(members)) for d in order]
         if len(order) == 1:
             levels = _device_levels(order[0]) if order[0] else []
-        else:   # ops on several devices: outside any one device's cluster
+        else:  # ops on several devices: outside any one device's cluster
             levels = _common_levels(order)
-        cl = _cluster_path(root, levels, self.colors.get(order[0], UNPLACED_COLOR),
-                           scope.split("/")[:-1])
-        tooltip = "%s (name scope, %d ops)\n%s" % (scope, len(members), "\n".join(
-            "%s: %d" % (d or "not placed", devs[d]) for d in order))
-        return (nid, [scope, "%d ops" % len(members)], stripes[0][0],
-                stripes if len(stripes) > 1 else None, "box3d", tooltip, cl)
+        cl = _cluster_path(
+            root, levels, self.colors.get(order[0], UNPLACED_COLOR), scope.split("/")[:-1]
+        )
+        tooltip = "%s (name scope, %d ops)\n%s" % (
+            scope,
+            len(members),
+            "\n".join("%s: %d" % (d or "not placed", devs[d]) for d in order),
+        )
+        return (
+            nid,
+            [scope, "%d ops" % len(members)],
+            stripes[0][0],
+            stripes if len(stripes) > 1 else None,
+            "box3d",
+            tooltip,
+            cl,
+        )
 
     def _op_node(self, root, nid, op, is_scope):
         """The box of one op (``is_scope``: its name is also a name scope, which it joins)."""
         device = self.device_of[op.name]
         parts = op.name.split("/") if is_scope else op.name.split("/")[:-1]
-        cl = _cluster_path(root, _device_levels(device) if device else [],
-                           self.colors.get(device, UNPLACED_COLOR), parts)
+        cl = _cluster_path(
+            root,
+            _device_levels(device) if device else [],
+            self.colors.get(device, UNPLACED_COLOR),
+            parts,
+        )
         fill = self.colors.get(device, UNPLACED_COLOR) if device else UNPLACED_COLOR
         shape = "cylinder" if op.type in VARIABLE_TYPES else "box"
         return (nid, [op.name, op.type], fill, None, shape, self._op_tooltip(op, device), cl)
@@ -367,9 +406,13 @@ class GraphView(SavesToFile):
         except ValueError:
             cls = None
         if cls:
-            tip.append("colocated with: %s" % ", ".join(
-                (c.decode() if isinstance(c, bytes) else str(c)).replace("loc:@", "")
-                for c in cls))
+            tip.append(
+                "colocated with: %s"
+                % ", ".join(
+                    (c.decode() if isinstance(c, bytes) else str(c)).replace("loc:@", "")
+                    for c in cls
+                )
+            )
         return "\n".join(tip)
 
     def _edge_models(self):
@@ -415,11 +458,17 @@ class GraphView(SavesToFile):
             rows.append(("cylinder", "variable", "#ffffff"))
         if self.collapsed:
             rows.append(("box3d", "name scope (collapsed)", "#ffffff"))
-        rows.append(("note", {
-            "session": "devices: the session's placement",
-            "explicit": "devices: the placement given",
-            "requested": "devices: requested only (graph not placed yet)",
-        }[self.source], None))
+        rows.append(
+            (
+                "note",
+                {
+                    "session": "devices: the session's placement",
+                    "explicit": "devices: the placement given",
+                    "requested": "devices: requested only (graph not placed yet)",
+                }[self.source],
+                None,
+            )
+        )
         return rows
 
     # -- DOT --------------------------------------------------------------------------------
@@ -438,31 +487,34 @@ class GraphView(SavesToFile):
         out.extend(self._dot_defaults())
         _dot_clusters(out, self._root, 1, self._dot_node_lines())
         for s, d, kind, cross, tensors in self._edges:
-            out.append("  %s -> %s [%s];" % (_quote(s), _quote(d),
-                                            _dot_edge_attrs(kind, cross, tensors)))
+            out.append(
+                "  %s -> %s [%s];" % (_quote(s), _quote(d), _dot_edge_attrs(kind, cross, tensors))
+            )
         out.extend(self._dot_legend())
         out.append("}")
         return "\n".join(out) + "\n"
 
     def _dot_defaults(self):
         """The graph, node and edge defaults (and the title) of the DOT text."""
-        return ['  graph [rankdir=TB, fontname="Helvetica", fontsize=11, newrank=true, '
-                'nodesep=0.25, ranksep=0.45%s];' % (
-                    ", label=%s, labelloc=t" % _quote(self.title) if self.title else ""),
-                '  node [shape=box, style="rounded,filled", fontname="Helvetica", '
-                'fontsize=10, color="#333333", margin="0.1,0.04"];',
-                '  edge [fontname="Helvetica", fontsize=9, color="%s", arrowsize=0.7];'
-                % EDGE_COLOR]
+        return [
+            '  graph [rankdir=TB, fontname="Helvetica", fontsize=11, newrank=true, '
+            "nodesep=0.25, ranksep=0.45%s];"
+            % (", label=%s, labelloc=t" % _quote(self.title) if self.title else ""),
+            '  node [shape=box, style="rounded,filled", fontname="Helvetica", '
+            'fontsize=10, color="#333333", margin="0.1,0.04"];',
+            '  edge [fontname="Helvetica", fontsize=9, color="%s", arrowsize=0.7];' % EDGE_COLOR,
+        ]
 
     def _dot_node_lines(self):
         """``{node id: its DOT statement}``."""
         node_lines = {}
         for nid, lines, fill, stripes, shape, tooltip, _ in self._nodes:
             attrs = ["label=%s" % _quote("\n".join(lines))]
-            if stripes:     # Graphviz stripes only plain boxes: a double outline instead
+            if stripes:  # Graphviz stripes only plain boxes: a double outline instead
                 attrs.append('shape=box, style="striped", peripheries=2')
-                attrs.append("fillcolor=%s" % _quote(":".join(
-                    "%s;%.3f" % (c, f) for c, f in stripes)))
+                attrs.append(
+                    "fillcolor=%s" % _quote(":".join("%s;%.3f" % (c, f) for c, f in stripes))
+                )
             else:
                 attrs.append("fillcolor=%s" % _quote(fill))
             if shape == "cylinder":
@@ -491,15 +543,19 @@ class GraphView(SavesToFile):
             else:
                 sample = None
             if sample is None:
-                cells.append('<tr><td colspan="2" align="left"><i>%s</i></td></tr>'
-                             % _html(text))
+                cells.append('<tr><td colspan="2" align="left"><i>%s</i></td></tr>' % _html(text))
             else:
                 cells.append('<tr>%s<td align="left">%s</td></tr>' % (sample, _html(text)))
-        table = ('<<table border="0" cellborder="0" cellspacing="2">'
-                 '<tr><td colspan="2"><b>Legend</b></td></tr>%s</table>>' % "".join(cells))
-        return ['  subgraph "cluster_legend" {', '    label=""; style="rounded"; '
-                'color="#999999";',
-                '    "legend" [shape=plaintext, style="", label=%s];' % table, "  }"]
+        table = (
+            '<<table border="0" cellborder="0" cellspacing="2">'
+            '<tr><td colspan="2"><b>Legend</b></td></tr>%s</table>>' % "".join(cells)
+        )
+        return [
+            '  subgraph "cluster_legend" {',
+            '    label=""; style="rounded"; color="#999999";',
+            '    "legend" [shape=plaintext, style="", label=%s];' % table,
+            "  }",
+        ]
 
     # -- SVG --------------------------------------------------------------------------------
     def _builtin_svg(self):
@@ -512,16 +568,26 @@ class GraphView(SavesToFile):
                 css += " variable"
             if shape == "box3d":
                 css += " scope"
-            nodes.append(layout.Node(nid, lines, fill, shape, tooltip, clusters.get(id(cl)),
-                                     stripes, css))
+            nodes.append(
+                layout.Node(nid, lines, fill, shape, tooltip, clusters.get(id(cl)), stripes, css)
+            )
         edges = []
         for s, d, kind, cross, tensors in self._edges:
             tip = "%s \u2192 %s: %s" % (s, d, ", ".join(tensors))
             if kind == "control":
                 edges.append(layout.Edge(s, d, dashed=True, tooltip=tip, css="edge control"))
             elif cross:
-                edges.append(layout.Edge(s, d, color=COPY_COLOR, width=2.2, label="copy",
-                                         tooltip=tip, css="edge copy"))
+                edges.append(
+                    layout.Edge(
+                        s,
+                        d,
+                        color=COPY_COLOR,
+                        width=2.2,
+                        label="copy",
+                        tooltip=tip,
+                        css="edge copy",
+                    )
+                )
             else:
                 edges.append(layout.Edge(s, d, tooltip=tip, css="edge data"))
         legend = []
@@ -529,9 +595,15 @@ class GraphView(SavesToFile):
             if kind == "swatch":
                 legend.append(layout.LegendItem("swatch", text, color))
             elif kind.startswith("edge"):
-                legend.append(layout.LegendItem("edge", text, color, dashed=kind ==
-                                                "edge-dashed", width=2.2 if kind ==
-                                                "edge-copy" else 1.0))
+                legend.append(
+                    layout.LegendItem(
+                        "edge",
+                        text,
+                        color,
+                        dashed=kind == "edge-dashed",
+                        width=2.2 if kind == "edge-copy" else 1.0,
+                    )
+                )
             elif kind in ("cylinder", "box3d"):
                 legend.append(layout.LegendItem("shape", text, shape=kind))
             else:
@@ -556,8 +628,7 @@ class GraphView(SavesToFile):
                     raise
         elif choice == "dot":
             raise RuntimeError("Graphviz's dot is not on PATH")
-        if choice == "pygraphviz" or (choice == "auto" and
-                                      self.node_count <= PYGRAPHVIZ_MAX_NODES):
+        if choice == "pygraphviz" or (choice == "auto" and self.node_count <= PYGRAPHVIZ_MAX_NODES):
             try:
                 import pygraphviz
             except ImportError:
@@ -575,7 +646,10 @@ class GraphView(SavesToFile):
 
     def __repr__(self):
         return "<GraphView: %d ops, %d boxes, devices from %s>" % (
-            len(self._ops), self.node_count, self.source)
+            len(self._ops),
+            self.node_count,
+            self.source,
+        )
 
 
 def _dot_clusters(out, spec, indent, node_lines):
@@ -586,8 +660,10 @@ def _dot_clusters(out, spec, indent, node_lines):
         out.append("%ssubgraph %s {" % (pad, _quote(child.dot_id)))
         out.append("%s  label=%s;" % (pad, _quote(child.label)))
         if child.kind == "device":
-            out.append('%s  style="rounded,bold"; color=%s; penwidth=2;'
-                       % (pad, _quote(_darker(child.color))))
+            out.append(
+                '%s  style="rounded,bold"; color=%s; penwidth=2;'
+                % (pad, _quote(_darker(child.color)))
+            )
         elif child.kind == "scope":
             out.append('%s  style="rounded,dashed"; color="#777777";' % pad)
         else:
@@ -604,8 +680,10 @@ def _dot_edge_attrs(kind, cross, tensors):
     if kind == "control":
         attrs.append("style=dashed")
     elif cross:
-        attrs.append('color="%s", fontcolor="%s", style=bold, penwidth=2, '
-                     'label="copy"' % (COPY_COLOR, COPY_COLOR))
+        attrs.append(
+            'color="%s", fontcolor="%s", style=bold, penwidth=2, '
+            'label="copy"' % (COPY_COLOR, COPY_COLOR)
+        )
     attrs.append("tooltip=%s" % _quote(", ".join(tensors)))
     return ", ".join(attrs)
 
@@ -617,9 +695,14 @@ def _layout_clusters(spec, parent, clusters):
     for key in sorted(spec.children, key=_cluster_sort_key):
         child = spec.children[key]
         color = _darker(child.color) if child.kind == "device" else child.color
-        c = layout.Cluster(child.dot_id, child.label, color, parent,
-                           css="cluster cluster-%s" % child.kind,
-                           opacity=_CLUSTER_OPACITY[child.kind])
+        c = layout.Cluster(
+            child.dot_id,
+            child.label,
+            color,
+            parent,
+            css="cluster cluster-%s" % child.kind,
+            opacity=_CLUSTER_OPACITY[child.kind],
+        )
         made.append(c)
         clusters[id(child)] = c
         _layout_clusters(child, c, clusters)
@@ -628,7 +711,7 @@ def _layout_clusters(spec, parent, clusters):
 
 def _darker(color):
     """A darker shade of ``#rrggbb`` for outlines."""
-    r, g, b = (int(color[k:k + 2], 16) for k in (1, 3, 5))
+    r, g, b = (int(color[k : k + 2], 16) for k in (1, 3, 5))
     hue, lightness, saturation = colorsys.rgb_to_hls(r / 255, g / 255, b / 255)
     r, g, b = colorsys.hls_to_rgb(hue, max(0.0, lightness * 0.6), saturation)
     return "#%02x%02x%02x" % (round(r * 255), round(g * 255), round(b * 255))
@@ -642,8 +725,12 @@ def _clean_graphviz_svg(svg):
 
 
 def _run_dot(dot_text, timeout=DOT_TIMEOUT_S):
-    proc = subprocess.run([shutil.which("dot"), "-Tsvg"], input=dot_text.encode("utf-8"),
-                          capture_output=True, timeout=timeout)
+    proc = subprocess.run(
+        [shutil.which("dot"), "-Tsvg"],
+        input=dot_text.encode("utf-8"),
+        capture_output=True,
+        timeout=timeout,
+    )
     if proc.returncode != 0:
         raise RuntimeError("dot failed: %s" % proc.stderr.decode("utf-8", "replace").strip())
     return _clean_graphviz_svg(proc.stdout.decode("utf-8"))

@@ -29,14 +29,14 @@ __all__ = ["Node", "Edge", "Cluster", "LegendItem", "render_svg"]
 
 FONT = "Helvetica, Arial, sans-serif"
 FONT_SIZE = 11
-CHAR_W = 6.4           # estimated width of one character at FONT_SIZE
-LINE_H = 14            # height of one text line
-MAX_CHARS = 32         # longer label lines are shortened (the full text stays in the title)
-H_GAP = 14             # between two nodes of a layer
-BAND_GAP = 12          # between two sibling bands
-BASE_V_GAP = 28        # between two layers, before room for cluster labels is added
-CLUSTER_PAD = 8        # inner padding of a cluster box, per side
-CLUSTER_LABEL_H = 16   # room for a cluster's label above its content
+CHAR_W = 6.4  # estimated width of one character at FONT_SIZE
+LINE_H = 14  # height of one text line
+MAX_CHARS = 32  # longer label lines are shortened (the full text stays in the title)
+H_GAP = 14  # between two nodes of a layer
+BAND_GAP = 12  # between two sibling bands
+BASE_V_GAP = 28  # between two layers, before room for cluster labels is added
+CLUSTER_PAD = 8  # inner padding of a cluster box, per side
+CLUSTER_LABEL_H = 16  # room for a cluster's label above its content
 MARGIN = 16
 SWEEPS = 4
 
@@ -48,8 +48,17 @@ class Node:
 
     __slots__ = ("id", "lines", "fill", "stripes", "shape", "tooltip", "cluster", "css")
 
-    def __init__(self, id, lines, fill="#ffffff", shape="box", tooltip="",  # noqa: A002
-                 cluster=None, stripes=None, css="node"):
+    def __init__(
+        self,
+        id,  # noqa: A002 - the DOT node id
+        lines,
+        fill="#ffffff",
+        shape="box",
+        tooltip="",  # noqa: A002
+        cluster=None,
+        stripes=None,
+        css="node",
+    ):
         self.id, self.lines, self.fill, self.shape = id, list(lines), fill, shape
         self.tooltip, self.cluster, self.stripes, self.css = tooltip, cluster, stripes, css
 
@@ -59,8 +68,9 @@ class Edge:
 
     __slots__ = ("src", "dst", "dashed", "color", "width", "label", "tooltip", "css")
 
-    def __init__(self, src, dst, dashed=False, color="#555555", width=1.0, label="",
-                 tooltip="", css="edge"):
+    def __init__(
+        self, src, dst, dashed=False, color="#555555", width=1.0, label="", tooltip="", css="edge"
+    ):
         self.src, self.dst, self.dashed, self.color, self.width = src, dst, dashed, color, width
         self.label, self.tooltip, self.css = label, tooltip, css
 
@@ -70,8 +80,15 @@ class Cluster:
 
     __slots__ = ("id", "label", "color", "parent", "children", "css", "opacity")
 
-    def __init__(self, id, label, color="#888888", parent=None, css="cluster",  # noqa: A002
-                 opacity=0.08):
+    def __init__(
+        self,
+        id,  # noqa: A002 - the DOT cluster id
+        label,
+        color="#888888",
+        parent=None,
+        css="cluster",  # noqa: A002
+        opacity=0.08,
+    ):
         self.id, self.label, self.color, self.parent, self.css = id, label, color, parent, css
         self.opacity = opacity
         self.children = []
@@ -92,6 +109,7 @@ class LegendItem:
 
 # -- helpers ----------------------------------------------------------------------------------
 
+
 def _f(x):
     """A coordinate as short, stable text."""
     s = "%.1f" % x
@@ -103,7 +121,7 @@ def _attr(text):
 
 
 def _shorten(line):
-    return line if len(line) <= MAX_CHARS else "\u2026" + line[-(MAX_CHARS - 1):]
+    return line if len(line) <= MAX_CHARS else "\u2026" + line[-(MAX_CHARS - 1) :]
 
 
 def _text_w(text):
@@ -112,9 +130,11 @@ def _text_w(text):
 
 # -- 1. layers ----------------------------------------------------------------------------------
 
+
 def _layers(n, preds, succs):
     """Longest-path layer of every node (index order breaks ties and cycles)."""
     import heapq
+
     missing = [len(p) for p in preds]
     layer = [0] * n
     done = [False] * n
@@ -127,7 +147,7 @@ def _layers(n, preds, succs):
             v = heapq.heappop(ready)
             if done[v]:
                 continue
-        else:                          # a cycle: take the earliest node not yet placed
+        else:  # a cycle: take the earliest node not yet placed
             while done[next_forced]:
                 next_forced += 1
             v = next_forced
@@ -143,18 +163,30 @@ def _layers(n, preds, succs):
 
 # -- 2. bands -----------------------------------------------------------------------------------
 
+
 class _Band:
     """Geometry of one cluster (or of the top level): x range, own nodes per layer."""
 
-    __slots__ = ("cluster", "children", "rows", "own_w", "w", "x0", "own_x0", "depth",
-                 "height", "lo", "hi")
+    __slots__ = (
+        "cluster",
+        "children",
+        "rows",
+        "own_w",
+        "w",
+        "x0",
+        "own_x0",
+        "depth",
+        "height",
+        "lo",
+        "hi",
+    )
 
     def __init__(self, cluster, depth):
         self.cluster, self.depth = cluster, depth
         self.children = []
-        self.rows = {}           # layer -> [node index] (own nodes only)
+        self.rows = {}  # layer -> [node index] (own nodes only)
         self.own_w = self.w = self.x0 = self.own_x0 = 0.0
-        self.height = 0          # cluster levels below this one
+        self.height = 0  # cluster levels below this one
         self.lo = self.hi = None  # first and last layer of any node inside
 
 
@@ -186,8 +218,11 @@ def _measure(band, widths, has_box):
 def _place_bands(band, x0, has_box):
     band.x0 = x0
     inner_w = band.w - (2 * CLUSTER_PAD if has_box else 0)
-    parts_w = band.own_w + sum(c.w for c in band.children) + \
-        BAND_GAP * max(0, len(band.children) + (1 if band.own_w else 0) - 1)
+    parts_w = (
+        band.own_w
+        + sum(c.w for c in band.children)
+        + BAND_GAP * max(0, len(band.children) + (1 if band.own_w else 0) - 1)
+    )
     x = x0 + (CLUSTER_PAD if has_box else 0) + (inner_w - parts_w) / 2
     band.own_x0 = x
     if band.own_w:
@@ -204,6 +239,7 @@ def _walk(band):
 
 
 # -- 3. ordering --------------------------------------------------------------------------------
+
 
 def _pack(band, layer, widths, xs):
     row = band.rows[layer]
@@ -238,43 +274,69 @@ def _order(bands_by_layer, n_layers, preds, succs, widths, xs):
 
 # -- 4. drawing ---------------------------------------------------------------------------------
 
+
 def _node_svg(out, node, x, y, w, h):
     cls = _attr(node.css)
-    out.append('<g class="%s" data-name="%s"><title>%s</title>' % (
-        cls, _attr(node.id), escape(node.tooltip or "\n".join(node.lines))))
+    out.append(
+        '<g class="%s" data-name="%s"><title>%s</title>'
+        % (cls, _attr(node.id), escape(node.tooltip or "\n".join(node.lines)))
+    )
     stroke = 'stroke="#333333" stroke-width="1"'
     left, top = x - w / 2, y
     if node.shape == "cylinder":
         ry = 5
         fill = node.fill
-        out.append('<path d="M%s,%s v%s a%s,%s 0 0,0 %s,0 v-%s" fill="%s" %s/>' % (
-            _f(left), _f(top + ry), _f(h - 2 * ry), _f(w / 2), ry, _f(w), _f(h - 2 * ry),
-            fill, stroke))
-        out.append('<ellipse cx="%s" cy="%s" rx="%s" ry="%s" fill="%s" %s/>' % (
-            _f(x), _f(top + ry), _f(w / 2), ry, fill, stroke))
+        out.append(
+            '<path d="M%s,%s v%s a%s,%s 0 0,0 %s,0 v-%s" fill="%s" %s/>'
+            % (
+                _f(left),
+                _f(top + ry),
+                _f(h - 2 * ry),
+                _f(w / 2),
+                ry,
+                _f(w),
+                _f(h - 2 * ry),
+                fill,
+                stroke,
+            )
+        )
+        out.append(
+            '<ellipse cx="%s" cy="%s" rx="%s" ry="%s" fill="%s" %s/>'
+            % (_f(x), _f(top + ry), _f(w / 2), ry, fill, stroke)
+        )
     else:
-        if node.shape == "box3d":      # a box with a second one peeking out behind it
-            out.append('<rect x="%s" y="%s" width="%s" height="%s" fill="#ffffff" %s/>' % (
-                _f(left + 4), _f(top), _f(w - 4), _f(h - 4), stroke))
+        if node.shape == "box3d":  # a box with a second one peeking out behind it
+            out.append(
+                '<rect x="%s" y="%s" width="%s" height="%s" fill="#ffffff" %s/>'
+                % (_f(left + 4), _f(top), _f(w - 4), _f(h - 4), stroke)
+            )
             left, top, w, h = left, top + 4, w - 4, h - 4
         if node.stripes:
             sx = left
             for color, frac in node.stripes:
                 sw = w * frac
-                out.append('<rect x="%s" y="%s" width="%s" height="%s" fill="%s"/>' % (
-                    _f(sx), _f(top), _f(sw), _f(h), color))
+                out.append(
+                    '<rect x="%s" y="%s" width="%s" height="%s" fill="%s"/>'
+                    % (_f(sx), _f(top), _f(sw), _f(h), color)
+                )
                 sx += sw
-            out.append('<rect x="%s" y="%s" width="%s" height="%s" fill="none" %s/>' % (
-                _f(left), _f(top), _f(w), _f(h), stroke))
+            out.append(
+                '<rect x="%s" y="%s" width="%s" height="%s" fill="none" %s/>'
+                % (_f(left), _f(top), _f(w), _f(h), stroke)
+            )
         else:
             rx = 0 if node.shape == "box3d" else 4
-            out.append('<rect x="%s" y="%s" width="%s" height="%s" rx="%d" fill="%s" %s/>' % (
-                _f(left), _f(top), _f(w), _f(h), rx, node.fill, stroke))
+            out.append(
+                '<rect x="%s" y="%s" width="%s" height="%s" rx="%d" fill="%s" %s/>'
+                % (_f(left), _f(top), _f(w), _f(h), rx, node.fill, stroke)
+            )
     ty = top + (h - LINE_H * len(node.lines)) / 2 + LINE_H - 3
     for k, line in enumerate(node.lines):
         weight = ' font-weight="bold"' if k == 0 else ""
-        out.append('<text x="%s" y="%s" text-anchor="middle"%s>%s</text>' % (
-            _f(x), _f(ty + k * LINE_H), weight, escape(_shorten(line))))
+        out.append(
+            '<text x="%s" y="%s" text-anchor="middle"%s>%s</text>'
+            % (_f(x), _f(ty + k * LINE_H), weight, escape(_shorten(line)))
+        )
     out.append("</g>")
 
 
@@ -285,7 +347,14 @@ def _arrowhead(x1, y1, x2, y2, color):
     bx, by = x2 - 8 * ux, y2 - 8 * uy
     px, py = -uy * 3.5, ux * 3.5
     return '<polygon points="%s,%s %s,%s %s,%s" fill="%s"/>' % (
-        _f(x2), _f(y2), _f(bx + px), _f(by + py), _f(bx - px), _f(by - py), color)
+        _f(x2),
+        _f(y2),
+        _f(bx + px),
+        _f(by + py),
+        _f(bx - px),
+        _f(by - py),
+        color,
+    )
 
 
 def _legend_svg(out, items, x, y):
@@ -293,32 +362,45 @@ def _legend_svg(out, items, x, y):
     w = max([_text_w("Legend")] + [_text_w(it.text) + 34 for it in items]) + 16
     h = 24 + 18 * len(items)
     out.append('<g class="legend">')
-    out.append('<rect x="%s" y="%s" width="%s" height="%s" fill="#ffffff" stroke="#999999"/>'
-               % (_f(x), _f(y), _f(w), _f(h)))
+    out.append(
+        '<rect x="%s" y="%s" width="%s" height="%s" fill="#ffffff" stroke="#999999"/>'
+        % (_f(x), _f(y), _f(w), _f(h))
+    )
     out.append('<text x="%s" y="%s" font-weight="bold">Legend</text>' % (_f(x + 8), _f(y + 15)))
     for k, it in enumerate(items):
         ry = y + 24 + 18 * k
         sx = x + 8
         out.append('<g class="legend-item legend-%s">' % _attr(it.kind))
         if it.kind == "swatch":
-            out.append('<rect x="%s" y="%s" width="20" height="12" fill="%s" stroke="#333333"/>'
-                       % (_f(sx), _f(ry + 1), it.color))
+            out.append(
+                '<rect x="%s" y="%s" width="20" height="12" fill="%s" stroke="#333333"/>'
+                % (_f(sx), _f(ry + 1), it.color)
+            )
         elif it.kind == "edge":
             dash = ' stroke-dasharray="5,3"' if it.dashed else ""
-            out.append('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s/>'
-                       % (_f(sx), _f(ry + 7), _f(sx + 20), _f(ry + 7), it.color, _f(it.width),
-                          dash))
+            out.append(
+                '<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s/>'
+                % (_f(sx), _f(ry + 7), _f(sx + 20), _f(ry + 7), it.color, _f(it.width), dash)
+            )
         elif it.kind == "shape":
             if it.shape == "cylinder":
-                out.append('<path d="M%s,%s v8 a10,3 0 0,0 20,0 v-8" fill="#ffffff" '
-                           'stroke="#333333"/>' % (_f(sx), _f(ry + 3)))
-                out.append('<ellipse cx="%s" cy="%s" rx="10" ry="3" fill="#ffffff" '
-                           'stroke="#333333"/>' % (_f(sx + 10), _f(ry + 3)))
+                out.append(
+                    '<path d="M%s,%s v8 a10,3 0 0,0 20,0 v-8" fill="#ffffff" '
+                    'stroke="#333333"/>' % (_f(sx), _f(ry + 3))
+                )
+                out.append(
+                    '<ellipse cx="%s" cy="%s" rx="10" ry="3" fill="#ffffff" '
+                    'stroke="#333333"/>' % (_f(sx + 10), _f(ry + 3))
+                )
             else:
-                out.append('<rect x="%s" y="%s" width="16" height="10" fill="#ffffff" '
-                           'stroke="#333333"/>' % (_f(sx + 3), _f(ry)))
-                out.append('<rect x="%s" y="%s" width="16" height="10" fill="#ffffff" '
-                           'stroke="#333333"/>' % (_f(sx), _f(ry + 3)))
+                out.append(
+                    '<rect x="%s" y="%s" width="16" height="10" fill="#ffffff" '
+                    'stroke="#333333"/>' % (_f(sx + 3), _f(ry))
+                )
+                out.append(
+                    '<rect x="%s" y="%s" width="16" height="10" fill="#ffffff" '
+                    'stroke="#333333"/>' % (_f(sx), _f(ry + 3))
+                )
         tx = sx if it.kind == "note" else sx + 26
         out.append('<text x="%s" y="%s">%s</text></g>' % (_f(tx), _f(ry + 11), escape(it.text)))
     out.append("</g>")
@@ -432,41 +514,54 @@ def _clusters_svg(out, bands, row_top, row_h):
         top = row_top[b.lo] - _top_pad(b)
         bottom = row_top[b.hi] + row_h[b.hi] + _bottom_pad(b)
         c = b.cluster
-        out.append('<g class="%s" data-name="%s"><title>%s</title>' % (
-            _attr(c.css), _attr(c.id), escape(c.label)))
-        out.append('<rect x="%s" y="%s" width="%s" height="%s" rx="6" fill="%s" '
-                   'fill-opacity="%s" stroke="%s" stroke-width="1.2"/>' % (
-                       _f(MARGIN + b.x0), _f(top), _f(b.w), _f(bottom - top), c.color,
-                       c.opacity, c.color))
-        out.append('<text x="%s" y="%s" font-weight="bold" fill="#333333">%s</text></g>' % (
-            _f(MARGIN + b.x0 + CLUSTER_PAD), _f(top + CLUSTER_LABEL_H - 3), escape(c.label)))
+        out.append(
+            '<g class="%s" data-name="%s"><title>%s</title>'
+            % (_attr(c.css), _attr(c.id), escape(c.label))
+        )
+        out.append(
+            '<rect x="%s" y="%s" width="%s" height="%s" rx="6" fill="%s" '
+            'fill-opacity="%s" stroke="%s" stroke-width="1.2"/>'
+            % (_f(MARGIN + b.x0), _f(top), _f(b.w), _f(bottom - top), c.color, c.opacity, c.color)
+        )
+        out.append(
+            '<text x="%s" y="%s" font-weight="bold" fill="#333333">%s</text></g>'
+            % (_f(MARGIN + b.x0 + CLUSTER_PAD), _f(top + CLUSTER_LABEL_H - 3), escape(c.label))
+        )
 
 
 def _edge_svg(out, e, src, dst, x1, y1, x2, y2):
     """One edge from (x1, y1) to (x2, y2) between the nodes ``src`` and ``dst``."""
     dash = ' stroke-dasharray="5,3"' if e.dashed else ""
-    out.append('<g class="%s"><title>%s</title>' % (_attr(e.css), escape(
-        e.tooltip or "%s \u2192 %s" % (src.id, dst.id))))
-    out.append('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s/>' % (
-        _f(x1), _f(y1), _f(x2), _f(y2), e.color, _f(e.width), dash))
+    out.append(
+        '<g class="%s"><title>%s</title>'
+        % (_attr(e.css), escape(e.tooltip or "%s \u2192 %s" % (src.id, dst.id)))
+    )
+    out.append(
+        '<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s/>'
+        % (_f(x1), _f(y1), _f(x2), _f(y2), e.color, _f(e.width), dash)
+    )
     out.append(_arrowhead(x1, y1, x2, y2, e.color))
     if e.label:
-        out.append('<text x="%s" y="%s" fill="%s" font-size="%d">%s</text>' % (
-            _f((x1 + x2) / 2 + 4), _f((y1 + y2) / 2), e.color, FONT_SIZE - 1,
-            escape(e.label)))
+        out.append(
+            '<text x="%s" y="%s" fill="%s" font-size="%d">%s</text>'
+            % (_f((x1 + x2) / 2 + 4), _f((y1 + y2) / 2), e.color, FONT_SIZE - 1, escape(e.label))
+        )
     out.append("</g>")
 
 
 def _svg_head(total_w, total_h, title):
     """The ``<svg>`` element's opening, the white background and the title line."""
-    head = ['<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" '
-            'viewBox="0 0 %s %s" font-family="%s" font-size="%d">' % (
-                _f(total_w), _f(total_h), _f(total_w), _f(total_h), FONT, FONT_SIZE),
-            '<rect x="0" y="0" width="%s" height="%s" fill="#ffffff"/>' % (_f(total_w),
-                                                                             _f(total_h))]
+    head = [
+        '<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" '
+        'viewBox="0 0 %s %s" font-family="%s" font-size="%d">'
+        % (_f(total_w), _f(total_h), _f(total_w), _f(total_h), FONT, FONT_SIZE),
+        '<rect x="0" y="0" width="%s" height="%s" fill="#ffffff"/>' % (_f(total_w), _f(total_h)),
+    ]
     if title:
-        head.append('<text class="title" x="%s" y="%s" font-size="14" font-weight="bold">%s'
-                    '</text>' % (MARGIN, MARGIN + 12, escape(title)))
+        head.append(
+            '<text class="title" x="%s" y="%s" font-size="14" font-weight="bold">%s'
+            "</text>" % (MARGIN, MARGIN + 12, escape(title))
+        )
     return head
 
 
@@ -491,10 +586,18 @@ def render_svg(nodes, edges, clusters=(), legend=(), title=None):
 
     out = []
     _clusters_svg(out, bands, row_top, row_h)
-    for s, d, e in drawn:               # edges below nodes
+    for s, d, e in drawn:  # edges below nodes
         if s != d:
-            _edge_svg(out, e, nodes[s], nodes[d], MARGIN + xs[s], ys[s] + heights[s],
-                      MARGIN + xs[d], ys[d])
+            _edge_svg(
+                out,
+                e,
+                nodes[s],
+                nodes[d],
+                MARGIN + xs[s],
+                ys[s] + heights[s],
+                MARGIN + xs[d],
+                ys[d],
+            )
     for i, nd in enumerate(nodes):
         _node_svg(out, nd, MARGIN + xs[i], ys[i], widths[i], heights[i])
 

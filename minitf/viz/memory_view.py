@@ -35,67 +35,103 @@ class MemoryView(SavesToFile):
     def __init__(self, data=None, this_pid=None, in_use=None):
         if data is None:
             from minitf.runtime import devices
+
             data = devices.card_usage()
         if in_use is None:
             from minitf.runtime import gpu_process_state
-            in_use = {k: (sum(a.bytes_in_use for a in al), sum(a.peak_bytes_in_use for a in al))
-                      for k, al in gpu_process_state.process_gpu_allocators().items()}
+
+            in_use = {
+                k: (sum(a.bytes_in_use for a in al), sum(a.peak_bytes_in_use for a in al))
+                for k, al in gpu_process_state.process_gpu_allocators().items()
+            }
         self.data = data
         self.this_pid = os.getpid() if this_pid is None else this_pid
         self.in_use = in_use
         pids = sorted({p["pid"] for card in data for p in card["processes"]})
-        self.colors = {pid: PROCESS_COLORS[i % len(PROCESS_COLORS)] for i, pid in
-                       enumerate(pids)}
+        self.colors = {pid: PROCESS_COLORS[i % len(PROCESS_COLORS)] for i, pid in enumerate(pids)}
 
     def to_svg(self):
         height = 40 + ROW * max(1, len(self.data)) + 20 * (len(self.colors) + 1)
         width = LEFT + BAR_WIDTH + 20
-        out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-               'font-family="sans-serif" font-size="12">' % (width, height),
-               '<text x="10" y="20" font-size="14" font-weight="bold">GPU memory</text>']
+        out = [
+            '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+            'font-family="sans-serif" font-size="12">' % (width, height),
+            '<text x="10" y="20" font-size="14" font-weight="bold">GPU memory</text>',
+        ]
         if not self.data:
             out.append('<text x="10" y="50">No GPU card in this process (CPU only).</text>')
         for row, card in enumerate(self.data):
             y = 36 + ROW * row
             total = max(1, card["memory_total"])
-            out.append('<text x="10" y="%d">GPU %d%s</text>' % (
-                y + 15, card["id"], " (emulated)" if card.get("emulated") else ""))
-            out.append('<text x="10" y="%d" fill="#666">%s / %s</text>' % (
-                y + 30, _mib(card["memory_used"]), _mib(card["memory_total"])))
-            out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#999"/>'
-                       % (LEFT, y, BAR_WIDTH, BAR_HEIGHT, FREE_COLOR))
+            out.append(
+                '<text x="10" y="%d">GPU %d%s</text>'
+                % (y + 15, card["id"], " (emulated)" if card.get("emulated") else "")
+            )
+            out.append(
+                '<text x="10" y="%d" fill="#666">%s / %s</text>'
+                % (y + 30, _mib(card["memory_used"]), _mib(card["memory_total"]))
+            )
+            out.append(
+                '<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#999"/>'
+                % (LEFT, y, BAR_WIDTH, BAR_HEIGHT, FREE_COLOR)
+            )
             x = LEFT
             for p in card["processes"]:
                 w = BAR_WIDTH * p["memory"] / total
                 mine = p["pid"] == self.this_pid
-                out.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" '
-                           'stroke="%s" stroke-width="%d"><title>%s</title></rect>' % (
-                               x, y, w, BAR_HEIGHT, self.colors[p["pid"]],
-                               "#000" if mine else "#fff", 2 if mine else 1,
-                               escape("pid %d %s: %s%s" % (p["pid"], p["name"],
-                                                           _mib(p["memory"]),
-                                                           " (this process)" if mine else ""))))
+                out.append(
+                    '<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" '
+                    'stroke="%s" stroke-width="%d"><title>%s</title></rect>'
+                    % (
+                        x,
+                        y,
+                        w,
+                        BAR_HEIGHT,
+                        self.colors[p["pid"]],
+                        "#000" if mine else "#fff",
+                        2 if mine else 1,
+                        escape(
+                            "pid %d %s: %s%s"
+                            % (
+                                p["pid"],
+                                p["name"],
+                                _mib(p["memory"]),
+                                " (this process)" if mine else "",
+                            )
+                        ),
+                    )
+                )
                 used = self.in_use.get(card["id"]) if mine else None
                 if used and p["memory"]:
                     for value, opacity in ((used[1], 0.25), (used[0], 0.5)):
-                        out.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#000" '
-                                   'opacity="%s"><title>%s</title></rect>' % (
-                                       x, y + BAR_HEIGHT - 6, w * min(1.0, value / p["memory"]),
-                                       6, opacity, "tensors %s: %s" % (
-                                           "peak" if opacity == 0.25 else "in use",
-                                           _mib(value))))
+                        out.append(
+                            '<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#000" '
+                            'opacity="%s"><title>%s</title></rect>'
+                            % (
+                                x,
+                                y + BAR_HEIGHT - 6,
+                                w * min(1.0, value / p["memory"]),
+                                6,
+                                opacity,
+                                "tensors %s: %s"
+                                % ("peak" if opacity == 0.25 else "in use", _mib(value)),
+                            )
+                        )
                 x += w
         y = 36 + ROW * max(1, len(self.data)) + 6
         for pid, color in self.colors.items():
             out.append('<rect x="10" y="%d" width="12" height="12" fill="%s"/>' % (y, color))
-            out.append('<text x="28" y="%d">pid %d%s</text>' % (
-                y + 10, pid, " (this process)" if pid == self.this_pid else ""))
+            out.append(
+                '<text x="28" y="%d">pid %d%s</text>'
+                % (y + 10, pid, " (this process)" if pid == self.this_pid else "")
+            )
             y += 20
-        out.append('<text x="10" y="%d" fill="#666">dark strip: memory this process\'s tensors '
-                   'use now (darker) and at their peak</text>' % (y + 10))
+        out.append(
+            '<text x="10" y="%d" fill="#666">dark strip: memory this process\'s tensors '
+            "use now (darker) and at their peak</text>" % (y + 10)
+        )
         out.append("</svg>")
         return "\n".join(out)
 
     def _repr_svg_(self):
         return self.to_svg()
-

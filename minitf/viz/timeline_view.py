@@ -38,17 +38,34 @@ from minitf.viz.graph_view import natural_key
 
 __all__ = ["TimelineView", "OP_PALETTE", "TRANSFER_COLOR", "op_color"]
 
-OP_PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#edc948", "#b07aa1", "#76b7b2", "#ff9da7",
-              "#9c755f", "#bab0ac", "#a0cbe8", "#ffbe7d", "#8cd17d", "#f1ce63", "#d4a6c8",
-              "#86bcb6", "#fabfd2", "#d7b5a6", "#499894")
+OP_PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#76b7b2",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+    "#a0cbe8",
+    "#ffbe7d",
+    "#8cd17d",
+    "#f1ce63",
+    "#d4a6c8",
+    "#86bcb6",
+    "#fabfd2",
+    "#d7b5a6",
+    "#499894",
+)
 """Op-type colours (no red: red means a transfer)."""
 
 TRANSFER_COLOR = "#d62728"
 FONT = "Helvetica, Arial, sans-serif"
-LEFT = 190            # room for lane labels
+LEFT = 190  # room for lane labels
 RIGHT = 24
 LANE_H = 22
-DEVICE_H = 20         # the device's header row
+DEVICE_H = 20  # the device's header row
 TOP_PAD = 12
 AXIS_H = 26
 CHAR_W = 6.0
@@ -71,7 +88,7 @@ def _attr(text):
 
 
 def _text_color(fill):
-    r, g, b = (int(fill[k:k + 2], 16) for k in (1, 3, 5))
+    r, g, b = (int(fill[k : k + 2], 16) for k in (1, 3, 5))
     return "#000000" if 0.299 * r + 0.587 * g + 0.114 * b > 140 else "#ffffff"
 
 
@@ -117,8 +134,8 @@ class TimelineView(SavesToFile):
         self.step_stats = _step_stats(step_stats_or_run_metadata)
         self.title = title if title is not None else "Step timeline"
         self.devices = []
-        nodes = []                      # (device, NodeExecStats)
-        lanes = {}                      # device -> {thread label}
+        nodes = []  # (device, NodeExecStats)
+        lanes = {}  # device -> {thread label}
         for ds in self.step_stats.dev_stats:
             if ds.device not in lanes:
                 self.devices.append(ds.device)
@@ -192,15 +209,23 @@ class TimelineView(SavesToFile):
         par = self.busy / float(self.makespan) if self.makespan else 0.0
         return [
             '<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" '
-            'viewBox="0 0 %s %s" font-family="%s" font-size="11">' % (
-                _f(width), _f(height), _f(width), _f(height), FONT),
+            'viewBox="0 0 %s %s" font-family="%s" font-size="11">'
+            % (_f(width), _f(height), _f(width), _f(height), FONT),
             '<rect x="0" y="0" width="%s" height="%s" fill="#ffffff"/>' % (_f(width), _f(height)),
             '<text class="title" x="10" y="%s" font-size="14" font-weight="bold">%s'
-            '</text>' % (_f(TOP_PAD + 12), escape(self.title)),
+            "</text>" % (_f(TOP_PAD + 12), escape(self.title)),
             '<text class="summary" x="10" y="%s" fill="#444444">makespan %s \u00b7 '
-            'op time %s \u00b7 parallelism %.2f\u00d7 \u00b7 %d ops on %d threads'
-            '</text>' % (_f(summary_y), _duration(self.makespan),
-                         _duration(self.busy), par, len(self._nodes), len(self.lanes))]
+            "op time %s \u00b7 parallelism %.2f\u00d7 \u00b7 %d ops on %d threads"
+            "</text>"
+            % (
+                _f(summary_y),
+                _duration(self.makespan),
+                _duration(self.busy),
+                par,
+                len(self._nodes),
+                len(self.lanes),
+            ),
+        ]
 
     def _device_bands(self, out, width):
         """One band per device (alternately shaded), its name on its header row."""
@@ -209,20 +234,23 @@ class TimelineView(SavesToFile):
             n_lanes = sum(1 for dev, _ in self.lanes if dev == d)
             band_h = DEVICE_H + LANE_H * n_lanes
             out.append('<g class="device" data-device="%s">' % _attr(d))
-            out.append('<rect x="0" y="%s" width="%s" height="%s" fill="%s"/>' % (
-                _f(y), _f(width), _f(band_h), "#f4f4f4" if k % 2 == 0 else "#ffffff"))
-            out.append('<text x="6" y="%s" font-weight="bold">%s</text></g>'
-                       % (_f(y + 14), escape(d)))
+            out.append(
+                '<rect x="0" y="%s" width="%s" height="%s" fill="%s"/>'
+                % (_f(y), _f(width), _f(band_h), "#f4f4f4" if k % 2 == 0 else "#ffffff")
+            )
+            out.append(
+                '<text x="6" y="%s" font-weight="bold">%s</text></g>' % (_f(y + 14), escape(d))
+            )
 
     def _lanes(self, out):
         """One lane per thread: its name and a line under it."""
         for d, t in self.lanes:
             y = self._lane_y[(d, t)]
-            out.append('<g class="lane" data-device="%s" data-thread="%s">' % (_attr(d),
-                                                                                _attr(t)))
-            out.append('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#dddddd"/>' % (
-                _f(self.left), _f(y + LANE_H), _f(self.left + self.plot_width),
-                _f(y + LANE_H)))
+            out.append('<g class="lane" data-device="%s" data-thread="%s">' % (_attr(d), _attr(t)))
+            out.append(
+                '<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#dddddd"/>'
+                % (_f(self.left), _f(y + LANE_H), _f(self.left + self.plot_width), _f(y + LANE_H))
+            )
             out.append('<text x="16" y="%s">%s</text></g>' % (_f(y + 15), escape(t)))
 
     def _ops_and_transfers(self, out):
@@ -246,21 +274,44 @@ class TimelineView(SavesToFile):
         step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
         step = max(step, 1)
         out.append('<g class="axis">')
-        out.append('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#333333"/>' % (
-            _f(self.left), _f(top + AXIS_H - 4), _f(self.left + self.plot_width),
-            _f(top + AXIS_H - 4)))
-        div, unit = (1.0, "\u00b5s") if span < 1000 else \
-            (1000.0, "ms") if span < 1000000 else (1000000.0, "s")
+        out.append(
+            '<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#333333"/>'
+            % (
+                _f(self.left),
+                _f(top + AXIS_H - 4),
+                _f(self.left + self.plot_width),
+                _f(top + AXIS_H - 4),
+            )
+        )
+        div, unit = (
+            (1.0, "\u00b5s")
+            if span < 1000
+            else (1000.0, "ms")
+            if span < 1000000
+            else (1000000.0, "s")
+        )
         tick = 0
         while tick <= span + 1e-9:
             x = self.left + tick * self.scale
-            label = "%s %s" % (_number(tick / div), unit)     # one unit along the axis
-            out.append('<g class="tick"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#333333"/>'
-                       '<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#e6e6e6"/>'
-                       '<text x="%s" y="%s" text-anchor="middle" font-size="10">%s</text></g>'
-                       % (_f(x), _f(top + AXIS_H - 8), _f(x), _f(top + AXIS_H - 4),
-                          _f(x), _f(top + AXIS_H - 4), _f(x), _f(bottom),
-                          _f(x), _f(top + AXIS_H - 12), label))
+            label = "%s %s" % (_number(tick / div), unit)  # one unit along the axis
+            out.append(
+                '<g class="tick"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#333333"/>'
+                '<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#e6e6e6"/>'
+                '<text x="%s" y="%s" text-anchor="middle" font-size="10">%s</text></g>'
+                % (
+                    _f(x),
+                    _f(top + AXIS_H - 8),
+                    _f(x),
+                    _f(top + AXIS_H - 4),
+                    _f(x),
+                    _f(top + AXIS_H - 4),
+                    _f(x),
+                    _f(bottom),
+                    _f(x),
+                    _f(top + AXIS_H - 12),
+                    label,
+                )
+            )
             tick += step
         out.append("</g>")
 
@@ -271,18 +322,33 @@ class TimelineView(SavesToFile):
         op_type = ns.op_type or "unknown"
         fill = op_color(op_type)
         title = "%s (%s)\ndevice: %s\nthread: %s\nstart: +%s\nduration: %s" % (
-            ns.node_name, op_type, device, lane[1],
-            _duration(ns.all_start_micros - self.t0), _duration(ns.all_end_rel_micros))
-        out.append('<g class="op" data-name="%s" data-op="%s" data-start="%s" '
-                   'data-duration="%s"><title>%s</title>' % (
-                       _attr(ns.node_name), _attr(op_type),
-                       _f(ns.all_start_micros - self.t0), _f(ns.all_end_rel_micros),
-                       escape(title)))
-        out.append('<rect x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="#333333" '
-                   'stroke-width="0.5"/>' % (_f(x), _f(y + 3), _f(w), _f(LANE_H - 6), fill))
+            ns.node_name,
+            op_type,
+            device,
+            lane[1],
+            _duration(ns.all_start_micros - self.t0),
+            _duration(ns.all_end_rel_micros),
+        )
+        out.append(
+            '<g class="op" data-name="%s" data-op="%s" data-start="%s" '
+            'data-duration="%s"><title>%s</title>'
+            % (
+                _attr(ns.node_name),
+                _attr(op_type),
+                _f(ns.all_start_micros - self.t0),
+                _f(ns.all_end_rel_micros),
+                escape(title),
+            )
+        )
+        out.append(
+            '<rect x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="#333333" '
+            'stroke-width="0.5"/>' % (_f(x), _f(y + 3), _f(w), _f(LANE_H - 6), fill)
+        )
         if w > len(ns.node_name) * CHAR_W + 6:
-            out.append('<text x="%s" y="%s" fill="%s" font-size="10">%s</text>' % (
-                _f(x + 3), _f(y + 15), _text_color(fill), escape(ns.node_name)))
+            out.append(
+                '<text x="%s" y="%s" fill="%s" font-size="10">%s</text>'
+                % (_f(x + 3), _f(y + 15), _text_color(fill), escape(ns.node_name))
+            )
         out.append("</g>")
 
     def _chunk_box(self, out, device, ns, ch):
@@ -292,13 +358,29 @@ class TimelineView(SavesToFile):
         w = max(1.0, (ch.end_micros - ch.start_micros) * self.scale)
         op_type = ns.op_type or "unknown"
         title = "%s chunk %d of %d (%s)\ndevice: %s\nthread: %s\nstart: +%s\nduration: %s" % (
-            ns.node_name, ch.index, len(ns.chunks), op_type, device, lane[1],
-            _duration(ch.start_micros - self.t0), _duration(ch.end_micros - ch.start_micros))
-        out.append('<g class="chunk" data-name="%s" data-index="%d"><title>%s</title>'
-                   '<rect x="%s" y="%s" width="%s" height="6" fill="%s" stroke="#222222" '
-                   'stroke-width="0.5" fill-opacity="0.85"/></g>' % (
-                       _attr(ns.node_name), ch.index, escape(title), _f(x),
-                       _f(y + LANE_H - 9), _f(w), op_color(op_type)))
+            ns.node_name,
+            ch.index,
+            len(ns.chunks),
+            op_type,
+            device,
+            lane[1],
+            _duration(ch.start_micros - self.t0),
+            _duration(ch.end_micros - ch.start_micros),
+        )
+        out.append(
+            '<g class="chunk" data-name="%s" data-index="%d"><title>%s</title>'
+            '<rect x="%s" y="%s" width="%s" height="6" fill="%s" stroke="#222222" '
+            'stroke-width="0.5" fill-opacity="0.85"/></g>'
+            % (
+                _attr(ns.node_name),
+                ch.index,
+                escape(title),
+                _f(x),
+                _f(y + LANE_H - 9),
+                _f(w),
+                op_color(op_type),
+            )
+        )
 
     def _transfer(self, out, tr, where):
         src = where.get((tr.src_device, tr.src_node)) or where.get((None, tr.src_node))
@@ -311,18 +393,38 @@ class TimelineView(SavesToFile):
         x2 = self.x_of(arrival_micros(dns))
         y2 = self._lane_y[dlane] + LANE_H / 2.0
         title = "%s: %d bytes\n%s \u2192 %s\ncopy time: %s" % (
-            tr.tensor_name, tr.bytes, tr.src_device, tr.dst_device, _duration(tr.micros))
+            tr.tensor_name,
+            tr.bytes,
+            tr.src_device,
+            tr.dst_device,
+            _duration(tr.micros),
+        )
         dx, dy = x2 - x1, y2 - y1
         d = math.hypot(dx, dy) or 1.0
         ux, uy = dx / d, dy / d
         bx, by = x2 - 7 * ux, y2 - 7 * uy
         px, py = -uy * 3, ux * 3
-        out.append('<g class="transfer" data-tensor="%s"><title>%s</title>'
-                   '<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.5"/>'
-                   '<polygon points="%s,%s %s,%s %s,%s" fill="%s"/></g>' % (
-                       _attr(tr.tensor_name), escape(title), _f(x1), _f(y1), _f(x2), _f(y2),
-                       TRANSFER_COLOR, _f(x2), _f(y2), _f(bx + px), _f(by + py), _f(bx - px),
-                       _f(by - py), TRANSFER_COLOR))
+        out.append(
+            '<g class="transfer" data-tensor="%s"><title>%s</title>'
+            '<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.5"/>'
+            '<polygon points="%s,%s %s,%s %s,%s" fill="%s"/></g>'
+            % (
+                _attr(tr.tensor_name),
+                escape(title),
+                _f(x1),
+                _f(y1),
+                _f(x2),
+                _f(y2),
+                TRANSFER_COLOR,
+                _f(x2),
+                _f(y2),
+                _f(bx + px),
+                _f(by + py),
+                _f(bx - px),
+                _f(by - py),
+                TRANSFER_COLOR,
+            )
+        )
 
     # -- outputs ---------------------------------------------------------------------------
     def _repr_svg_(self):
@@ -331,8 +433,13 @@ class TimelineView(SavesToFile):
     def chrome_trace(self):
         """The step as Chrome trace JSON text with the real threads (open it in Perfetto)."""
         from minitf.runtime.trace import Timeline
+
         return Timeline(self.step_stats).generate_chrome_trace_format(show_threads=True)
 
     def __repr__(self):
         return "<TimelineView: %d ops on %d threads of %d devices, %s>" % (
-            len(self._nodes), len(self.lanes), len(self.devices), _duration(self.makespan))
+            len(self._nodes),
+            len(self.lanes),
+            len(self.devices),
+            _duration(self.makespan),
+        )

@@ -33,11 +33,12 @@ def _bundle(widget, html):
 
 
 def _emulated_devices(num_gpus, memory=4 << 30):
-    gpus = [devices_mod.PhysicalGPU(i, "minitf emulated GPU", memory, (7, 0), True)
-            for i in range(num_gpus)]
+    gpus = [
+        devices_mod.PhysicalGPU(i, "minitf emulated GPU", memory, (7, 0), True)
+        for i in range(num_gpus)
+    ]
     out = [devices_mod.Device("localhost", 0, 0, "CPU", 0, devices_mod.CPU_MEMORY_LIMIT)]
-    out += [devices_mod.Device("localhost", 0, 0, "GPU", i, memory, g)
-            for i, g in enumerate(gpus)]
+    out += [devices_mod.Device("localhost", 0, 0, "GPU", i, memory, g) for i, g in enumerate(gpus)]
     return out
 
 
@@ -52,8 +53,11 @@ def variables_on_cpu(op):
     return "/cpu:0" if op.type in ("Variable", "VariableV2") else "/gpu:0"
 
 
-DEVICE_FUNCTIONS = {"none": None, "book's function (op.type == 'Variable')":
-                    books_device_function, "variables on CPU (VariableV2)": variables_on_cpu}
+DEVICE_FUNCTIONS = {
+    "none": None,
+    "book's function (op.type == 'Variable')": books_device_function,
+    "variables on CPU (VariableV2)": variables_on_cpu,
+}
 
 
 class PlacementExplorer:
@@ -67,6 +71,7 @@ class PlacementExplorer:
 
     def __init__(self, graph=None, num_gpus=2, allow_soft_placement=False):
         from minitf.framework.graph import get_default_graph
+
         self.graph = graph or get_default_graph()
         self.ops = self.graph.get_operations()
         self.pins = {}
@@ -81,12 +86,12 @@ class PlacementExplorer:
         self._refresh_pin_options()
         self._op.observe(lambda _: self._show_pin(), names="value")
         self._pin.observe(self._pin_changed, names="value")
-        self._gpus.observe(lambda _: (self._refresh_pin_options(), self._replace()),
-                           names="value")
+        self._gpus.observe(lambda _: (self._refresh_pin_options(), self._replace()), names="value")
         for control in (self._soft, self._fn):
             control.observe(lambda _: self._replace(), names="value")
-        self.widget = w.VBox([w.HBox([self._op, self._pin]),
-                              w.HBox([self._gpus, self._soft, self._fn]), self._out])
+        self.widget = w.VBox(
+            [w.HBox([self._op, self._pin]), w.HBox([self._gpus, self._soft, self._fn]), self._out]
+        )
         self._replace()
 
     # -- driving it from Python (what the controls do) ----------------------------------------
@@ -147,7 +152,7 @@ class PlacementExplorer:
         if fn is None:
             return op.device
         for cls in op._attrs.get("_class") or ():
-            name = cls.decode()[len("loc:@"):] if isinstance(cls, bytes) else cls[5:]
+            name = cls.decode()[len("loc:@") :] if isinstance(cls, bytes) else cls[5:]
             if name != op.name and name in self.graph._nodes_by_name:
                 return self.requested(self.graph._nodes_by_name[name])
         return fn(op)
@@ -160,8 +165,9 @@ class PlacementExplorer:
             for op in self.ops:
                 op._device = self.requested(op)
             devs = _emulated_devices(self._gpus.value)
-            self.placement = placer.place(self.ops, devs, self._soft.value,
-                                          has_cuda=bool(self._gpus.value))
+            self.placement = placer.place(
+                self.ops, devs, self._soft.value, has_cuda=bool(self._gpus.value)
+            )
         except errors.OpError as e:
             self.error = e
         finally:
@@ -176,18 +182,28 @@ class PlacementExplorer:
     def html(self):
         parts = []
         if self.error is not None:
-            parts.append('<pre style="color:#b00020">%s: %s</pre>' % (
-                type(self.error).__name__, escape(self.error.message)))
+            parts.append(
+                '<pre style="color:#b00020">%s: %s</pre>'
+                % (type(self.error).__name__, escape(self.error.message))
+            )
         else:
-            view = GraphView(self.graph, placement={op.name: d.name for op, d in
-                                                    self.placement.device_of.items()})
+            view = GraphView(
+                self.graph,
+                placement={op.name: d.name for op, d in self.placement.device_of.items()},
+            )
             parts.append(view.to_svg())
-        rows = "".join("<tr><td>%s</td><td>%s</td><td>%s</td></tr>" % (
-            escape(op.name), escape(self.requested(op) or "''"),
-            escape(self.placement.device_of[op].name if self.placement else "-"))
-            for op in self.ops)
-        parts.append("<table><tr><th>op</th><th>requested</th><th>assigned</th></tr>%s"
-                     "</table>" % rows)
+        rows = "".join(
+            "<tr><td>%s</td><td>%s</td><td>%s</td></tr>"
+            % (
+                escape(op.name),
+                escape(self.requested(op) or "''"),
+                escape(self.placement.device_of[op].name if self.placement else "-"),
+            )
+            for op in self.ops
+        )
+        parts.append(
+            "<table><tr><th>op</th><th>requested</th><th>assigned</th></tr>%s</table>" % rows
+        )
         parts.append("<pre>%s</pre>" % escape("\n".join(self.log_lines)))
         return "\n".join(parts)
 
@@ -198,12 +214,24 @@ class PlacementExplorer:
 class StepThrough:
     """Figure 12-5, one scheduling event at a time (a :class:`Simulation` behind buttons)."""
 
-    def __init__(self, session, fetches, feed_dict=None, inter_op_threads=None,
-                 intra_op_threads=None, cost_model=None, gpu_thread_mode=None,
-                 gpu_thread_count=None):
-        options = dict(cost_model=cost_model, inter_op_threads=inter_op_threads,
-                       intra_op_threads=intra_op_threads, gpu_thread_mode=gpu_thread_mode,
-                       gpu_thread_count=gpu_thread_count)
+    def __init__(
+        self,
+        session,
+        fetches,
+        feed_dict=None,
+        inter_op_threads=None,
+        intra_op_threads=None,
+        cost_model=None,
+        gpu_thread_mode=None,
+        gpu_thread_count=None,
+    ):
+        options = dict(
+            cost_model=cost_model,
+            inter_op_threads=inter_op_threads,
+            intra_op_threads=intra_op_threads,
+            gpu_thread_mode=gpu_thread_mode,
+            gpu_thread_count=gpu_thread_count,
+        )
         self.sim = Simulation(session, fetches, feed_dict, **options)
         self.final = Simulation(session, fetches, feed_dict, **options).run()
         self.last = None
@@ -235,24 +263,44 @@ class StepThrough:
 
     def state_html(self):
         sim = self.sim
-        last = "-" if self.last is None else "%s %s on %s (%s)" % (
-            self.last.kind, self.last.node, self.last.thread, self.last.device)
-        rows = ["<b>t = %d µs</b> &#8212; last event: %s%s" % (
-            sim.time, escape(last), " &#8212; <b>step done</b>" if sim.done else "")]
-        rows.append("<table><tr><th>thread</th><th>running</th></tr>%s</table>" % "".join(
-            "<tr><td>%s</td><td>%s</td></tr>" % (escape(t), escape(n))
-            for t, n in sorted(sim.running().items())))
-        rows.append("<table><tr><th>pool</th><th>ready queue</th></tr>%s</table>" % "".join(
-            "<tr><td>%s</td><td>%s</td></tr>" % (escape(d), escape(", ".join(q) or "-"))
-            for d, q in sim.ready_queues().items()))
+        last = (
+            "-"
+            if self.last is None
+            else "%s %s on %s (%s)"
+            % (self.last.kind, self.last.node, self.last.thread, self.last.device)
+        )
+        rows = [
+            "<b>t = %d µs</b> &#8212; last event: %s%s"
+            % (sim.time, escape(last), " &#8212; <b>step done</b>" if sim.done else "")
+        ]
+        rows.append(
+            "<table><tr><th>thread</th><th>running</th></tr>%s</table>"
+            % "".join(
+                "<tr><td>%s</td><td>%s</td></tr>" % (escape(t), escape(n))
+                for t, n in sorted(sim.running().items())
+            )
+        )
+        rows.append(
+            "<table><tr><th>pool</th><th>ready queue</th></tr>%s</table>"
+            % "".join(
+                "<tr><td>%s</td><td>%s</td></tr>" % (escape(d), escape(", ".join(q) or "-"))
+                for d, q in sim.ready_queues().items()
+            )
+        )
         waiting = sim.waiting()
         if waiting:
-            rows.append("<p>_Recv waiting for its tensor (no thread): %s</p>"
-                        % escape(", ".join(waiting)))
+            rows.append(
+                "<p>_Recv waiting for its tensor (no thread): %s</p>" % escape(", ".join(waiting))
+            )
         pending = sim.pending_counts()
-        rows.append("<table><tr><th>waiting op</th><th>inputs still awaited</th></tr>%s"
-                    "</table>" % "".join("<tr><td>%s</td><td>%d</td></tr>" % (escape(n), c)
-                                         for n, c in sorted(pending.items())))
+        rows.append(
+            "<table><tr><th>waiting op</th><th>inputs still awaited</th></tr>%s"
+            "</table>"
+            % "".join(
+                "<tr><td>%s</td><td>%d</td></tr>" % (escape(n), c)
+                for n, c in sorted(pending.items())
+            )
+        )
         return "\n".join(rows)
 
     def timeline_svg(self):
@@ -261,7 +309,9 @@ class StepThrough:
         svg = view.to_svg()
         x = view.x_of(view.t0 + self.sim.time)
         line = '<line x1="%.1f" y1="0" x2="%.1f" y2="100%%" stroke="red" stroke-width="2"/>' % (
-            x, x)
+            x,
+            x,
+        )
         return svg.replace("</svg>", line + "</svg>")
 
     def html(self):

@@ -28,21 +28,29 @@ import pytest
 import minitf
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 KERNEL_NAME = "minitf-test-python"  # a kernelspec written for the server: sys.executable
 REPO_ROOT = Path(minitf.__file__).resolve().parent.parent
 SERVER_START_TIMEOUT = 60  # s; JupyterLab's first start on 2 cores takes a few seconds
 
 # JupyterLab user settings: no news/update toasts over the page, every cell attached to the DOM
 USER_SETTINGS = {
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-        {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
 }
 
 
-@pytest.hookimpl(tryfirst=True)   # before `-m` deselects by mark
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by mark
 def pytest_collection_modifyitems(items):
     """Every test under tests/browser is a ``browser`` test (``make check`` leaves them out)."""
     here = Path(__file__).resolve().parent
@@ -95,8 +103,9 @@ class JupyterLab:
         return "%s/%s?token=%s" % (self.base, path.lstrip("/"), self.token)
 
     def api(self, path, method="GET", timeout=5):
-        req = urllib.request.Request(self.base + path, method=method,
-                                     headers={"Authorization": "token " + self.token})
+        req = urllib.request.Request(
+            self.base + path, method=method, headers={"Authorization": "token " + self.token}
+        )
         with urllib.request.urlopen(req, timeout=timeout) as r:
             body = r.read()
         return json.loads(body) if body else None
@@ -113,45 +122,77 @@ def jupyterlab(tmp_path, tmp_path_factory):
     home = tmp_path_factory.mktemp("jupyter-home")
     kernel_dir = home / "data" / "kernels" / KERNEL_NAME
     kernel_dir.mkdir(parents=True)
-    (kernel_dir / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "minitf test", "language": "python"}))
+    (kernel_dir / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "minitf test",
+                "language": "python",
+            }
+        )
+    )
     for rel, settings in USER_SETTINGS.items():
         f = home / "settings" / rel
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text(json.dumps(settings))
     env = dict(os.environ)
-    env.update(JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"),
-               PYTHONPATH=os.pathsep.join([str(REPO_ROOT)] + [
-                   p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    env.update(
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_DATA_DIR=str(home / "data"),
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        IPYTHONDIR=str(home / "ipython"),
+        PYTHONPATH=os.pathsep.join(
+            [str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        ),
+    )
     port, token = _free_port(), secrets.token_hex(24)
     log = home / "jupyterlab.log"
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-           "--ip=127.0.0.1", "--port=%d" % port, "--ServerApp.port_retries=0",
-           "--IdentityProvider.token=" + token, "--ServerApp.root_dir=" + str(root),
-           "--LabApp.user_settings_dir=" + str(home / "settings"),
-           "--LabApp.workspaces_dir=" + str(home / "workspaces"),
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-           "--MappingKernelManager.default_kernel_name=" + KERNEL_NAME]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--allow-root",
+        "--ip=127.0.0.1",
+        "--port=%d" % port,
+        "--ServerApp.port_retries=0",
+        "--IdentityProvider.token=" + token,
+        "--ServerApp.root_dir=" + str(root),
+        "--LabApp.user_settings_dir=" + str(home / "settings"),
+        "--LabApp.workspaces_dir=" + str(home / "workspaces"),
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--MappingKernelManager.default_kernel_name=" + KERNEL_NAME,
+    ]
     with open(log, "wb") as out:
-        server = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, start_new_session=True)
+        server = subprocess.Popen(
+            cmd,
+            cwd=root,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     lab = JupyterLab(root, port, token, log)
     try:
         deadline = time.monotonic() + SERVER_START_TIMEOUT
         while True:
             if server.poll() is not None:
-                pytest.fail("JupyterLab exited with status %s before answering\n%s"
-                            % (server.returncode, lab.log_tail()))
+                pytest.fail(
+                    "JupyterLab exited with status %s before answering\n%s"
+                    % (server.returncode, lab.log_tail())
+                )
             try:
                 lab.api("/api/status", timeout=2)
                 break
             except (urllib.error.URLError, OSError):
                 pass
             if time.monotonic() > deadline:
-                pytest.fail("JupyterLab did not answer /api/status on port %d within %d s\n%s"
-                            % (port, SERVER_START_TIMEOUT, lab.log_tail()))
+                pytest.fail(
+                    "JupyterLab did not answer /api/status on port %d within %d s\n%s"
+                    % (port, SERVER_START_TIMEOUT, lab.log_tail())
+                )
             time.sleep(0.25)
         yield lab
     finally:
@@ -189,18 +230,22 @@ def _shutdown(server, lab):
 def browser():
     """Headless Debian chromium under Playwright; closed afterwards, no chromium left."""
     if not os.path.exists(CHROMIUM):
-        pytest.fail("%s is missing: install Debian's chromium (apt-get install -y chromium); "
-                    "the browser test never downloads a browser" % CHROMIUM)
+        pytest.fail(
+            "%s is missing: install Debian's chromium (apt-get install -y chromium); "
+            "the browser test never downloads a browser" % CHROMIUM
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-                               timeout=30_000)
+        b = pw.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, timeout=30_000
+        )
         procs = _chromium_processes()
         try:
             exes = {_exe(p) for p in procs}
-            assert exes and all(e.startswith("/usr/lib/chromium/") for e in exes), \
+            assert exes and all(e.startswith("/usr/lib/chromium/") for e in exes), (
                 "expected Debian's chromium (/usr/lib/chromium) to run, found %s" % exes
+            )
             yield b
         finally:
             procs += _chromium_processes()  # with the pages' renderers

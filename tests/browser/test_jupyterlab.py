@@ -34,8 +34,7 @@ NOTEBOOK_CELLS = [
     "    b = tf.constant(4.0, name='b')\n"
     "c = a * b",
     # 2: the placement explorer
-    "explorer = PlacementExplorer(num_gpus=2)\n"
-    "explorer",
+    "explorer = PlacementExplorer(num_gpus=2)\nexplorer",
     # 3: Figure 12-5, one event at a time
     "fig = tf.Graph()\n"
     "ops = figure_12_5(fig)\n"
@@ -55,14 +54,30 @@ def notebook(jupyterlab, tmp_path):
     server's root dir, for its kernel."""
     state_dir = tmp_path / "minitf-state"
     state_dir.mkdir()
-    cells = [{"cell_type": "code", "execution_count": None, "id": "cell-%d" % i,
-              "metadata": {}, "outputs": [],
-              "source": src.format(state_dir=str(state_dir))}
-             for i, src in enumerate(NOTEBOOK_CELLS)]
-    nb = {"nbformat": 4, "nbformat_minor": 5, "cells": cells,
-          "metadata": {"kernelspec": {"name": jupyterlab.kernel_name, "language": "python",
-                                      "display_name": "minitf test"},
-                       "language_info": {"name": "python"}}}
+    cells = [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "cell-%d" % i,
+            "metadata": {},
+            "outputs": [],
+            "source": src.format(state_dir=str(state_dir)),
+        }
+        for i, src in enumerate(NOTEBOOK_CELLS)
+    ]
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {
+                "name": jupyterlab.kernel_name,
+                "language": "python",
+                "display_name": "minitf test",
+            },
+            "language_info": {"name": "python"},
+        },
+    }
     name = "widgets.ipynb"
     (tmp_path / name).write_text(json.dumps(nb, indent=1))
     return tmp_path, name
@@ -80,8 +95,10 @@ def _wait_kernel_idle(lab, nb_name, timeout):
                 if seen.get("execution_state") == "idle":
                     return seen["id"]
         time.sleep(0.25)
-    raise AssertionError("the notebook's kernel was not idle within %d s (last seen: %s)\n%s"
-                         % (timeout, seen, lab.log_tail()))
+    raise AssertionError(
+        "the notebook's kernel was not idle within %d s (last seen: %s)\n%s"
+        % (timeout, seen, lab.log_tail())
+    )
 
 
 def _open_and_run_all(page, lab, nb_name, n_cells, code_cells, timeout_ms=60_000):
@@ -97,15 +114,19 @@ def _open_and_run_all(page, lab, nb_name, n_cells, code_cells, timeout_ms=60_000
     expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_visible()
     page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
     page.locator(".lm-Menu-item:visible", has_text=re.compile(r"^Run All Cells")).first.click()
-    last = page.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-prompt",
-                        has_text="[%d]:" % code_cells)
-    traceback = page.locator(".jp-OutputArea-output[data-mime-type*='stderr']",
-                             has_text="Traceback")
+    last = page.locator(
+        ".jp-Notebook .jp-CodeCell .jp-InputArea-prompt", has_text="[%d]:" % code_cells
+    )
+    traceback = page.locator(
+        ".jp-OutputArea-output[data-mime-type*='stderr']", has_text="Traceback"
+    )
     try:
         expect(last.or_(traceback).first).to_be_attached(timeout=timeout_ms)
     except AssertionError as e:
-        raise AssertionError("%s did not run to the end within %d s; outputs:\n%s"
-                             % (nb_name, timeout_ms // 1000, _outputs_text(page))) from e
+        raise AssertionError(
+            "%s did not run to the end within %d s; outputs:\n%s"
+            % (nb_name, timeout_ms // 1000, _outputs_text(page))
+        ) from e
     assert traceback.count() == 0, "a cell failed:\n%s" % _outputs_text(page)
 
 
@@ -126,14 +147,16 @@ def _live_widget(output):
 def _widget_dropdown(scope, label):
     """The <select> of the ipywidgets Dropdown described as ``label``."""
     box = scope.locator(".widget-dropdown").filter(
-        has=scope.page.locator("label", has_text=re.compile("^%s$" % re.escape(label))))
+        has=scope.page.locator("label", has_text=re.compile("^%s$" % re.escape(label)))
+    )
     return box.locator("select")
 
 
 def _assigned(explorer, op):
     """The explorer table's "assigned" cell for ``op``."""
     row = explorer.locator("table tr").filter(
-        has=explorer.page.locator("td", has_text=re.compile("^%s$" % re.escape(op))))
+        has=explorer.page.locator("td", has_text=re.compile("^%s$" % re.escape(op)))
+    )
     return row.locator("td").nth(2)
 
 
@@ -146,8 +169,12 @@ def test_widgets_in_jupyterlab(browser, jupyterlab, notebook, screenshot_dir):
     page = browser.new_page(viewport={"width": 1600, "height": 1600})
     page.set_default_timeout(STEP)
     console = []
-    page.on("console", lambda m: console.append("%s: %s" % (m.type, m.text))
-            if m.type in ("error", "warning") else None)
+    page.on(
+        "console",
+        lambda m: (
+            console.append("%s: %s" % (m.type, m.text)) if m.type in ("error", "warning") else None
+        ),
+    )
     try:
         _open_and_run_all(page, jupyterlab, nb_name, len(NOTEBOOK_CELLS), len(NOTEBOOK_CELLS))
         prompts = page.locator(".jp-Notebook .jp-InputArea-prompt")
@@ -180,10 +207,12 @@ def test_widgets_in_jupyterlab(browser, jupyterlab, notebook, screenshot_dir):
         timeline = _cell_output(page, 4)
         img = timeline.locator("img")
         expect(img).to_be_visible()
-        assert (img.get_attribute("src") or "").startswith("data:image/svg+xml"), \
-            img.get_attribute("src")[:80]
-        page.wait_for_function("img => img.complete && img.naturalWidth > 0",
-                               arg=img.element_handle(), timeout=STEP)
+        assert (img.get_attribute("src") or "").startswith("data:image/svg+xml"), img.get_attribute(
+            "src"
+        )[:80]
+        page.wait_for_function(
+            "img => img.complete && img.naturalWidth > 0", arg=img.element_handle(), timeout=STEP
+        )
 
         page.screenshot(path=str(screenshot_dir / "jupyterlab-widgets.png"))
         explorer.screenshot(path=str(screenshot_dir / "placement-explorer-gpu0.png"))
@@ -233,14 +262,18 @@ def test_course_notebooks_run_in_jupyterlab(browser, jupyterlab, tmp_path, cours
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
             code_cells += 1
-    nb["metadata"]["kernelspec"] = {"name": jupyterlab.kernel_name, "language": "python",
-                                    "display_name": "minitf test"}
+    nb["metadata"]["kernelspec"] = {
+        "name": jupyterlab.kernel_name,
+        "language": "python",
+        "display_name": "minitf test",
+    }
     (tmp_path / course_notebook).write_text(json.dumps(nb, indent=1))
     page = browser.new_page(viewport={"width": 1600, "height": 1600})
     page.set_default_timeout(STEP)
     try:
-        _open_and_run_all(page, jupyterlab, course_notebook, len(nb["cells"]), code_cells,
-                          timeout_ms=90_000)
+        _open_and_run_all(
+            page, jupyterlab, course_notebook, len(nb["cells"]), code_cells, timeout_ms=90_000
+        )
         if course_notebook.startswith("03"):
             widgets = page.locator(".jp-OutputArea-output > .jupyter-widgets.widget-vbox")
             expect(widgets.first).to_be_attached()

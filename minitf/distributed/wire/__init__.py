@@ -43,29 +43,58 @@ Byte order on the wire is little-endian; bools are one byte each (any non-zero b
 True); string tensors are lists of ``bytes``.
 """
 
-from minitf.distributed.wire.limits import (CONTROL_RPC_SECONDS, DEFAULT_CHUNK_BYTES,
-                                           DEFAULT_STEP_SECONDS, GRPC_OPTIONS,
-                                           INLINE_TENSOR_BYTES, MAX_ERROR_MESSAGE_BYTES,
-                                           MAX_GRAPH_BYTES, MAX_MESSAGE_BYTES, MAX_RANK,
-                                           MAX_TENSOR_BYTES, STEP_SLACK_SECONDS,
-                                           STREAM_CHUNK_BYTES)
-from minitf.distributed.wire.tensors import (TENSOR_DTYPE_NAMES, proto_to_tensor,
-                                            tensor_to_proto)
-from minitf.distributed.wire.chunks import (NamedTensorReceiver, assemble_chunks,
-                                           coalesce, decode_chunk, encode_chunk,
-                                           iter_tensor_chunks, malformed, message_fields,
-                                           serialize, split_field, split_named_tensors)
-from minitf.distributed.wire.graphs import (OUTPUT_SHAPES_ATTR, OUTPUT_TYPES_ATTR,
-                                           NodeRecord, assemble_graph_def, attr_from_proto,
-                                           attr_to_proto, graph_to_proto, import_graph_def,
-                                           topological,
-                                           iter_graph_def_chunks, node_to_proto,
-                                           proto_to_node_records)
-from minitf.distributed.wire.messages import (error_from_status,
-                                             proto_to_session_config, proto_to_step_stats,
-                                             read_graph_stream, read_tensor_stream,
-                                             session_config_to_proto, status_from_error,
-                                             step_stats_to_proto)
+from minitf.distributed.wire.chunks import (
+    NamedTensorReceiver,
+    assemble_chunks,
+    coalesce,
+    decode_chunk,
+    encode_chunk,
+    iter_tensor_chunks,
+    malformed,
+    message_fields,
+    serialize,
+    split_field,
+    split_named_tensors,
+)
+from minitf.distributed.wire.graphs import (
+    OUTPUT_SHAPES_ATTR,
+    OUTPUT_TYPES_ATTR,
+    NodeRecord,
+    assemble_graph_def,
+    attr_from_proto,
+    attr_to_proto,
+    graph_to_proto,
+    import_graph_def,
+    iter_graph_def_chunks,
+    node_to_proto,
+    proto_to_node_records,
+    topological,
+)
+from minitf.distributed.wire.limits import (
+    CONTROL_RPC_SECONDS,
+    DEFAULT_CHUNK_BYTES,
+    DEFAULT_STEP_SECONDS,
+    GRPC_OPTIONS,
+    INLINE_TENSOR_BYTES,
+    MAX_ERROR_MESSAGE_BYTES,
+    MAX_GRAPH_BYTES,
+    MAX_MESSAGE_BYTES,
+    MAX_RANK,
+    MAX_TENSOR_BYTES,
+    STEP_SLACK_SECONDS,
+    STREAM_CHUNK_BYTES,
+)
+from minitf.distributed.wire.messages import (
+    error_from_status,
+    proto_to_session_config,
+    proto_to_step_stats,
+    read_graph_stream,
+    read_tensor_stream,
+    session_config_to_proto,
+    status_from_error,
+    step_stats_to_proto,
+)
+from minitf.distributed.wire.tensors import TENSOR_DTYPE_NAMES, proto_to_tensor, tensor_to_proto
 
 __all__ = [
     "CONTROL_RPC_SECONDS",

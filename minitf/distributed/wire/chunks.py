@@ -8,12 +8,25 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from minitf.distributed import protocol_pb2 as pb
-from minitf.distributed.wire.limits import (DEFAULT_CHUNK_BYTES, INLINE_TENSOR_BYTES,
-                                           MAX_TENSOR_BYTES)
-from minitf.distributed.wire.tensors import (_from_wire, _invalid, _normalize, _payload_bytes,
-                                            _shape_to_proto, _short, _strings_array,
-                                            _tensor_dims, _tensor_dtype, _wire_bytes,
-                                            proto_to_tensor, tensor_to_proto)
+from minitf.distributed.wire.limits import (
+    DEFAULT_CHUNK_BYTES,
+    INLINE_TENSOR_BYTES,
+    MAX_TENSOR_BYTES,
+)
+from minitf.distributed.wire.tensors import (
+    _from_wire,
+    _invalid,
+    _normalize,
+    _payload_bytes,
+    _shape_to_proto,
+    _short,
+    _strings_array,
+    _tensor_dims,
+    _tensor_dtype,
+    _wire_bytes,
+    proto_to_tensor,
+    tensor_to_proto,
+)
 
 # -- the bytes of streamed tensors, coded by hand ----------------------------------------------
 #
@@ -24,6 +37,7 @@ from minitf.distributed.wire.tensors import (_from_wire, _invalid, _normalize, _
 # then for a length-delimited field a length varint and the bytes), with the data copied once
 # on each side; everything else in those messages is still built and parsed by protobuf.  The
 # bytes are valid messages of protocol.proto: protobuf parses them (the tests check it).
+
 
 def _varint(n):
     out = bytearray()
@@ -149,8 +163,11 @@ def _encode_part(number, name, header, data):
     """A message whose length-delimited field ``number`` holds one TensorPart."""
     name = name.encode("utf-8")
     chunk = _chunk_pieces(header, data)
-    part = [_field_prefix(_PART_NAME, len(name)), name,
-            _field_prefix(_PART_CHUNK, sum(len(c) for c in chunk))] + chunk
+    part = [
+        _field_prefix(_PART_NAME, len(name)),
+        name,
+        _field_prefix(_PART_CHUNK, sum(len(c) for c in chunk)),
+    ] + chunk
     return b"".join([_field_prefix(number, sum(len(p) for p in part))] + part)
 
 
@@ -175,8 +192,9 @@ class _ChunkAssembler:
 
     def __init__(self, header, data, max_bytes):
         if not header.dtype:
-            raise _invalid("The first chunk of a tensor must carry its header (dtype, shape, "
-                           "total_bytes).")
+            raise _invalid(
+                "The first chunk of a tensor must carry its header (dtype, shape, total_bytes)."
+            )
         self.name = header.dtype
         dt, wire = _tensor_dtype(self.name)
         if not header.HasField("shape"):
@@ -185,16 +203,19 @@ class _ChunkAssembler:
         if self.name == "string":
             self.shape, self.n = _tensor_dims(header.shape, max_bytes, 8)
             if total < 8 * self.n:
-                raise _invalid("A string tensor of %d elements needs at least %d bytes, header "
-                               "says %d." % (self.n, 8 * self.n, total))
+                raise _invalid(
+                    "A string tensor of %d elements needs at least %d bytes, header "
+                    "says %d." % (self.n, 8 * self.n, total)
+                )
         else:
             self.shape, self.n = _tensor_dims(header.shape, max_bytes, wire.itemsize)
             if total != self.n * wire.itemsize:
-                raise _invalid("Tensor of dtype %s and shape %s has %d bytes, header says %d."
-                               % (self.name, list(self.shape), self.n * wire.itemsize, total))
+                raise _invalid(
+                    "Tensor of dtype %s and shape %s has %d bytes, header says %d."
+                    % (self.name, list(self.shape), self.n * wire.itemsize, total)
+                )
         if total > max_bytes:
-            raise _invalid("Tensor of %d bytes exceeds the limit of %d bytes."
-                           % (total, max_bytes))
+            raise _invalid("Tensor of %d bytes exceeds the limit of %d bytes." % (total, max_bytes))
         if header.offset != 0:
             raise _invalid("The header chunk must have offset 0, got %d." % header.offset)
         self.total = total
@@ -208,9 +229,8 @@ class _ChunkAssembler:
     def _put(self, data):
         end = self.pos + len(data)
         if end > self.total:
-            raise _invalid("Chunks carry more than the %d bytes the header announced."
-                           % self.total)
-        self._view[self.pos:end] = data
+            raise _invalid("Chunks carry more than the %d bytes the header announced." % self.total)
+        self._view[self.pos : end] = data
         self.pos = end
 
     @property
@@ -223,8 +243,10 @@ class _ChunkAssembler:
         if not len(data):
             raise _invalid("A chunk after the header must carry data.")
         if chunk.offset != self.pos:
-            raise _invalid("Chunk at offset %d, expected %d: chunks must be contiguous and in "
-                           "order." % (chunk.offset, self.pos))
+            raise _invalid(
+                "Chunk at offset %d, expected %d: chunks must be contiguous and in "
+                "order." % (chunk.offset, self.pos)
+            )
         self._put(data)
 
     def finish(self):
@@ -236,15 +258,17 @@ class _ChunkAssembler:
         for _ in range(self.n):
             if pos + 8 > self.total:
                 raise _invalid("String tensor stream is truncated.")
-            length = int.from_bytes(view[pos:pos + 8], "little")
+            length = int.from_bytes(view[pos : pos + 8], "little")
             pos += 8
             if length > self.total - pos:
                 raise _invalid("String element of %d bytes overruns the stream." % length)
-            values.append(view[pos:pos + length])
+            values.append(view[pos : pos + length])
             pos += length
         if pos != self.total:
-            raise _invalid("String tensor stream has %d bytes after its %d elements."
-                           % (self.total - pos, self.n))
+            raise _invalid(
+                "String tensor stream has %d bytes after its %d elements."
+                % (self.total - pos, self.n)
+            )
         return _strings_array(values, self.shape)
 
 
@@ -267,6 +291,7 @@ def assemble_chunks(chunks, max_bytes=MAX_TENSOR_BYTES):
 
 
 # -- chunked tensors -------------------------------------------------------------------------
+
 
 def _string_stream(arr):
     """The byte stream of a string tensor: per element an 8-byte LE length, then the bytes."""
@@ -296,7 +321,7 @@ def _pieces(name, shape, stream, chunk_bytes):
     _shape_to_proto(shape, header.shape)
     yield header, stream[:chunk_bytes]
     for offset in range(chunk_bytes, total, chunk_bytes):
-        yield pb.TensorChunk(offset=offset), stream[offset:offset + chunk_bytes]
+        yield pb.TensorChunk(offset=offset), stream[offset : offset + chunk_bytes]
 
 
 def iter_tensor_chunks(value, chunk_bytes=DEFAULT_CHUNK_BYTES):
@@ -312,13 +337,17 @@ def iter_tensor_chunks(value, chunk_bytes=DEFAULT_CHUNK_BYTES):
 
 # -- named tensors of a step (feeds, fetches, sends, recvs) -----------------------------------
 
+
 def _field_number(cls, field):
     return cls.DESCRIPTOR.fields_by_name[field].number
 
 
-def split_named_tensors(items, inline_bytes=INLINE_TENSOR_BYTES,
-                        chunk_bytes=DEFAULT_CHUNK_BYTES, wrap=(pb.RunStepResponse,
-                                                              "tensor_part")):
+def split_named_tensors(
+    items,
+    inline_bytes=INLINE_TENSOR_BYTES,
+    chunk_bytes=DEFAULT_CHUNK_BYTES,
+    wrap=(pb.RunStepResponse, "tensor_part"),
+):
     """Splits ``(name, value)`` pairs into what fits in one message and what is streamed.
 
     Returns ``(inline, parts)``: a list of :class:`NamedTensor` (tensors kept while their sizes
@@ -347,6 +376,7 @@ def split_named_tensors(items, inline_bytes=INLINE_TENSOR_BYTES,
         for name, arr in large:
             for header, data in _pieces(*_tensor_stream(arr), chunk_bytes):
                 yield _encode_part(number, name, header, data)
+
     return inline, parts()
 
 
@@ -365,7 +395,7 @@ class NamedTensorReceiver:
         self.max_tensor_bytes = max_tensor_bytes
         self.max_total_bytes = max_total_bytes
         self._values = {}
-        self._open = {}     # name -> _ChunkAssembler of a tensor still streaming
+        self._open = {}  # name -> _ChunkAssembler of a tensor still streaming
         self._total = 0
 
     def _claim(self, name, nbytes):
@@ -373,8 +403,10 @@ class NamedTensorReceiver:
             raise _invalid("Tensor %s was sent twice." % _short(name))
         self._total += nbytes
         if self._total > self.max_total_bytes:
-            raise _invalid("The tensors of this message exceed the limit of %d bytes in all."
-                           % self.max_total_bytes)
+            raise _invalid(
+                "The tensors of this message exceed the limit of %d bytes in all."
+                % self.max_total_bytes
+            )
 
     def add_message(self, raw, cls, tensors_field, parts_field):
         """Adds the tensors of one serialized ``cls`` message whose ``tensors_field`` holds
@@ -391,7 +423,8 @@ class NamedTensorReceiver:
         """Adds a NamedTensor sent whole."""
         self._claim(named.name, named.tensor.ByteSize())
         self._values[named.name] = proto_to_tensor(
-            named.tensor, min(self.max_tensor_bytes, self.max_total_bytes))
+            named.tensor, min(self.max_tensor_bytes, self.max_total_bytes)
+        )
 
     def add_part(self, name, chunk, data=None):
         """Adds one piece of tensor ``name``: a TensorChunk, its data given apart (or in the
@@ -414,6 +447,7 @@ class NamedTensorReceiver:
         """``{name: ndarray}`` in the order they completed; InvalidArgumentError if a tensor is
         incomplete."""
         for name, asm in self._open.items():
-            raise _invalid("Tensor %s ended after %d of %d bytes."
-                           % (_short(name), asm.pos, asm.total))
+            raise _invalid(
+                "Tensor %s ended after %d of %d bytes." % (_short(name), asm.pos, asm.total)
+            )
         return dict(self._values)

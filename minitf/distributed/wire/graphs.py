@@ -16,11 +16,16 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from minitf.distributed import protocol_pb2 as pb
-from minitf.distributed.wire.limits import (DEFAULT_CHUNK_BYTES, MAX_GRAPH_BYTES,
-                                           MAX_TENSOR_BYTES)
-from minitf.distributed.wire.tensors import (_dims_from_proto, _dtype_from_name, _invalid,
-                                            _shape_to_proto, _short, proto_to_tensor,
-                                            tensor_to_proto)
+from minitf.distributed.wire.limits import DEFAULT_CHUNK_BYTES, MAX_GRAPH_BYTES, MAX_TENSOR_BYTES
+from minitf.distributed.wire.tensors import (
+    _dims_from_proto,
+    _dtype_from_name,
+    _invalid,
+    _shape_to_proto,
+    _short,
+    proto_to_tensor,
+    tensor_to_proto,
+)
 from minitf.framework import dtypes, errors, tensor_shape
 from minitf.framework import graph as ops_graph
 from minitf.ops import op_def as op_def_mod
@@ -89,8 +94,10 @@ def attr_to_proto(value: Any, where: str) -> pb.AttrValue:
         msg.list.SetInParent()
         kinds = {_scalar_kind(x) for x in value}
         if len(kinds) > 1 or None in kinds:
-            raise _invalid("%s: a list attr must hold values of one supported kind, got %s."
-                           % (where, sorted(type(x).__name__ for x in value)))
+            raise _invalid(
+                "%s: a list attr must hold values of one supported kind, got %s."
+                % (where, sorted(type(x).__name__ for x in value))
+            )
         if value:
             kind = kinds.pop()
             field = getattr(msg.list, kind)
@@ -154,12 +161,16 @@ def attr_from_proto(msg: pb.AttrValue, max_tensor_bytes: int) -> Any:
 
 # -- graphs ----------------------------------------------------------------------------------
 
+
 def _topological(ops):
     """``ops`` in creation order, except that an op follows every op of ``ops`` it depends on
     (a control input added after creation can point forward)."""
     chosen = set(ops)
-    deps = {op: {t.op for t in op.inputs if t.op in chosen} |
-            {c for c in op.control_inputs if c in chosen} for op in ops}
+    deps = {
+        op: {t.op for t in op.inputs if t.op in chosen}
+        | {c for c in op.control_inputs if c in chosen}
+        for op in ops
+    }
     users = {op: [] for op in ops}
     for op, ds in deps.items():
         for d in ds:
@@ -177,8 +188,9 @@ def _topological(ops):
             if not waiting[u]:
                 heapq.heappush(ready, (u._id, position[u], u))
     if len(out) != len(ops):
-        raise _invalid("The graph has a cycle through %s."
-                       % sorted(op.name for op in ops if waiting[op])[:5])
+        raise _invalid(
+            "The graph has a cycle through %s." % sorted(op.name for op in ops if waiting[op])[:5]
+        )
     return out
 
 
@@ -192,8 +204,7 @@ def node_to_proto(op: ops_graph.Operation | Node, msg: pb.NodeDef) -> None:
     for key in sorted(nd.attr):
         if key in (OUTPUT_TYPES_ATTR, OUTPUT_SHAPES_ATTR):
             continue
-        msg.attr[key].CopyFrom(attr_to_proto(nd.attr[key], "attr %r of node %r"
-                                              % (key, nd.name)))
+        msg.attr[key].CopyFrom(attr_to_proto(nd.attr[key], "attr %r of node %r" % (key, nd.name)))
     specs = op.outputs if isinstance(op, Node) else [(t.dtype, t.shape) for t in op.outputs]
     msg.attr[OUTPUT_TYPES_ATTR].CopyFrom(attr_to_proto([dtype for dtype, _ in specs], ""))
     msg.attr[OUTPUT_SHAPES_ATTR].CopyFrom(attr_to_proto([shape for _, shape in specs], ""))
@@ -225,8 +236,9 @@ def topological(node_defs: Sequence[pb.NodeDef]) -> list[pb.NodeDef]:
     return out
 
 
-def graph_to_proto(graph_or_ops: ops_graph.Graph | Iterable[ops_graph.Operation],
-                   since_version: int = 0) -> pb.GraphDef:
+def graph_to_proto(
+    graph_or_ops: ops_graph.Graph | Iterable[ops_graph.Operation], since_version: int = 0
+) -> pb.GraphDef:
     """A :class:`GraphDef` of a minitf Graph (or of a list of its Operations).
 
     Nodes come in topological order (creation order, adjusted only where a later control edge
@@ -243,8 +255,9 @@ def graph_to_proto(graph_or_ops: ops_graph.Graph | Iterable[ops_graph.Operation]
         graph = ops[0].graph if ops else None
         for op in ops:
             if not isinstance(op, ops_graph.Operation):
-                raise TypeError("graph_to_proto needs a Graph or Operations, got %s"
-                                % type(op).__name__)
+                raise TypeError(
+                    "graph_to_proto needs a Graph or Operations, got %s" % type(op).__name__
+                )
             if op.graph is not graph:
                 raise ValueError("graph_to_proto: the ops come from different graphs")
     version = len(graph.get_operations()) if graph is not None else since_version
@@ -262,6 +275,7 @@ class NodeRecord(NamedTuple):
     ``_output_types`` / ``_output_shapes``, which become ``output_types`` (list of DType, or None
     when absent) and ``output_shapes`` (list of TensorShape, or None).
     """
+
     name: str
     op: str
     inputs: list
@@ -272,8 +286,9 @@ class NodeRecord(NamedTuple):
 
     def node_def(self):
         """The record as minitf's :class:`minitf.NodeDef`."""
-        return ops_graph.NodeDef(self.name, self.op, list(self.inputs), self.device,
-                                 dict(self.attrs))
+        return ops_graph.NodeDef(
+            self.name, self.op, list(self.inputs), self.device, dict(self.attrs)
+        )
 
 
 def _node_record(node, max_tensor_bytes):
@@ -290,22 +305,26 @@ def _node_record(node, max_tensor_bytes):
             raise _invalid("attr %s of node %s: %s" % (_short(key), name, e.message)) from None
     out_types = attrs.pop(OUTPUT_TYPES_ATTR, None)
     out_shapes = attrs.pop(OUTPUT_SHAPES_ATTR, None)
-    if out_types is not None and (not isinstance(out_types, list) or
-                                  not all(isinstance(t, dtypes.DType) for t in out_types)):
+    if out_types is not None and (
+        not isinstance(out_types, list) or not all(isinstance(t, dtypes.DType) for t in out_types)
+    ):
         raise _invalid("Node %s: %s must be a list of dtypes." % (name, OUTPUT_TYPES_ATTR))
     if out_shapes is not None:
         if not isinstance(out_shapes, list) or not all(
-                isinstance(s, tensor_shape.TensorShape) for s in out_shapes):
+            isinstance(s, tensor_shape.TensorShape) for s in out_shapes
+        ):
             raise _invalid("Node %s: %s must be a list of shapes." % (name, OUTPUT_SHAPES_ATTR))
         if out_types is None or len(out_shapes) != len(out_types):
-            raise _invalid("Node %s: %s and %s differ in length."
-                           % (name, OUTPUT_TYPES_ATTR, OUTPUT_SHAPES_ATTR))
-    return NodeRecord(name, node.op, list(node.input), node.device, attrs, out_types,
-                      out_shapes)
+            raise _invalid(
+                "Node %s: %s and %s differ in length."
+                % (name, OUTPUT_TYPES_ATTR, OUTPUT_SHAPES_ATTR)
+            )
+    return NodeRecord(name, node.op, list(node.input), node.device, attrs, out_types, out_shapes)
 
 
-def proto_to_node_records(graph_def: pb.GraphDef,
-                          max_tensor_bytes: int = MAX_TENSOR_BYTES) -> list[NodeRecord]:
+def proto_to_node_records(
+    graph_def: pb.GraphDef, max_tensor_bytes: int = MAX_TENSOR_BYTES
+) -> list[NodeRecord]:
     """The nodes of a received :class:`GraphDef` as :class:`NodeRecord` s, in order.
 
     Attr values are decoded through the whitelists (dtype names, shapes, tensors checked as in
@@ -332,8 +351,11 @@ def _parse_input(text, node):
     return kind, src, index
 
 
-def import_graph_def(graph_def: pb.GraphDef, graph: ops_graph.Graph | None = None,
-                     max_tensor_bytes: int = MAX_TENSOR_BYTES) -> list[ops_graph.Operation]:
+def import_graph_def(
+    graph_def: pb.GraphDef,
+    graph: ops_graph.Graph | None = None,
+    max_tensor_bytes: int = MAX_TENSOR_BYTES,
+) -> list[ops_graph.Operation]:
     """Rebuilds the nodes of ``graph_def`` as Operations of ``graph`` (default: the default graph).
 
     Every op keeps its name, type, device, attrs (``_class`` included), data inputs, control
@@ -358,8 +380,7 @@ def import_graph_def(graph_def: pb.GraphDef, graph: ops_graph.Graph | None = Non
     with _build_stacks_aside(graph):
         for r, op_def, specs, data, control in plan:
             inputs = [graph.get_operation_by_name(src).outputs[i] for src, i in data]
-            op = graph.create_op(r.op, inputs, specs, r.name + "/", dict(r.attrs),
-                                 op_def=op_def)
+            op = graph.create_op(r.op, inputs, specs, r.name + "/", dict(r.attrs), op_def=op_def)
             op._device = r.device
             op._attrs = dict(r.attrs)
             op._control_inputs = []
@@ -378,27 +399,32 @@ def _checked_node(r, n_outputs):
     try:
         op_def = op_def_mod.get_op_def(r.op)
     except KeyError:
-        raise _invalid("Op type not registered %s (node %s)." % (_short(r.op), r.name)) \
-            from None
+        raise _invalid("Op type not registered %s (node %s)." % (_short(r.op), r.name)) from None
     if r.output_types is None:
-        raise _invalid("Node %s has no %s attr: import only GraphDefs made by "
-                       "graph_to_proto." % (r.name, OUTPUT_TYPES_ATTR))
+        raise _invalid(
+            "Node %s has no %s attr: import only GraphDefs made by "
+            "graph_to_proto." % (r.name, OUTPUT_TYPES_ATTR)
+        )
     shapes = r.output_shapes or [tensor_shape.unknown_shape()] * len(r.output_types)
     data, control = [], []
     for text in r.inputs:
         kind, src, index = _parse_input(text, r.name)
         if src not in n_outputs:
-            raise _invalid("Node %s has input %s, which names no earlier node."
-                           % (r.name, _short(text)))
+            raise _invalid(
+                "Node %s has input %s, which names no earlier node." % (r.name, _short(text))
+            )
         if kind == "control":
             control.append(src)
             continue
         if control:
-            raise _invalid("Node %s has data input %s after a control input."
-                           % (r.name, _short(text)))
+            raise _invalid(
+                "Node %s has data input %s after a control input." % (r.name, _short(text))
+            )
         if index >= n_outputs[src]:
-            raise _invalid("Node %s has input %s, but %s has %d outputs."
-                           % (r.name, _short(text), src, n_outputs[src]))
+            raise _invalid(
+                "Node %s has input %s, but %s has %d outputs."
+                % (r.name, _short(text), src, n_outputs[src])
+            )
         data.append((src, index))
     n_outputs[r.name] = len(r.output_types)
     return r, op_def, list(zip(r.output_types, shapes)), data, control
@@ -408,8 +434,14 @@ def _checked_node(r, n_outputs):
 def _build_stacks_aside(graph):
     """The graph's device, colocation, control-dependency, attr, container and name-scope
     stacks emptied while imported ops are created (they keep what the GraphDef says)."""
-    names = ("_device_function_stack", "_colocation_stack", "_control_dependencies_stack",
-             "_default_attrs", "_container", "_name_stack")
+    names = (
+        "_device_function_stack",
+        "_colocation_stack",
+        "_control_dependencies_stack",
+        "_default_attrs",
+        "_container",
+        "_name_stack",
+    )
     empty = ([], [], [], {}, "", "")
     with graph._lock:
         saved = [getattr(graph, n) for n in names]
@@ -430,15 +462,16 @@ def _mark_name_used(graph, name):
         graph._names_in_use.setdefault("/".join(parts[:i]).lower(), 1)
 
 
-def iter_graph_def_chunks(graph_def: pb.GraphDef,
-                          chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[bytes]:
+def iter_graph_def_chunks(
+    graph_def: pb.GraphDef, chunk_bytes: int = DEFAULT_CHUNK_BYTES
+) -> Iterator[bytes]:
     """The serialized ``graph_def`` in pieces of at most ``chunk_bytes`` (at least one piece)."""
     if chunk_bytes < 1:
         raise ValueError("chunk_bytes must be positive, got %d" % chunk_bytes)
     data = graph_def.SerializeToString()
     yield data[:chunk_bytes]
     for offset in range(chunk_bytes, len(data), chunk_bytes):
-        yield data[offset:offset + chunk_bytes]
+        yield data[offset : offset + chunk_bytes]
 
 
 def assemble_graph_def(pieces: Iterable[bytes], max_bytes: int = MAX_GRAPH_BYTES) -> pb.GraphDef:

@@ -4,12 +4,13 @@ Book section: "The Master and Worker Services" (a server reachable by anyone mus
 it accepts; the package docstring lists the checks).
 """
 
-
 #: Largest gRPC message a minitf server or client sends or accepts (both directions).
 MAX_MESSAGE_BYTES = 4 << 20
 #: gRPC channel/server options that apply :data:`MAX_MESSAGE_BYTES`.
-GRPC_OPTIONS = (("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES))
+GRPC_OPTIONS = (
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+)
 #: Default cap on one received tensor (its bytes once decoded).
 MAX_TENSOR_BYTES = 1 << 30
 #: Default cap on one received (serialized) GraphDef.

@@ -13,6 +13,7 @@ from minitf.framework import errors
 
 # -- session config and step stats -----------------------------------------------------------
 
+
 def session_config_to_proto(config=None):
     """The :class:`SessionConfig` of a ``tf.ConfigProto`` (None: all defaults)."""
     msg = pb.SessionConfig()
@@ -29,11 +30,14 @@ def session_config_to_proto(config=None):
 def proto_to_session_config(msg):
     """A ``tf.ConfigProto`` with the fields a :class:`SessionConfig` carries."""
     from minitf.runtime.config_proto import ConfigProto
-    return ConfigProto(allow_soft_placement=msg.allow_soft_placement,
-                       log_device_placement=msg.log_device_placement,
-                       operation_timeout_in_ms=msg.operation_timeout_in_ms,
-                       device_filters=list(msg.device_filters),
-                       isolate_session_state=msg.isolate_session_state)
+
+    return ConfigProto(
+        allow_soft_placement=msg.allow_soft_placement,
+        log_device_placement=msg.log_device_placement,
+        operation_timeout_in_ms=msg.operation_timeout_in_ms,
+        device_filters=list(msg.device_filters),
+        isolate_session_state=msg.isolate_session_state,
+    )
 
 
 def step_stats_to_proto(stats):
@@ -43,27 +47,43 @@ def step_stats_to_proto(stats):
         d = msg.dev_stats.add(device=dev.device)
         for ns in dev.node_stats:
             n = d.node_stats.add(
-                node_name=ns.node_name, op_type=ns.op_type,
+                node_name=ns.node_name,
+                op_type=ns.op_type,
                 all_start_micros=int(ns.all_start_micros),
                 op_start_rel_micros=int(ns.op_start_rel_micros),
                 op_end_rel_micros=int(ns.op_end_rel_micros),
                 all_end_rel_micros=int(ns.all_end_rel_micros),
-                scheduled_micros=int(ns.scheduled_micros or 0), thread_id=int(ns.thread_id),
-                thread_name=ns.thread_name or "", pool=ns.pool or "",
-                timeline_label=ns.timeline_label or "")
+                scheduled_micros=int(ns.scheduled_micros or 0),
+                thread_id=int(ns.thread_id),
+                thread_name=ns.thread_name or "",
+                pool=ns.pool or "",
+                timeline_label=ns.timeline_label or "",
+            )
             for out in ns.output:
-                o = n.output.add(slot=out.slot, dtype=out.dtype or "",
-                                 requested_bytes=int(out.requested_bytes))
+                o = n.output.add(
+                    slot=out.slot, dtype=out.dtype or "", requested_bytes=int(out.requested_bytes)
+                )
                 _shape_to_proto(out.shape, o.shape)
             for c in ns.chunks:
-                n.chunks.add(index=c.index, thread_id=int(c.thread_id),
-                             thread_name=c.thread_name or "", start_micros=int(c.start_micros),
-                             end_micros=int(c.end_micros))
+                n.chunks.add(
+                    index=c.index,
+                    thread_id=int(c.thread_id),
+                    thread_name=c.thread_name or "",
+                    start_micros=int(c.start_micros),
+                    end_micros=int(c.end_micros),
+                )
     for t in stats.transfers:
-        msg.transfers.add(tensor_name=t.tensor_name, src_node=t.src_node, dst_node=t.dst_node,
-                          src_device=t.src_device, dst_device=t.dst_device, bytes=int(t.bytes),
-                          micros=int(t.micros), has_start_micros=t.start_micros is not None,
-                          start_micros=int(t.start_micros or 0))
+        msg.transfers.add(
+            tensor_name=t.tensor_name,
+            src_node=t.src_node,
+            dst_node=t.dst_node,
+            src_device=t.src_device,
+            dst_device=t.dst_device,
+            bytes=int(t.bytes),
+            micros=int(t.micros),
+            has_start_micros=t.start_micros is not None,
+            start_micros=int(t.start_micros or 0),
+        )
     return msg
 
 
@@ -71,6 +91,7 @@ def proto_to_step_stats(msg):
     """``config_proto.StepStats`` of the minitf record classes from a :class:`StepStatsProto`."""
     from minitf.runtime import step_stats as ss
     from minitf.runtime.config_proto import StepStats
+
     out = StepStats()
     for d in msg.dev_stats:
         nodes = []
@@ -78,27 +99,50 @@ def proto_to_step_stats(msg):
             outputs = []
             for o in n.output:
                 dims = _dims_from_proto(o.shape)
-                outputs.append(ss.TensorOutput(o.slot, o.dtype,
-                                               None if dims is None else tuple(dims),
-                                               o.requested_bytes))
-            chunks = [ss.ChunkStats(c.index, c.thread_id, c.thread_name, c.start_micros,
-                                    c.end_micros) for c in n.chunks]
-            ns = ss.NodeExecStats(n.node_name, n.op_type, n.all_start_micros,
-                                  n.all_end_rel_micros, n.thread_id, n.thread_name, n.pool,
-                                  n.timeline_label, scheduled_micros=n.scheduled_micros,
-                                  output=outputs, chunks=chunks)
+                outputs.append(
+                    ss.TensorOutput(
+                        o.slot, o.dtype, None if dims is None else tuple(dims), o.requested_bytes
+                    )
+                )
+            chunks = [
+                ss.ChunkStats(c.index, c.thread_id, c.thread_name, c.start_micros, c.end_micros)
+                for c in n.chunks
+            ]
+            ns = ss.NodeExecStats(
+                n.node_name,
+                n.op_type,
+                n.all_start_micros,
+                n.all_end_rel_micros,
+                n.thread_id,
+                n.thread_name,
+                n.pool,
+                n.timeline_label,
+                scheduled_micros=n.scheduled_micros,
+                output=outputs,
+                chunks=chunks,
+            )
             ns.op_start_rel_micros = n.op_start_rel_micros
             ns.op_end_rel_micros = n.op_end_rel_micros
             nodes.append(ns)
         out.dev_stats.append(ss.DeviceStepStats(d.device, nodes))
     for t in msg.transfers:
-        out.transfers.append(ss.TransferStats(t.tensor_name, t.src_node, t.dst_node,
-                                              t.src_device, t.dst_device, t.bytes, t.micros,
-                                              t.start_micros if t.has_start_micros else None))
+        out.transfers.append(
+            ss.TransferStats(
+                t.tensor_name,
+                t.src_node,
+                t.dst_node,
+                t.src_device,
+                t.dst_device,
+                t.bytes,
+                t.micros,
+                t.start_micros if t.has_start_micros else None,
+            )
+        )
     return out
 
 
 # -- errors as gRPC status -------------------------------------------------------------------
+
 
 def _cut_message(message):
     data = message.encode("utf-8", "replace")
@@ -115,6 +159,7 @@ def status_from_error(exc):
     ``"<Type>: <text>"``, whichever call (RunStep, RunSteps ...) reports it.  Use as
     ``context.abort(*wire.status_from_error(e))``."""
     import grpc
+
     exc = errors.as_op_error(exc)
     code, message = exc.error_code, exc.message
     by_number = {c.value[0]: c for c in grpc.StatusCode}
@@ -136,6 +181,7 @@ def error_from_status(code, details):
 
 
 # -- reading client-streamed requests ---------------------------------------------------------
+
 
 def read_graph_stream(request_iterator, what):
     """(first message, GraphDef) of a streamed request whose messages carry

@@ -67,6 +67,7 @@ def _tensor_dtype(name):
 
 # -- shapes ----------------------------------------------------------------------------------
 
+
 def _shape_to_proto(shape, msg):
     """Fills TensorShapeProto ``msg`` from a TensorShape, a tuple/list (None = unknown) or None
     (unknown rank)."""
@@ -102,16 +103,20 @@ def _tensor_dims(msg, max_bytes, itemsize):
     if dims is None:
         raise _invalid("A tensor's shape must have a known rank.")
     if any(d is None for d in dims):
-        raise _invalid("A tensor's shape must be fully known, got %s."
-                       % [(-1 if d is None else d) for d in dims])
+        raise _invalid(
+            "A tensor's shape must be fully known, got %s."
+            % [(-1 if d is None else d) for d in dims]
+        )
     # Count zero-sized dimensions as 1: numpy refuses shapes whose other dimensions are absurd
     # even when the array is empty, so such shapes are refused here, before numpy sees them.
     span = 1
     for d in dims:
         span *= max(d, 1)
         if span * itemsize > max_bytes:
-            raise _invalid("Tensor of shape %s with %d-byte elements exceeds the limit of %d "
-                           "bytes." % (_short(dims), itemsize, max_bytes))
+            raise _invalid(
+                "Tensor of shape %s with %d-byte elements exceeds the limit of %d "
+                "bytes." % (_short(dims), itemsize, max_bytes)
+            )
     n = 1
     for d in dims:
         n *= d
@@ -119,6 +124,7 @@ def _tensor_dims(msg, max_bytes, itemsize):
 
 
 # -- tensors ---------------------------------------------------------------------------------
+
 
 def _normalize(value):
     """(dtype name, ndarray) for a value to send: numeric/bool arrays keep their type (it must be
@@ -133,8 +139,10 @@ def _normalize(value):
             elif isinstance(x, (bytes, bytearray, memoryview)):
                 x = bytes(x)
             else:
-                raise _invalid("Cannot send a tensor element of type %s: only numbers, bools, "
-                               "bytes and str travel." % type(x).__name__)
+                raise _invalid(
+                    "Cannot send a tensor element of type %s: only numbers, bools, "
+                    "bytes and str travel." % type(x).__name__
+                )
             out[i] = x
         return "string", out.reshape(arr.shape)
     try:
@@ -219,8 +227,9 @@ def proto_to_tensor(msg, max_bytes=MAX_TENSOR_BYTES):
             raise _invalid("A string tensor carries its elements in string_val, not content.")
         count = len(msg.string_val)
         if count != n:
-            raise _invalid("String tensor of shape %s needs %d elements, got %d."
-                           % (list(shape), n, count))
+            raise _invalid(
+                "String tensor of shape %s needs %d elements, got %d." % (list(shape), n, count)
+            )
         values = list(msg.string_val)
         if 8 * n + sum(len(v) for v in values) > max_bytes:
             raise _invalid("String tensor exceeds the limit of %d bytes." % max_bytes)
@@ -231,6 +240,8 @@ def proto_to_tensor(msg, max_bytes=MAX_TENSOR_BYTES):
     content = msg.content
     expected = n * wire.itemsize
     if len(content) != expected:
-        raise _invalid("Tensor of dtype %s and shape %s needs %d bytes of content, got %d."
-                       % (name, list(shape), expected, len(content)))
+        raise _invalid(
+            "Tensor of dtype %s and shape %s needs %d bytes of content, got %d."
+            % (name, list(shape), expected, len(content))
+        )
     return _from_wire(content, name, shape)
