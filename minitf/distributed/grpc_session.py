@@ -140,11 +140,22 @@ class GrpcSession:
         with self._lock:
             self._sync_graph()
         fed = {t.name: v for t, v in zip(feed_tensors, feed_values)}
-        fetch_names = []
-        for t in fetch_tensors:
-            if t.name not in fetch_names:
-                fetch_names.append(t.name)
-        target_names = [op.name for op in target_ops]
+        opts, timeout = self._step_options(options, run_metadata)
+        inline, parts = wire.split_named_tensors(
+            list(fed.items()), chunk_bytes=STREAM_CHUNK_BYTES, wrap=(pb.RunStepRequest, "feed_part")
+        )
+        first = pb.RunStepRequest(
+            session_handle=self._handle,
+            fetch=list(dict.fromkeys(t.name for t in fetch_tensors)),
+            target=[op.name for op in target_ops],
+            options=opts,
+            feed=inline,
+        )
+        values = self._step(first, parts if len(inline) < len(fed) else None, timeout, run_metadata)
+        return [_fetched(values[t.name], t.name in fed) for t in fetch_tensors]
+
+    def _step_options(self, options, run_metadata):
+        """The RunStepOptions of a run, and how long the client waits for it."""
         opts = pb.RunStepOptions()
         timeout = DEFAULT_STEP_SECONDS
         if options is not None:
@@ -154,21 +165,14 @@ class GrpcSession:
                 timeout = options.timeout_in_ms / 1000.0 + STEP_SLACK_SECONDS
         if self._op_timeout():
             timeout = min(timeout, self._op_timeout() + STEP_SLACK_SECONDS)
-        inline, parts = wire.split_named_tensors(
-            list(fed.items()), chunk_bytes=STREAM_CHUNK_BYTES, wrap=(pb.RunStepRequest, "feed_part")
-        )
-        first = pb.RunStepRequest(
-            session_handle=self._handle,
-            fetch=fetch_names,
-            target=target_names,
-            options=opts,
-            feed=inline,
-        )
+        return opts, timeout
+
+    def _step(self, first, parts, timeout, run_metadata):
+        """Runs the step on the master: ``{tensor name: value}``; its step stats (one part per
+        task) go into ``run_metadata``."""
         receiver = wire.NamedTensorReceiver()
         stats = None
         try:
-            if len(inline) == len(fed):
-                parts = None
             for raw in self._master.run_step(first, parts, timeout):
                 msg = receiver.add_message(raw, pb.RunStepResponse, "tensor", "tensor_part")
                 if msg.HasField("step_stats"):  # one per task
@@ -184,18 +188,15 @@ class GrpcSession:
             s = wire.proto_to_step_stats(stats)
             run_metadata.step_stats.dev_stats[:] = s.dev_stats
             run_metadata.step_stats.transfers[:] = s.transfers
-        out = []
-        for t in fetch_tensors:
-            v = values[t.name]
-            if (
-                t.name not in fed
-                and isinstance(v, np.ndarray)
-                and v.ndim == 0
-                and v.dtype != object
-            ):
-                v = v[()]
-            out.append(v)
-        return out
+        return values
+
+
+def _fetched(value, was_fed):
+    """A fetched value as the client hands it back: a computed scalar as a numpy scalar (a fed
+    one stays the 0-d array it was fed as, as in TF)."""
+    if not was_fed and isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype != object:
+        return value[()]
+    return value
 
 
 def reset(target, containers=None, config=None):

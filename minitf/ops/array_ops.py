@@ -176,48 +176,55 @@ def concat(values, axis, name="concat"):
                     % ", ".join(x.dtype.base_dtype.name for x in values)
                 )
         axis_t = convert_to_tensor(axis, dtype=dtypes.int32, name="axis")
-        a = _static_value(axis_t)
-        shape = tensor_shape.unknown_shape()
-        if a is not None and all(v.shape.ndims is not None for v in values):
-            rank = values[0].shape.ndims
-            a = int(a)
-            if any(v.shape.ndims != rank for v in values):
-                raise shape_error(
-                    "ConcatV2",
-                    scope,
-                    values + [axis_t],
-                    "Shape must be rank %d but is rank %d"
-                    % (rank, next(v.shape.ndims for v in values if v.shape.ndims != rank)),
-                )
-            if not -rank <= a < rank:
-                raise shape_error(
-                    "ConcatV2",
-                    scope,
-                    values + [axis_t],
-                    "ConcatOp : Expected concatenating dimensions in the range "
-                    "[%d, %d), but got %d" % (-rank, rank, a),
-                )
-            a %= rank
-            dims = list(values[0].shape.as_list())
-            for v in values[1:]:
-                for i, d in enumerate(v.shape.as_list()):
-                    if i == a:
-                        dims[i] = None if dims[i] is None or d is None else dims[i] + d
-                    elif dims[i] is not None and d is not None and dims[i] != d:
-                        raise shape_error(
-                            "ConcatV2",
-                            scope,
-                            values + [axis_t],
-                            "Dimension %d in both shapes must be equal, but are "
-                            "%d and %d. Shapes are %s and %s."
-                            % (i, dims[i], d, values[0].shape, v.shape),
-                        )
-                    elif dims[i] is None:
-                        dims[i] = d
-            shape = tensor_shape.TensorShape(dims)
+        shape = _concat_shape(values, axis_t, scope)
         return apply_op(
             "ConcatV2", values + [axis_t], [(dt, shape)], scope, {"T": dt, "N": len(values)}
         ).outputs[0]
+
+
+def _concat_shape(values, axis_t, scope):
+    """The static shape of a concatenation (unknown unless the axis and every rank are);
+    TF's shape errors for mismatched ranks, an axis out of range or unequal dimensions."""
+    a = _static_value(axis_t)
+    if a is None or any(v.shape.ndims is None for v in values):
+        return tensor_shape.unknown_shape()
+    inputs = values + [axis_t]
+    rank = values[0].shape.ndims
+    a = int(a)
+    if any(v.shape.ndims != rank for v in values):
+        raise shape_error(
+            "ConcatV2",
+            scope,
+            inputs,
+            "Shape must be rank %d but is rank %d"
+            % (rank, next(v.shape.ndims for v in values if v.shape.ndims != rank)),
+        )
+    if not -rank <= a < rank:
+        raise shape_error(
+            "ConcatV2",
+            scope,
+            inputs,
+            "ConcatOp : Expected concatenating dimensions in the "
+            "range [%d, %d), but got %d" % (-rank, rank, a),
+        )
+    a %= rank
+    dims = list(values[0].shape.as_list())
+    for v in values[1:]:
+        for i, d in enumerate(v.shape.as_list()):
+            if i == a:
+                dims[i] = None if dims[i] is None or d is None else dims[i] + d
+            elif dims[i] is not None and d is not None and dims[i] != d:
+                raise shape_error(
+                    "ConcatV2",
+                    scope,
+                    inputs,
+                    "Dimension %d in both shapes must be equal, but "
+                    "are %d and %d. Shapes are %s and %s."
+                    % (i, dims[i], d, values[0].shape, v.shape),
+                )
+            elif dims[i] is None:
+                dims[i] = d
+    return tensor_shape.TensorShape(dims)
 
 
 def reshape(tensor, shape, name=None):

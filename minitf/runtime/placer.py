@@ -321,6 +321,8 @@ def _matching(request, devices):
 
 
 def _candidates(op, group, devices, soft, requests, types, has_cuda):
+    """The devices ``op``'s group may go to, best first (rule 3, soft placement rule 5);
+    TF's "Cannot assign a device" error when there is none."""
     req = group.request
     if not _has_details(req):
         found = [d for d in devices if d.device_type in group.types]
@@ -340,50 +342,48 @@ def _candidates(op, group, devices, soft, requests, types, has_cuda):
         found = [d for d in _matching(loose, devices) if d.device_type in group.types]
     if found:
         return sorted(found, key=_sort_key)
-    own = requests[op]
-    if own == req:
-        if not _matching(own, devices):
-            names = ", ".join(sorted(d.name for d in devices))
-            gpu = ""
-            if not has_cuda and (own.type or "").lower() == "gpu":
-                gpu = " The requested device appears to be a GPU, but CUDA is not enabled."
-            raise _cannot_assign(
-                op,
-                "{{node %s}} was explicitly assigned to %s but available "
-                "devices are [ %s ]. Make sure the device specification refers "
-                "to a valid device.%s" % (op.name, op.device, names, gpu),
-            )
-        if own.type is not None:
-            raise _cannot_assign(
-                op,
-                "Could not satisfy explicit device specification '%s' "
-                "because no supported kernel for %s devices is available.%s"
-                "\nOp: %s\nRegistered kernels:\n%s"
-                % (
-                    op.device,
-                    own.type,
-                    _debug_info(group, types),
-                    op.type,
-                    registry.registered_kernels_text(op),
-                ),
-            )
-        raise _cannot_assign(
+    raise _unsatisfiable(op, group, devices, requests, types, has_cuda)
+
+
+def _unsatisfiable(op, group, devices, requests, types, has_cuda):
+    """Why no device matches the request of ``op``'s group, in TF's words."""
+    own, req = requests[op], group.request
+    debug = _debug_info(group, types)
+    if own != req:
+        return _cannot_assign(
             op,
-            "Could not satisfy explicit device specification '%s'%s"
-            % (op.device, _debug_info(group, types)),
+            "Could not satisfy explicit device specification '%s' because the "
+            "node {{colocation_node %s}} was colocated with a group of nodes that "
+            "required incompatible device '%s'. All available devices [%s].%s"
+            % (
+                op.device,
+                op.name,
+                req.to_string(),
+                ", ".join(sorted(d.name for d in devices)),
+                debug,
+            ),
         )
-    raise _cannot_assign(
-        op,
-        "Could not satisfy explicit device specification '%s' because the "
-        "node {{colocation_node %s}} was colocated with a group of nodes that "
-        "required incompatible device '%s'. All available devices [%s].%s"
-        % (
-            op.device,
-            op.name,
-            req.to_string(),
-            ", ".join(sorted(d.name for d in devices)),
-            _debug_info(group, types),
-        ),
+    if not _matching(own, devices):
+        names = ", ".join(sorted(d.name for d in devices))
+        gpu = ""
+        if not has_cuda and (own.type or "").lower() == "gpu":
+            gpu = " The requested device appears to be a GPU, but CUDA is not enabled."
+        return _cannot_assign(
+            op,
+            "{{node %s}} was explicitly assigned to %s but available "
+            "devices are [ %s ]. Make sure the device specification refers "
+            "to a valid device.%s" % (op.name, op.device, names, gpu),
+        )
+    if own.type is not None:
+        return _cannot_assign(
+            op,
+            "Could not satisfy explicit device specification '%s' "
+            "because no supported kernel for %s devices is available.%s"
+            "\nOp: %s\nRegistered kernels:\n%s"
+            % (op.device, own.type, debug, op.type, registry.registered_kernels_text(op)),
+        )
+    return _cannot_assign(
+        op, "Could not satisfy explicit device specification '%s'%s" % (op.device, debug)
     )
 
 

@@ -87,59 +87,10 @@ class ClusterView(SavesToFile):
         x = PAD
         height = 0
         for host, tasks in self._machines().items():
-            y = PAD + 44
-            parts = []
-            for task in tasks:
-                lines = self._task_lines(task)
-                h = 24 + TASK_LINE * len(lines)
-                boxes[task] = (x + PAD, y, TASK_W, h)
-                parts.append(
-                    '<rect x="%d" y="%d" width="%d" height="%d" rx="6" fill="%s" '
-                    'stroke="#555"/>'
-                    % (x + PAD, y, TASK_W, h, "#dce9f5" if task[0] == "ps" else "#fde6cf")
-                )
-                parts.append(
-                    '<text x="%d" y="%d" font-weight="bold">/job:%s/task:%d</text>'
-                    % (x + PAD + 8, y + 17, task[0], task[1])
-                )
-                for k, line in enumerate(lines):
-                    parts.append(
-                        '<text x="%d" y="%d" font-size="11">%s</text>'
-                        % (x + PAD + 8, y + 34 + TASK_LINE * k, escape(line))
-                    )
-                y += h + PAD
-            out.append(
-                '<rect x="%d" y="%d" width="%d" height="%d" rx="8" fill="#f7f7f7" '
-                'stroke="#999"/>' % (x, PAD + 20, TASK_W + 2 * PAD, y - PAD - 20)
-            )
-            out.append(
-                '<text x="%d" y="%d" fill="#444">machine %s</text>'
-                % (x + 6, PAD + 14, escape(host))
-            )
-            out.extend(parts)
-            height = max(height, y)
+            height = max(height, self._machine_svg(out, boxes, host, tasks, x))
             x += TASK_W + 3 * PAD
         for (src, dst), nbytes in sorted(self.traffic.items()):
-            sx, sy, sw, sh = boxes[src]
-            dx, dy, dw, dh = boxes[dst]
-            x1, y1, x2, y2 = sx + sw / 2, sy + sh / 2, dx + dw / 2, dy + dh / 2
-            out.append(
-                '<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#c0392b" '
-                'stroke-width="2" marker-end="url(#arrow)"><title>%s</title></line>'
-                % (
-                    x1,
-                    y1,
-                    x2,
-                    y2,
-                    escape(
-                        "/job:%s/task:%d -> /job:%s/task:%d: %s" % (src + dst + (_size(nbytes),))
-                    ),
-                )
-            )
-            out.append(
-                '<text x="%.0f" y="%.0f" fill="#c0392b" font-size="11">%s</text>'
-                % ((x1 + x2) / 2 + 4, (y1 + y2) / 2 - 4, _size(nbytes))
-            )
+            self._traffic_svg(out, boxes[src], boxes[dst], src, dst, nbytes)
         head = (
             '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
             'font-family="sans-serif" font-size="12"><defs><marker id="arrow" '
@@ -148,6 +99,57 @@ class ClusterView(SavesToFile):
             % (x, height + PAD)
         )
         return "\n".join([head] + out + ["</svg>"])
+
+    def _machine_svg(self, out, boxes, host, tasks, x):
+        """A machine's box at ``x`` with a box per task (``boxes[task]``: its rectangle);
+        returns the machine's bottom."""
+        y = PAD + 44
+        parts = []
+        for task in tasks:
+            lines = self._task_lines(task)
+            h = 24 + TASK_LINE * len(lines)
+            boxes[task] = (x + PAD, y, TASK_W, h)
+            parts.append(
+                '<rect x="%d" y="%d" width="%d" height="%d" rx="6" fill="%s" '
+                'stroke="#555"/>'
+                % (x + PAD, y, TASK_W, h, "#dce9f5" if task[0] == "ps" else "#fde6cf")
+            )
+            parts.append(
+                '<text x="%d" y="%d" font-weight="bold">/job:%s/task:%d</text>'
+                % (x + PAD + 8, y + 17, task[0], task[1])
+            )
+            for k, line in enumerate(lines):
+                parts.append(
+                    '<text x="%d" y="%d" font-size="11">%s</text>'
+                    % (x + PAD + 8, y + 34 + TASK_LINE * k, escape(line))
+                )
+            y += h + PAD
+        out.append(
+            '<rect x="%d" y="%d" width="%d" height="%d" rx="8" fill="#f7f7f7" '
+            'stroke="#999"/>' % (x, PAD + 20, TASK_W + 2 * PAD, y - PAD - 20)
+        )
+        out.append(
+            '<text x="%d" y="%d" fill="#444">machine %s</text>' % (x + 6, PAD + 14, escape(host))
+        )
+        out.extend(parts)
+        return y
+
+    @staticmethod
+    def _traffic_svg(out, src_box, dst_box, src, dst, nbytes):
+        """The arrow from one task's box to another's, with the bytes that went along it."""
+        sx, sy, sw, sh = src_box
+        dx, dy, dw, dh = dst_box
+        x1, y1, x2, y2 = sx + sw / 2, sy + sh / 2, dx + dw / 2, dy + dh / 2
+        title = "/job:%s/task:%d -> /job:%s/task:%d: %s" % (src + dst + (_size(nbytes),))
+        out.append(
+            '<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#c0392b" '
+            'stroke-width="2" marker-end="url(#arrow)"><title>%s</title></line>'
+            % (x1, y1, x2, y2, escape(title))
+        )
+        out.append(
+            '<text x="%.0f" y="%.0f" fill="#c0392b" font-size="11">%s</text>'
+            % ((x1 + x2) / 2 + 4, (y1 + y2) / 2 - 4, _size(nbytes))
+        )
 
     def _repr_svg_(self):
         return self.to_svg()

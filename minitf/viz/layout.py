@@ -275,61 +275,26 @@ def _order(bands_by_layer, n_layers, preds, succs, widths, xs):
 # -- 4. drawing ---------------------------------------------------------------------------------
 
 
+_STROKE = 'stroke="#333333" stroke-width="1"'
+
+
 def _node_svg(out, node, x, y, w, h):
     cls = _attr(node.css)
     out.append(
         '<g class="%s" data-name="%s"><title>%s</title>'
         % (cls, _attr(node.id), escape(node.tooltip or "\n".join(node.lines)))
     )
-    stroke = 'stroke="#333333" stroke-width="1"'
     left, top = x - w / 2, y
     if node.shape == "cylinder":
-        ry = 5
-        fill = node.fill
-        out.append(
-            '<path d="M%s,%s v%s a%s,%s 0 0,0 %s,0 v-%s" fill="%s" %s/>'
-            % (
-                _f(left),
-                _f(top + ry),
-                _f(h - 2 * ry),
-                _f(w / 2),
-                ry,
-                _f(w),
-                _f(h - 2 * ry),
-                fill,
-                stroke,
-            )
-        )
-        out.append(
-            '<ellipse cx="%s" cy="%s" rx="%s" ry="%s" fill="%s" %s/>'
-            % (_f(x), _f(top + ry), _f(w / 2), ry, fill, stroke)
-        )
+        _cylinder_svg(out, node, x, left, top, w, h)
     else:
         if node.shape == "box3d":  # a box with a second one peeking out behind it
             out.append(
                 '<rect x="%s" y="%s" width="%s" height="%s" fill="#ffffff" %s/>'
-                % (_f(left + 4), _f(top), _f(w - 4), _f(h - 4), stroke)
+                % (_f(left + 4), _f(top), _f(w - 4), _f(h - 4), _STROKE)
             )
             left, top, w, h = left, top + 4, w - 4, h - 4
-        if node.stripes:
-            sx = left
-            for color, frac in node.stripes:
-                sw = w * frac
-                out.append(
-                    '<rect x="%s" y="%s" width="%s" height="%s" fill="%s"/>'
-                    % (_f(sx), _f(top), _f(sw), _f(h), color)
-                )
-                sx += sw
-            out.append(
-                '<rect x="%s" y="%s" width="%s" height="%s" fill="none" %s/>'
-                % (_f(left), _f(top), _f(w), _f(h), stroke)
-            )
-        else:
-            rx = 0 if node.shape == "box3d" else 4
-            out.append(
-                '<rect x="%s" y="%s" width="%s" height="%s" rx="%d" fill="%s" %s/>'
-                % (_f(left), _f(top), _f(w), _f(h), rx, node.fill, stroke)
-            )
+        _box_svg(out, node, left, top, w, h)
     ty = top + (h - LINE_H * len(node.lines)) / 2 + LINE_H - 3
     for k, line in enumerate(node.lines):
         weight = ' font-weight="bold"' if k == 0 else ""
@@ -338,6 +303,52 @@ def _node_svg(out, node, x, y, w, h):
             % (_f(x), _f(ty + k * LINE_H), weight, escape(_shorten(line)))
         )
     out.append("</g>")
+
+
+def _cylinder_svg(out, node, x, left, top, w, h):
+    """A variable's drum: a body and an elliptic top."""
+    ry = 5
+    out.append(
+        '<path d="M%s,%s v%s a%s,%s 0 0,0 %s,0 v-%s" fill="%s" %s/>'
+        % (
+            _f(left),
+            _f(top + ry),
+            _f(h - 2 * ry),
+            _f(w / 2),
+            ry,
+            _f(w),
+            _f(h - 2 * ry),
+            node.fill,
+            _STROKE,
+        )
+    )
+    out.append(
+        '<ellipse cx="%s" cy="%s" rx="%s" ry="%s" fill="%s" %s/>'
+        % (_f(x), _f(top + ry), _f(w / 2), ry, node.fill, _STROKE)
+    )
+
+
+def _box_svg(out, node, left, top, w, h):
+    """An op's box: filled with its colour, or striped by device colours (a folded scope)."""
+    if not node.stripes:
+        rx = 0 if node.shape == "box3d" else 4
+        out.append(
+            '<rect x="%s" y="%s" width="%s" height="%s" rx="%d" fill="%s" %s/>'
+            % (_f(left), _f(top), _f(w), _f(h), rx, node.fill, _STROKE)
+        )
+        return
+    sx = left
+    for color, frac in node.stripes:
+        sw = w * frac
+        out.append(
+            '<rect x="%s" y="%s" width="%s" height="%s" fill="%s"/>'
+            % (_f(sx), _f(top), _f(sw), _f(h), color)
+        )
+        sx += sw
+    out.append(
+        '<rect x="%s" y="%s" width="%s" height="%s" fill="none" %s/>'
+        % (_f(left), _f(top), _f(w), _f(h), _STROKE)
+    )
 
 
 def _arrowhead(x1, y1, x2, y2, color):

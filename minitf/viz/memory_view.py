@@ -61,64 +61,72 @@ class MemoryView(SavesToFile):
         if not self.data:
             out.append('<text x="10" y="50">No GPU card in this process (CPU only).</text>')
         for row, card in enumerate(self.data):
-            y = 36 + ROW * row
-            total = max(1, card["memory_total"])
-            out.append(
-                '<text x="10" y="%d">GPU %d%s</text>'
-                % (y + 15, card["id"], " (emulated)" if card.get("emulated") else "")
+            self._card_svg(out, card, 36 + ROW * row)
+        self._legend_svg(out, 36 + ROW * max(1, len(self.data)) + 6)
+        out.append("</svg>")
+        return "\n".join(out)
+
+    def _card_svg(self, out, card, y):
+        """One card's row: its name and use, then a bar with a segment per process."""
+        total = max(1, card["memory_total"])
+        out.append(
+            '<text x="10" y="%d">GPU %d%s</text>'
+            % (y + 15, card["id"], " (emulated)" if card.get("emulated") else "")
+        )
+        out.append(
+            '<text x="10" y="%d" fill="#666">%s / %s</text>'
+            % (y + 30, _mib(card["memory_used"]), _mib(card["memory_total"]))
+        )
+        out.append(
+            '<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#999"/>'
+            % (LEFT, y, BAR_WIDTH, BAR_HEIGHT, FREE_COLOR)
+        )
+        x = LEFT
+        for p in card["processes"]:
+            w = BAR_WIDTH * p["memory"] / total
+            self._process_svg(out, card, p, x, y, w)
+            x += w
+
+    def _process_svg(self, out, card, p, x, y, w):
+        """A process's segment of a card's bar; this process's also shows its tensors."""
+        mine = p["pid"] == self.this_pid
+        title = "pid %d %s: %s%s" % (
+            p["pid"],
+            p["name"],
+            _mib(p["memory"]),
+            " (this process)" if mine else "",
+        )
+        out.append(
+            '<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" '
+            'stroke="%s" stroke-width="%d"><title>%s</title></rect>'
+            % (
+                x,
+                y,
+                w,
+                BAR_HEIGHT,
+                self.colors[p["pid"]],
+                "#000" if mine else "#fff",
+                2 if mine else 1,
+                escape(title),
             )
-            out.append(
-                '<text x="10" y="%d" fill="#666">%s / %s</text>'
-                % (y + 30, _mib(card["memory_used"]), _mib(card["memory_total"]))
-            )
-            out.append(
-                '<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#999"/>'
-                % (LEFT, y, BAR_WIDTH, BAR_HEIGHT, FREE_COLOR)
-            )
-            x = LEFT
-            for p in card["processes"]:
-                w = BAR_WIDTH * p["memory"] / total
-                mine = p["pid"] == self.this_pid
+        )
+        used = self.in_use.get(card["id"]) if mine else None
+        if used and p["memory"]:
+            for value, opacity in ((used[1], 0.25), (used[0], 0.5)):
                 out.append(
-                    '<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" '
-                    'stroke="%s" stroke-width="%d"><title>%s</title></rect>'
+                    '<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#000" '
+                    'opacity="%s"><title>%s</title></rect>'
                     % (
                         x,
-                        y,
-                        w,
-                        BAR_HEIGHT,
-                        self.colors[p["pid"]],
-                        "#000" if mine else "#fff",
-                        2 if mine else 1,
-                        escape(
-                            "pid %d %s: %s%s"
-                            % (
-                                p["pid"],
-                                p["name"],
-                                _mib(p["memory"]),
-                                " (this process)" if mine else "",
-                            )
-                        ),
+                        y + BAR_HEIGHT - 6,
+                        w * min(1.0, value / p["memory"]),
+                        6,
+                        opacity,
+                        "tensors %s: %s" % ("peak" if opacity == 0.25 else "in use", _mib(value)),
                     )
                 )
-                used = self.in_use.get(card["id"]) if mine else None
-                if used and p["memory"]:
-                    for value, opacity in ((used[1], 0.25), (used[0], 0.5)):
-                        out.append(
-                            '<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#000" '
-                            'opacity="%s"><title>%s</title></rect>'
-                            % (
-                                x,
-                                y + BAR_HEIGHT - 6,
-                                w * min(1.0, value / p["memory"]),
-                                6,
-                                opacity,
-                                "tensors %s: %s"
-                                % ("peak" if opacity == 0.25 else "in use", _mib(value)),
-                            )
-                        )
-                x += w
-        y = 36 + ROW * max(1, len(self.data)) + 6
+
+    def _legend_svg(self, out, y):
         for pid, color in self.colors.items():
             out.append('<rect x="10" y="%d" width="12" height="12" fill="%s"/>' % (y, color))
             out.append(
@@ -130,8 +138,6 @@ class MemoryView(SavesToFile):
             '<text x="10" y="%d" fill="#666">dark strip: memory this process\'s tensors '
             "use now (darker) and at their peak</text>" % (y + 10)
         )
-        out.append("</svg>")
-        return "\n".join(out)
 
     def _repr_svg_(self):
         return self.to_svg()
