@@ -16,6 +16,7 @@ from xml.sax.saxutils import escape
 
 from minitf.distributed.cluster_spec import ClusterSpec
 from minitf.runtime import device_name_utils as dnu
+from minitf.runtime.pools import short_device
 from minitf.viz.files import SavesToFile
 
 TASK_W, TASK_LINE, PAD = 230, 16, 14
@@ -42,7 +43,7 @@ class ClusterView(SavesToFile):
     def __init__(self, cluster, graph=None, run_metadata=None):
         self.spec = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec(cluster)
         self.tasks = [(job, i) for job in self.spec.jobs for i in self.spec.task_indices(job)]
-        self.devices = {t: {"/job:%s/replica:0/task:%d/device:CPU:0" % t} for t in self.tasks}
+        self.devices = {t: {dnu.task_name(*t) + "/device:CPU:0"} for t in self.tasks}
         self.variables = {t: [] for t in self.tasks}
         self.op_counts = {t: 0 for t in self.tasks}
         self.traffic = {}
@@ -74,7 +75,7 @@ class ClusterView(SavesToFile):
         return machines
 
     def _task_lines(self, task):
-        devs = sorted(d.rsplit("/device:", 1)[-1] for d in self.devices[task])
+        devs = sorted(short_device(d) for d in self.devices[task])
         lines = ["devices: " + ", ".join(devs)]
         if self.variables[task]:
             lines.append("variables: " + ", ".join(self.variables[task]))
