@@ -313,7 +313,12 @@ def run_serial(eplan, ctx):
 
     def execute(i):
         current[0] = i
-        vals[i] = kernels[i](ctx, [vals[s][k] for s, k in inputs[i]])
+        src = inputs[i]
+        if len(src) == 2:  # most ops, unrolled: a comprehension is a call of its own (3.11)
+            (s0, k0), (s1, k1) = src
+            vals[i] = kernels[i](ctx, [vals[s0][k0], vals[s1][k1]])
+        else:
+            vals[i] = kernels[i](ctx, [vals[s][k] for s, k in src])
 
     def execute_traced(i):
         current[0] = i
