@@ -5,15 +5,18 @@ emulated cards (2 of 4 GiB by default) so the chapter's GPU examples run anywher
 ``MINITF_EMULATED_GPUS=0`` gives a CPU-only process, exactly like TF on a machine without GPU.
 """
 
+from __future__ import annotations
+
 import os
 
 DEFAULT_EMULATED_GPUS = 2
 DEFAULT_GPU_MEMORY = 4 << 30
 
-_emulated = None  # (count, memory_limit) set by emulate_gpus(); None: read the environment
+# (count, memory_limit) set by emulate_gpus(); None: read the environment
+_emulated: tuple[int, int] | None = None
 
 
-def emulate_gpus(n, memory_limit=None):
+def emulate_gpus(n: int | None, memory_limit: int | None = None) -> None:
     """Use ``n`` emulated GPU cards of ``memory_limit`` bytes (default 4 GiB) in new sessions.
 
     ``emulate_gpus(None)`` goes back to the environment (``MINITF_EMULATED_GPUS``).
@@ -31,7 +34,7 @@ def emulate_gpus(n, memory_limit=None):
     _emulated = (n, memory_limit or DEFAULT_GPU_MEMORY)
 
 
-def emulated_gpus():
+def emulated_gpus() -> tuple[int, int]:
     """(count, memory bytes) of the emulated cards new sessions will see."""
     if _emulated is not None:
         return _emulated

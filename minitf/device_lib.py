@@ -5,21 +5,35 @@ Book section: "Installation" (checking which devices TensorFlow sees).  Mirrors 
 memory limits and, for GPUs, the physical description.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minitf.runtime import devices
+
+if TYPE_CHECKING:
+    from minitf.runtime.config_proto import ConfigProto
 
 
 class DeviceAttributes:
     """One local device: ``name``, ``device_type``, ``memory_limit``, ``incarnation`` and
     ``physical_device_desc``."""
 
-    def __init__(self, name, device_type, memory_limit, incarnation, physical_device_desc):
+    def __init__(
+        self,
+        name: str,
+        device_type: str,
+        memory_limit: int,
+        incarnation: int,
+        physical_device_desc: str,
+    ) -> None:
         self.name = name
         self.device_type = device_type
         self.memory_limit = memory_limit
         self.incarnation = incarnation
         self.physical_device_desc = physical_device_desc
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         lines = [
             'name: "%s"' % self.name,
             'device_type: "%s"' % self.device_type,
@@ -31,7 +45,7 @@ class DeviceAttributes:
         return "\n".join(lines)
 
 
-def list_local_devices(session_config=None):
+def list_local_devices(session_config: ConfigProto | None = None) -> list[DeviceAttributes]:
     """The devices of a session created with ``session_config`` (CPU first, then GPUs)."""
     return [
         DeviceAttributes(

@@ -6,20 +6,26 @@ Book section: "Installation" ("check that TensorFlow sees your GPU").  With emul
 CUDA hardware.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+
 from minitf.runtime import devices
 
 
-def gpu_device_name():
+def gpu_device_name() -> str:
     """``'/device:GPU:0'`` when this process sees a GPU (real or emulated), else ``''``."""
     return "/device:GPU:0" if devices.visible_gpus() else ""
 
 
-def is_built_with_cuda():
+def is_built_with_cuda() -> bool:
     """True when minitf can run real CUDA kernels here (numba.cuda found a driver)."""
     return devices.cuda_available()
 
 
-def is_gpu_available(cuda_only=False, min_cuda_compute_capability=None):
+def is_gpu_available(
+    cuda_only: bool = False, min_cuda_compute_capability: Sequence[int] | None = None
+) -> bool:
     """Whether a GPU is visible; ``cuda_only`` ignores emulated cards; a (major, minor)
     minimum compute capability filters cards."""
     cards = devices.visible_gpus()

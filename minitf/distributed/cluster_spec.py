@@ -5,6 +5,10 @@ in named jobs (by convention ``"ps"`` for parameter servers and ``"worker"`` for
 task is a server at a ``host:port`` address.  reference/tf1_semantics.md §6.1 is the spec.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 
 class ClusterSpec:
     """``ClusterSpec({"ps": ["host:2221"], "worker": ["host:2222", "host:2223"]})``.
@@ -13,7 +17,9 @@ class ClusterSpec:
     ``{task index: address}`` (sparse jobs), or another ClusterSpec.
     """
 
-    def __init__(self, cluster):
+    _cluster: dict[str, dict[int, str]]  # job -> {task index: "host:port"}
+
+    def __init__(self, cluster: ClusterSpec | dict[str, Any]) -> None:
         if isinstance(cluster, ClusterSpec):
             self._cluster = {job: dict(tasks) for job, tasks in cluster._cluster.items()}
             return
@@ -49,26 +55,26 @@ class ClusterSpec:
                     )
             self._cluster[job] = table
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return bool(self._cluster)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, ClusterSpec):
             other = other.as_dict()
         return self.as_dict() == other
 
-    def __ne__(self, other):
+    def __ne__(self, other: object) -> bool:
         return not self == other
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as in TF
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "ClusterSpec(%r)" % {job: self.as_dict()[job] for job in sorted(self._cluster)}
 
     __repr__ = __str__
 
     @property
-    def jobs(self):
+    def jobs(self) -> list[str]:
         """Job names in the order given."""
         return list(self._cluster)
 
@@ -78,29 +84,29 @@ class ClusterSpec:
         except KeyError:
             raise ValueError("No such job in cluster: %r" % job_name) from None
 
-    def num_tasks(self, job_name):
+    def num_tasks(self, job_name: str) -> int:
         return len(self._job(job_name))
 
-    def task_indices(self, job_name):
+    def task_indices(self, job_name: str) -> list[int]:
         return sorted(self._job(job_name))
 
-    def task_address(self, job_name, task_index):
+    def task_address(self, job_name: str, task_index: int) -> str:
         job = self._job(job_name)
         try:
             return job[task_index]
         except KeyError:
             raise ValueError("No task with index %r in job %r" % (task_index, job_name)) from None
 
-    def job_tasks(self, job_name):
+    def job_tasks(self, job_name: str) -> list[str | None]:
         """Addresses by task index, ``None`` for the holes of a sparse job."""
         job = self._job(job_name)
         if not job:
             return []
         return [job.get(i) for i in range(max(job) + 1)]
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, list[str] | dict[int, str]]:
         """job -> list of addresses when indices are 0..n-1, else job -> {index: address}."""
-        out = {}
+        out: dict[str, list[str] | dict[int, str]] = {}
         for job, tasks in self._cluster.items():
             if sorted(tasks) == list(range(len(tasks))):
                 out[job] = [tasks[i] for i in range(len(tasks))] if tasks else {}
@@ -108,7 +114,7 @@ class ClusterSpec:
                 out[job] = dict(tasks)
         return out
 
-    def as_cluster_def(self):
+    def as_cluster_def(self) -> dict[str, list[dict[str, Any]]]:
         """A plain ``{"job": [{"name": job, "tasks": {index: address}}]}`` record, jobs sorted
         by name (the shape of TF's ClusterDef proto)."""
         return {

@@ -19,6 +19,8 @@ start clusters from a thread that lives as long as the cluster, e.g. the main th
 notebook kernel.)
 """
 
+from __future__ import annotations
+
 import ctypes
 import json
 import os
@@ -27,13 +29,15 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from minitf.distributed.cluster_spec import ClusterSpec
 
 _PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent():
+def die_with_parent() -> None:
     """Asks Linux to SIGKILL this process when its parent dies (called by the child)."""
     if sys.platform != "linux":
         return
@@ -44,7 +48,7 @@ def die_with_parent():
         pass
 
 
-def free_port(host="127.0.0.1"):
+def free_port(host: str = "127.0.0.1") -> int:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         s.bind((host, 0))
@@ -57,13 +61,20 @@ class LocalCluster:
     """Starts one subprocess server per task; ``.cluster_spec``, ``.targets``,
     ``.target(job, task)``, ``.stop()``, ``.kill(job, task)``, ``.restart(job, task)``."""
 
-    def __init__(self, jobs, host="127.0.0.1", cpu_only=True, env=None, start_timeout=30.0):
+    def __init__(
+        self,
+        jobs: Mapping[str, int],
+        host: str = "127.0.0.1",
+        cpu_only: bool = True,
+        env: Mapping[str, str] | None = None,
+        start_timeout: float = 30.0,
+    ) -> None:
         self._jobs = dict(jobs)
         self._host = host
         self._cpu_only = cpu_only
         self._env = dict(os.environ if env is None else env)
         self._timeout = start_timeout
-        self._procs = {}
+        self._procs: dict[tuple[str, int], subprocess.Popen] = {}
         for attempt in range(3):
             spec = {
                 job: ["%s:%d" % (host, free_port(host)) for _ in range(n)]
@@ -127,26 +138,26 @@ class LocalCluster:
                     return line.rsplit(" ", 1)[1].strip()
 
     @property
-    def targets(self):
+    def targets(self) -> dict[str, str]:
         return {
             "%s/%d" % (job, i): "grpc://" + addr
             for job, addrs in self._spec.items()
             for i, addr in enumerate(addrs)
         }
 
-    def target(self, job, task=0):
+    def target(self, job: str, task: int = 0) -> str:
         return "grpc://" + self._spec[job][task]
 
-    def pid(self, job, task=0):
+    def pid(self, job: str, task: int = 0) -> int:
         return self._procs[(job, task)].pid
 
-    def kill(self, job, task=0):
+    def kill(self, job: str, task: int = 0) -> None:
         """SIGKILLs one task (fault tests)."""
         p = self._procs[(job, task)]
         p.kill()
         p.wait(10)
 
-    def restart(self, job, task=0):
+    def restart(self, job: str, task: int = 0) -> None:
         """Starts a killed task again on the same port."""
         self.kill(job, task) if self._procs[(job, task)].poll() is None else None
         self._close_pipes(self._procs[(job, task)])
@@ -162,7 +173,7 @@ class LocalCluster:
             except OSError:
                 pass
 
-    def stop(self):
+    def stop(self) -> None:
         procs, self._procs = list(self._procs.values()), {}
         for p in procs:
             if p.poll() is None:
@@ -176,10 +187,10 @@ class LocalCluster:
                 p.wait(5)
             self._close_pipes(p)
 
-    def __enter__(self):
+    def __enter__(self) -> LocalCluster:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Literal[False]:
         self.stop()
         return False
 

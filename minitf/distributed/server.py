@@ -8,10 +8,13 @@ An optional shared-secret token (``token=`` or env ``MINITF_CLUSTER_TOKEN``) mus
 with every RPC in the ``minitf-cluster-token`` metadata entry.
 """
 
+from __future__ import annotations
+
 import concurrent.futures
 import hmac
 import os
 import threading
+from typing import Any, Literal
 
 import grpc
 
@@ -28,14 +31,21 @@ from minitf.runtime.config_proto import ConfigProto
 class ServerDef:
     """The definition of a server: cluster, job name, task index, protocol, default config."""
 
-    def __init__(self, cluster, job_name, task_index, protocol="grpc", default_session_config=None):
+    def __init__(
+        self,
+        cluster: ClusterSpec | dict[str, Any],
+        job_name: str,
+        task_index: int,
+        protocol: str = "grpc",
+        default_session_config: ConfigProto | None = None,
+    ) -> None:
         self.cluster = cluster
         self.job_name = job_name
         self.task_index = task_index
         self.protocol = protocol
         self.default_session_config = default_session_config
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "ServerDef(cluster=%s, job_name=%r, task_index=%d, protocol=%r)" % (
             self.cluster,
             self.job_name,
@@ -130,14 +140,14 @@ class Server:
 
     def __init__(
         self,
-        server_or_cluster_def,
-        job_name=None,
-        task_index=None,
-        protocol=None,
-        config=None,
-        start=True,
-        token=None,
-    ):
+        server_or_cluster_def: ServerDef | ClusterSpec | dict[str, Any],
+        job_name: str | None = None,
+        task_index: int | None = None,
+        protocol: str | None = None,
+        config: ConfigProto | None = None,
+        start: bool = True,
+        token: str | None = None,
+    ) -> None:
         spec, job_name, task_index, config = _server_def(
             server_or_cluster_def, job_name, task_index, protocol, config
         )
@@ -197,15 +207,15 @@ class Server:
 
     # -- TF API ------------------------------------------------------------------------------
     @staticmethod
-    def create_local_server(config=None, start=True):
+    def create_local_server(config: ConfigProto | None = None, start: bool = True) -> Server:
         return Server({"local": ["localhost:0"]}, protocol="grpc", config=config, start=start)
 
     @property
-    def target(self):
+    def target(self) -> str:
         return "grpc://localhost:%d" % self.bound_port
 
     @property
-    def server_def(self):
+    def server_def(self) -> ServerDef:
         return ServerDef(
             self.cluster_spec().as_cluster_def(),
             self.job_name,
@@ -215,13 +225,13 @@ class Server:
         )
 
     @property
-    def config(self):
+    def config(self) -> ConfigProto:
         return self._config
 
-    def cluster_spec(self):
+    def cluster_spec(self) -> ClusterSpec:
         return ClusterSpec({j: dict(t) for j, t in self._cluster.items()})
 
-    def task_address(self, job, task):
+    def task_address(self, job: str, task: int) -> str:
         try:
             addr = self._cluster[job][task]
         except KeyError:
@@ -230,7 +240,7 @@ class Server:
             ) from None
         return addr
 
-    def start(self):
+    def start(self) -> None:
         with self._lock:
             if self._stopped:
                 raise errors.FailedPreconditionError(None, None, "Server has stopped.")
@@ -243,7 +253,7 @@ class Server:
                 self._started = True
                 master_interface.register(self)  # sessions in this process: direct calls
 
-    def join(self, timeout=None):
+    def join(self, timeout: float | None = None) -> None:
         """Blocks until the server stops (or ``timeout`` seconds); returns at once if it was
         never started."""
         with self._lock:
@@ -252,7 +262,7 @@ class Server:
                 return
         self._stop_event.wait(timeout)
 
-    def stop(self, grace=None):
+    def stop(self, grace: float | None = None) -> None:
         """Stops serving and frees the port (minitf only: TF cannot stop a server)."""
         with self._lock:
             if self._stopped:
@@ -270,10 +280,10 @@ class Server:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._stop_event.set()
 
-    def __enter__(self):
+    def __enter__(self) -> Server:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Literal[False]:
         self.stop()
         return False
 

@@ -4,16 +4,27 @@ Book sections: "Placing Operations on Devices" (constants and placeholders are t
 nodes that the simple placer puts next to their consumer) and every example that feeds data.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import (
+    DTypeLike,
+    ShapeLike,
     Tensor,
     convert_to_tensor,
     name_scope,
     register_tensor_conversion_function,
 )
 from minitf.ops.op_def import apply_op, register_op, shape_error
+
+# What the annotations of the op constructors call a value that becomes a tensor (Any: kept
+# simple): a Tensor, a Variable, or what convert_to_tensor converts: 3.0, [1, 2], numpy arrays ...
+TensorLike = Any
 
 register_op("Const", type_attr="dtype")
 register_op("Placeholder", type_attr="dtype")
@@ -74,7 +85,13 @@ def _as_bytes(x):
     return x.encode("utf-8") if isinstance(x, str) else x
 
 
-def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
+def constant(
+    value: TensorLike,
+    dtype: DTypeLike = None,
+    shape: ShapeLike = None,
+    name: str = "Const",
+    verify_shape: bool = False,
+) -> Tensor:
     """A ``Const`` op holding ``value`` (a Python or numpy value) with an optional dtype/shape."""
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
@@ -99,7 +116,7 @@ register_tensor_conversion_function((list, tuple), _constant_conversion, 100)
 register_tensor_conversion_function(object, _constant_conversion, 200)
 
 
-def placeholder(dtype, shape=None, name=None):
+def placeholder(dtype: DTypeLike, shape: ShapeLike = None, name: str | None = None) -> Tensor:
     """A ``Placeholder``: a tensor whose value must be fed to ``Session.run``."""
     dtype = dtypes.as_dtype(dtype)
     shape = tensor_shape.as_shape(shape) if shape is not None else tensor_shape.unknown_shape()
@@ -109,7 +126,7 @@ def placeholder(dtype, shape=None, name=None):
     return op.outputs[0]
 
 
-def identity(input, name=None):  # noqa: A002 - TF's argument name
+def identity(input: TensorLike, name: str | None = None) -> Tensor:  # noqa: A002 - TF's name
     """``Identity``: the same value, possibly on another device (a cheap way to move a tensor)."""
     if not isinstance(input, Tensor):
         input = convert_to_tensor(input)  # noqa: A001 - the argument, converted
@@ -129,7 +146,12 @@ def _static_value(t):
     return None
 
 
-def expand_dims(input, axis=None, name=None, dim=None):  # noqa: A002 - TF's argument name
+def expand_dims(
+    input: TensorLike,  # noqa: A002 - TF's argument name
+    axis: TensorLike = None,
+    name: str | None = None,
+    dim: TensorLike = None,
+) -> Tensor:
     """``ExpandDims``: inserts a dimension of size 1 at ``axis``."""
     if axis is None:
         axis = dim
@@ -157,7 +179,7 @@ def expand_dims(input, axis=None, name=None, dim=None):  # noqa: A002 - TF's arg
         return apply_op("ExpandDims", [input, axis_t], [(dt, shape)], scope, {"T": dt}).outputs[0]
 
 
-def concat(values, axis, name="concat"):
+def concat(values: TensorLike, axis: TensorLike, name: str | None = "concat") -> Tensor:
     """``ConcatV2``: joins tensors along ``axis``."""
     if not isinstance(values, (list, tuple)):
         values = [values]
@@ -227,7 +249,7 @@ def _concat_shape(values, axis_t, scope):
     return tensor_shape.TensorShape(dims)
 
 
-def reshape(tensor, shape, name=None):
+def reshape(tensor: TensorLike, shape: TensorLike, name: str | None = None) -> Tensor:
     """``Reshape``: the same elements in a new shape (one dimension may be -1)."""
     with name_scope(name, "Reshape", [tensor]) as scope:
         tensor = convert_to_tensor(tensor, name="tensor")
@@ -268,7 +290,7 @@ def reshape(tensor, shape, name=None):
         return apply_op("Reshape", [tensor, shape_t], [(dt, out)], scope, {"T": dt}).outputs[0]
 
 
-def fill(dims, value, name=None):
+def fill(dims: TensorLike, value: TensorLike, name: str | None = None) -> Tensor:
     """``Fill``: a tensor of shape ``dims`` filled with ``value``."""
     with name_scope(name, "Fill", [dims, value]) as scope:
         dims_t = convert_to_tensor(dims, dtype=dtypes.int32, name="dims")
@@ -283,12 +305,12 @@ def fill(dims, value, name=None):
         return apply_op("Fill", [dims_t, value_t], [(dt, shape)], scope, {"T": dt}).outputs[0]
 
 
-def zeros(shape, dtype=dtypes.float32, name=None):
+def zeros(shape: TensorLike, dtype: DTypeLike = dtypes.float32, name: str | None = None) -> Tensor:
     """A tensor of zeros (a ``Const`` named ``zeros`` for a static shape)."""
     return _filled(shape, dtype, name, "zeros", 0)
 
 
-def ones(shape, dtype=dtypes.float32, name=None):
+def ones(shape: TensorLike, dtype: DTypeLike = dtypes.float32, name: str | None = None) -> Tensor:
     """A tensor of ones (a ``Const`` named ``ones`` for a static shape)."""
     return _filled(shape, dtype, name, "ones", 1)
 
@@ -302,7 +324,7 @@ def _filled(shape, dtype, name, default_name, value):
         return constant(value, dtype=dtype, shape=shape, name=scope)
 
 
-def stack(values, axis=0, name="stack"):
+def stack(values: Sequence[TensorLike], axis: int = 0, name: str | None = "stack") -> Tensor:
     """``Pack``: stacks same-shaped tensors along a new axis."""
     with name_scope(name, "stack", values) as scope:
         values = [convert_to_tensor(v, name="values_%d" % i) for i, v in enumerate(values)]

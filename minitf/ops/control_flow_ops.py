@@ -4,18 +4,22 @@ Book section: "Control Dependencies" (a ``NoOp`` with control inputs is how seve
 run as one target, e.g. ``global_variables_initializer``).
 """
 
-from minitf.framework.graph import _to_operation, get_default_graph, name_scope
+from __future__ import annotations
+
+from typing import Any
+
+from minitf.framework.graph import Operation, _to_operation, get_default_graph, name_scope
 from minitf.ops.op_def import apply_op, register_op
 
 register_op("NoOp")
 
 
-def no_op(name=None):
+def no_op(name: str | None = None) -> Operation:
     """A ``NoOp``: runs nothing; useful only through its control inputs."""
     return apply_op("NoOp", [], [], name or "NoOp")
 
 
-def group(*inputs, **kwargs):
+def group(*inputs: Any, **kwargs: Any) -> Operation:
     """A ``NoOp`` named ``group_deps`` that runs after every op in ``inputs``.
 
     As in TF, when the inputs sit on several devices one ``NoOp`` per device is made first, so
@@ -24,7 +28,7 @@ def group(*inputs, **kwargs):
     name = kwargs.pop("name", None)
     if kwargs:
         raise TypeError("Unknown keyword arguments: " + ", ".join(sorted(kwargs)))
-    by_device = {}
+    by_device: dict[str, list[Operation]] = {}
     for x in inputs:
         for item in x if isinstance(x, (list, tuple)) else [x]:
             if item is not None:

@@ -5,16 +5,21 @@ Book section: "Pinning Operations Across Tasks" and the blog's examples create v
 live under ``<variable>/Initializer/`` and are colocated with the variable.
 """
 
+from __future__ import annotations
+
 import math
+from typing import Any
 
 from minitf.framework import dtypes
+from minitf.framework.graph import DTypeLike, ShapeLike, Tensor
 from minitf.ops import array_ops, random_ops
+from minitf.ops.array_ops import TensorLike
 
 
 class Initializer:
     """Base class: ``init(shape, dtype=None, partition_info=None)`` returns a tensor."""
 
-    def __init__(self, dtype=dtypes.float32):
+    def __init__(self, dtype: DTypeLike = dtypes.float32) -> None:
         self.dtype = dtypes.as_dtype(dtype)
 
     def _dtype(self, dtype):
@@ -22,22 +27,34 @@ class Initializer:
 
 
 class Zeros(Initializer):
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(
+        self, shape: ShapeLike, dtype: DTypeLike = None, partition_info: Any = None
+    ) -> Tensor:
         return array_ops.zeros(shape, self._dtype(dtype))
 
 
 class Ones(Initializer):
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(
+        self, shape: ShapeLike, dtype: DTypeLike = None, partition_info: Any = None
+    ) -> Tensor:
         return array_ops.ones(shape, self._dtype(dtype))
 
 
 class Constant(Initializer):
-    def __init__(self, value=0, dtype=dtypes.float32, verify_shape=False):
+    def __init__(
+        self, value: TensorLike = 0, dtype: DTypeLike = dtypes.float32, verify_shape: bool = False
+    ) -> None:
         super().__init__(dtype)
         self.value = value
         self.verify_shape = verify_shape
 
-    def __call__(self, shape, dtype=None, partition_info=None, verify_shape=None):
+    def __call__(
+        self,
+        shape: ShapeLike,
+        dtype: DTypeLike = None,
+        partition_info: Any = None,
+        verify_shape: bool | None = None,
+    ) -> Tensor:
         return array_ops.constant(
             self.value,
             dtype=self._dtype(dtype),
@@ -47,29 +64,47 @@ class Constant(Initializer):
 
 
 class RandomNormal(Initializer):
-    def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=dtypes.float32):
+    def __init__(
+        self,
+        mean: TensorLike = 0.0,
+        stddev: TensorLike = 1.0,
+        seed: int | None = None,
+        dtype: DTypeLike = dtypes.float32,
+    ) -> None:
         super().__init__(dtype)
         self.mean, self.stddev, self.seed = mean, stddev, seed
 
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(
+        self, shape: ShapeLike, dtype: DTypeLike = None, partition_info: Any = None
+    ) -> Tensor:
         return random_ops.random_normal(
             shape, self.mean, self.stddev, self._dtype(dtype), seed=self.seed
         )
 
 
 class TruncatedNormal(RandomNormal):
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(
+        self, shape: ShapeLike, dtype: DTypeLike = None, partition_info: Any = None
+    ) -> Tensor:
         return random_ops.truncated_normal(
             shape, self.mean, self.stddev, self._dtype(dtype), seed=self.seed
         )
 
 
 class RandomUniform(Initializer):
-    def __init__(self, minval=0.0, maxval=None, seed=None, dtype=dtypes.float32):
+    def __init__(
+        self,
+        minval: TensorLike = 0.0,
+        maxval: TensorLike = None,
+        seed: int | None = None,
+        dtype: DTypeLike = dtypes.float32,
+    ) -> None:
         super().__init__(dtype)
         self.minval, self.maxval, self.seed = minval, maxval, seed
 
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(
+        self, shape: ShapeLike, dtype: DTypeLike = None, partition_info: Any = None
+    ) -> Tensor:
         return random_ops.random_uniform(
             shape, self.minval, self.maxval, self._dtype(dtype), seed=self.seed
         )
@@ -79,11 +114,13 @@ class GlorotUniform(Initializer):
     """Uniform in ``[-limit, limit]`` with ``limit = sqrt(6 / (fan_in + fan_out))``:
     ``tf.get_variable``'s default for floating-point variables."""
 
-    def __init__(self, seed=None, dtype=dtypes.float32):
+    def __init__(self, seed: int | None = None, dtype: DTypeLike = dtypes.float32) -> None:
         super().__init__(dtype)
         self.seed = seed
 
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(
+        self, shape: ShapeLike, dtype: DTypeLike = None, partition_info: Any = None
+    ) -> Tensor:
         dims = list(shape)
         if not dims:
             fan_in = fan_out = 1

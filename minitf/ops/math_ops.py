@@ -5,9 +5,13 @@ Execution": matmuls; "Control Dependencies": ``z = x + y``).  Op types and defau
 what TF prints (reference/tf1_semantics.md §11.1).
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
 from minitf.framework import dtypes, tensor_shape
-from minitf.framework.graph import Tensor, convert_to_tensor, name_scope
-from minitf.ops.array_ops import constant
+from minitf.framework.graph import DTypeLike, Tensor, convert_to_tensor, name_scope
+from minitf.ops.array_ops import TensorLike, constant
 from minitf.ops.op_def import apply_op, register_op, shape_error
 
 for _t in (
@@ -60,8 +64,8 @@ def _first_mismatch(a, b):
     return 0, 0
 
 
-def _binary_fn(op_type, default_name):
-    def fn(x, y, name=None):
+def _binary_fn(op_type: str, default_name: str) -> Callable[..., Tensor]:
+    def fn(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
         with name_scope(name, default_name, [x, y]) as scope:
             return _binary(op_type, x, y, scope)
 
@@ -80,7 +84,7 @@ floordiv = _binary_fn("FloorDiv", "floordiv")
 sub, mul = subtract, multiply
 
 
-def cast(x, dtype, name=None):
+def cast(x: TensorLike, dtype: DTypeLike, name: str | None = None) -> Tensor:
     """``Cast``: converts ``x`` to ``dtype`` (returns ``x`` itself when nothing changes)."""
     dtype = dtypes.as_dtype(dtype).base_dtype
     x = convert_to_tensor(x, name="x")
@@ -92,7 +96,7 @@ def cast(x, dtype, name=None):
         ).outputs[0]
 
 
-def truediv(x, y, name=None):
+def truediv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x / y`` as TF does it: ints are cast to floats first, then ``RealDiv``."""
     with name_scope(name, "truediv", [x, y]) as scope:
         x = convert_to_tensor(x, name="x")
@@ -106,7 +110,7 @@ def truediv(x, y, name=None):
         return _binary("RealDiv", x, y, scope)
 
 
-def divide(x, y, name=None):
+def divide(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``tf.divide``: the same as ``x / y``."""
     return truediv(x, y, name=name)
 
@@ -117,7 +121,7 @@ def _unary(op_type, x, name):
     return apply_op(op_type, [x], [(dt, x.shape)], name or op_type, {"T": dt}).outputs[0]
 
 
-def negative(x, name=None):
+def negative(x: TensorLike, name: str | None = None) -> Tensor:
     """``Neg``: ``-x``."""
     return _unary("Neg", x, name)
 
@@ -125,12 +129,18 @@ def negative(x, name=None):
 neg = negative
 
 
-def square(x, name=None):
+def square(x: TensorLike, name: str | None = None) -> Tensor:
     """``Square``: ``x * x`` elementwise."""
     return _unary("Square", x, name)
 
 
-def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
+def matmul(
+    a: TensorLike,
+    b: TensorLike,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    name: str | None = None,
+) -> Tensor:
     """``MatMul`` of two rank-2 tensors (the op whose kernel the intra-op pool splits)."""
     with name_scope(name, "MatMul", [a, b]) as scope:
         a = convert_to_tensor(a, name="a")
@@ -162,7 +172,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
         ).outputs[0]
 
 
-def add_n(inputs, name=None):
+def add_n(inputs: Sequence[TensorLike], name: str | None = None) -> Tensor:
     """``AddN``: the sum of a list of same-shaped tensors."""
     if not inputs or not isinstance(inputs, (list, tuple)):
         raise ValueError(
@@ -227,8 +237,13 @@ def _reduction(op_type, input_tensor, axis, keepdims, name):
 
 
 def reduce_sum(
-    input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
-):
+    input_tensor: TensorLike,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool | None = None,
+    name: str | None = None,
+    reduction_indices: int | Sequence[int] | None = None,
+    keep_dims: bool | None = None,
+) -> Tensor:
     """``Sum`` over ``axis`` (all axes by default)."""
     axis = reduction_indices if axis is None else axis
     keep = bool(keepdims if keepdims is not None else keep_dims)
@@ -236,8 +251,13 @@ def reduce_sum(
 
 
 def reduce_mean(
-    input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
-):
+    input_tensor: TensorLike,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool | None = None,
+    name: str | None = None,
+    reduction_indices: int | Sequence[int] | None = None,
+    keep_dims: bool | None = None,
+) -> Tensor:
     """``Mean`` over ``axis`` (all axes by default)."""
     axis = reduction_indices if axis is None else axis
     keep = bool(keepdims if keepdims is not None else keep_dims)

@@ -4,11 +4,21 @@ Book section: the chapter's training examples initialise weights randomly; seeds
 rules (a graph-level seed from ``tf.set_random_seed`` plus an op-level seed).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
 from minitf.framework import dtypes, tensor_shape
-from minitf.framework.graph import Tensor, convert_to_tensor, get_default_graph, name_scope
-from minitf.ops.array_ops import constant
+from minitf.framework.graph import (
+    DTypeLike,
+    Tensor,
+    convert_to_tensor,
+    get_default_graph,
+    name_scope,
+)
+from minitf.ops.array_ops import TensorLike, constant
 from minitf.ops.math_ops import add, multiply, subtract
 from minitf.ops.op_def import apply_op, register_op
 
@@ -17,12 +27,12 @@ for _t in ("RandomStandardNormal", "RandomUniform", "TruncatedNormal", "RandomUn
     register_op(_t, is_stateful=True, type_attr="dtype" if _t != "RandomUniformInt" else "Tout")
 
 
-def set_random_seed(seed):
+def set_random_seed(seed: int | None) -> None:
     """Sets the graph-level seed of the default graph."""
     get_default_graph().seed = seed
 
 
-def get_seed(op_seed):
+def get_seed(op_seed: int | None) -> tuple[int | None, int | None]:
     """TF1's seed pair: (graph seed, op seed); (None, None) means non-deterministic."""
     g = get_default_graph()
     if g.seed is not None:
@@ -56,21 +66,42 @@ def _scaled_normal(op_type, default_name, shape, mean, stddev, dtype, seed, name
         return add(multiply(rnd, std_t, name="mul"), mean_t, name=scope)
 
 
-def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
+def random_normal(
+    shape: TensorLike,
+    mean: TensorLike = 0.0,
+    stddev: TensorLike = 1.0,
+    dtype: DTypeLike = dtypes.float32,
+    seed: int | None = None,
+    name: str | None = None,
+) -> Tensor:
     """Normal samples: ``RandomStandardNormal * stddev + mean`` (final op ``random_normal``)."""
     return _scaled_normal(
         "RandomStandardNormal", "random_normal", shape, mean, stddev, dtype, seed, name
     )
 
 
-def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
+def truncated_normal(
+    shape: TensorLike,
+    mean: TensorLike = 0.0,
+    stddev: TensorLike = 1.0,
+    dtype: DTypeLike = dtypes.float32,
+    seed: int | None = None,
+    name: str | None = None,
+) -> Tensor:
     """Normal samples redrawn until within two standard deviations of the mean."""
     return _scaled_normal(
         "TruncatedNormal", "truncated_normal", shape, mean, stddev, dtype, seed, name
     )
 
 
-def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):
+def random_uniform(
+    shape: TensorLike,
+    minval: TensorLike = 0,
+    maxval: TensorLike = None,
+    dtype: DTypeLike = dtypes.float32,
+    seed: int | None = None,
+    name: str | None = None,
+) -> Tensor:
     """Uniform samples in ``[minval, maxval)`` (``maxval`` defaults to 1 for floats)."""
     dtype = dtypes.as_dtype(dtype)
     if maxval is None:
@@ -94,8 +125,9 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
         return add(multiply(rnd, subtract(hi, lo, name="sub"), name="mul"), lo, name=scope)
 
 
-def make_generator(op):
-    """The numpy generator a random kernel uses: seeded when the op got seeds, else fresh."""
+def make_generator(op: Any) -> np.random.Generator:
+    """The numpy generator a random kernel uses: seeded when the op got seeds, else fresh
+    (``op``: an Operation or a step graph Node, anything with ``get_attr``)."""
     s1, s2 = op.get_attr("seed"), op.get_attr("seed2")
     if s1 == 0 and s2 == 0:
         return np.random.default_rng()

@@ -6,9 +6,16 @@ kernel for an int32 ``VariableV2``, which is why the book's ``tf.Variable(3)`` o
 fails).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minitf.framework import dtypes, tensor_shape
-from minitf.framework.graph import Tensor, convert_to_tensor, name_scope
+from minitf.framework.graph import DTypeLike, ShapeLike, Tensor, convert_to_tensor, name_scope
 from minitf.ops.op_def import apply_op, register_op, shape_error
+
+if TYPE_CHECKING:
+    from minitf.ops.array_ops import TensorLike
 
 register_op("VariableV2", is_stateful=True, has_container=True, type_attr="dtype")
 register_op("Assign", ref_inputs=(True, False), is_stateful=True)
@@ -17,7 +24,13 @@ register_op("AssignSub", ref_inputs=(True, False), is_stateful=True)
 register_op("IsVariableInitialized", ref_inputs=(True,), type_attr="dtype")
 
 
-def variable_op_v2(shape, dtype, name="Variable", container="", shared_name=""):
+def variable_op_v2(
+    shape: ShapeLike,
+    dtype: DTypeLike,
+    name: str = "Variable",
+    container: str = "",
+    shared_name: str = "",
+) -> Tensor:
     """The ``VariableV2`` op: its only output is a *reference* to the variable's storage."""
     dtype = dtypes.as_dtype(dtype).base_dtype
     shape = tensor_shape.as_shape(shape)
@@ -52,7 +65,13 @@ def _as_ref(op_type, ref):
     return ref
 
 
-def assign(ref, value, validate_shape=None, use_locking=None, name=None):
+def assign(
+    ref: TensorLike,
+    value: TensorLike,
+    validate_shape: bool | None = None,
+    use_locking: bool | None = None,
+    name: str | None = None,
+) -> Tensor:
     """``Assign``: stores ``value`` in the variable ``ref``; returns the (reference) result."""
     validate = True if validate_shape is None else bool(validate_shape)
     with name_scope(name, "Assign", [ref, value]) as scope:
@@ -111,17 +130,21 @@ def _update(op_type, default_name, ref, value, use_locking, name):
         return op.outputs[0]
 
 
-def assign_add(ref, value, use_locking=None, name=None):
+def assign_add(
+    ref: TensorLike, value: TensorLike, use_locking: bool | None = None, name: str | None = None
+) -> Tensor:
     """``AssignAdd``: ``ref += value``."""
     return _update("AssignAdd", "AssignAdd", ref, value, use_locking, name)
 
 
-def assign_sub(ref, value, use_locking=None, name=None):
+def assign_sub(
+    ref: TensorLike, value: TensorLike, use_locking: bool | None = None, name: str | None = None
+) -> Tensor:
     """``AssignSub``: ``ref -= value``."""
     return _update("AssignSub", "AssignSub", ref, value, use_locking, name)
 
 
-def is_variable_initialized(ref, name=None):
+def is_variable_initialized(ref: TensorLike, name: str | None = None) -> Tensor:
     """``IsVariableInitialized``: a bool telling whether the variable holds a value yet."""
     ref = _as_ref("IsVariableInitialized", ref)
     op = apply_op(

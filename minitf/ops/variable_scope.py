@@ -4,10 +4,15 @@ Book section: "Pinning Operations Across Tasks" and the blog's examples, which c
 parameters with ``tf.get_variable("w", (2, 2), initializer=tf.constant_initializer(2))``.
 """
 
+from __future__ import annotations
+
 import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from minitf.framework import dtypes, tensor_shape
-from minitf.framework.graph import get_default_graph
+from minitf.framework.device_spec import DeviceSpec
+from minitf.framework.graph import DTypeLike, ShapeLike, get_default_graph
 from minitf.ops import init_ops
 from minitf.ops.variables import Variable
 
@@ -17,13 +22,13 @@ AUTO_REUSE = "AUTO_REUSE"
 class VariableScope:
     """A named scope for ``get_variable``: its name, reuse flag and default initializer."""
 
-    def __init__(self, reuse, name="", initializer=None):
+    def __init__(self, reuse: bool | str, name: str = "", initializer: Any = None) -> None:
         self.name = name
         self.reuse = reuse
         self.initializer = initializer
         self.original_name_scope = name + "/" if name else ""
 
-    def reuse_variables(self):
+    def reuse_variables(self) -> None:
         self.reuse = True
 
 
@@ -41,12 +46,18 @@ def _store():
     return g._variable_store
 
 
-def get_variable_scope():
+def get_variable_scope() -> VariableScope:
     return _store().scope
 
 
 @contextlib.contextmanager
-def variable_scope(name_or_scope, default_name=None, values=None, initializer=None, reuse=None):
+def variable_scope(
+    name_or_scope: str | VariableScope | None,
+    default_name: str | None = None,
+    values: Iterable[Any] | None = None,
+    initializer: Any = None,
+    reuse: bool | str | None = None,
+) -> Iterator[VariableScope]:
     """Opens a variable scope (and a name scope of the same name)."""
     store = _store()
     g = get_default_graph()
@@ -90,16 +101,16 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
 
 
 def get_variable(
-    name,
-    shape=None,
-    dtype=None,
-    initializer=None,
-    trainable=True,
-    collections=None,
-    caching_device=None,
-    validate_shape=True,
-    **unused,
-):
+    name: str,
+    shape: ShapeLike = None,
+    dtype: DTypeLike = None,
+    initializer: Any = None,
+    trainable: bool = True,
+    collections: Iterable[str] | None = None,
+    caching_device: str | DeviceSpec | Callable | None = None,
+    validate_shape: bool = True,
+    **unused: Any,
+) -> Variable:
     """Returns the variable ``<scope>/<name>``, creating it unless the scope reuses variables."""
     store = _store()
     scope = store.scope

@@ -6,16 +6,29 @@ initializer, colocated with ``a``) and ``a/read`` (Identity, colocated with ``a`
 ops the book's placement log lists.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NoReturn
+
 from minitf.framework import tensor_shape
+from minitf.framework.device_spec import DeviceSpec
 from minitf.framework.graph import (
+    DTypeLike,
     GraphKeys,
+    Operation,
+    SessionLike,
+    ShapeLike,
+    Tensor,
     convert_to_tensor,
     get_default_graph,
     name_from_scope_name,
     name_scope,
     register_tensor_conversion_function,
 )
+from minitf.framework.tensor_shape import TensorShape
 from minitf.ops import array_ops, control_flow_ops, math_ops, state_ops
+from minitf.ops.array_ops import TensorLike
 
 
 class Variable:
@@ -23,18 +36,18 @@ class Variable:
 
     def __init__(
         self,
-        initial_value=None,
-        trainable=True,
-        collections=None,
-        validate_shape=True,
-        caching_device=None,
-        name=None,
-        dtype=None,
-        expected_shape=None,
-        use_resource=None,
-        shape=None,
-        **unused,
-    ):
+        initial_value: TensorLike | Callable[[], TensorLike] = None,
+        trainable: bool = True,
+        collections: Iterable[str] | None = None,
+        validate_shape: bool = True,
+        caching_device: str | DeviceSpec | Callable | None = None,
+        name: str | None = None,
+        dtype: DTypeLike = None,
+        expected_shape: ShapeLike = None,
+        use_resource: bool | None = None,
+        shape: ShapeLike = None,
+        **unused: Any,
+    ) -> None:
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         if use_resource:
@@ -87,14 +100,14 @@ class Variable:
     initial_value = property(lambda self: self._initial_value)
     trainable = property(lambda self: self._trainable)
 
-    def get_shape(self):
+    def get_shape(self) -> TensorShape:
         return self._variable.shape
 
-    def value(self):
+    def value(self) -> Tensor:
         """The ``<name>/read`` snapshot: what ops see when they use the variable."""
         return self._snapshot
 
-    def read_value(self):
+    def read_value(self) -> Tensor:
         return array_ops.identity(self._variable, name="read")
 
     def _ref(self):
@@ -103,19 +116,37 @@ class Variable:
     def _as_graph_element(self):
         return self._variable
 
-    def assign(self, value, use_locking=False, name=None, read_value=True):
+    def assign(
+        self,
+        value: TensorLike,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ) -> Tensor:
         return state_ops.assign(self._variable, value, use_locking=use_locking, name=name)
 
-    def assign_add(self, delta, use_locking=False, name=None, read_value=True):
+    def assign_add(
+        self,
+        delta: TensorLike,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ) -> Tensor:
         return state_ops.assign_add(self._variable, delta, use_locking=use_locking, name=name)
 
-    def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
+    def assign_sub(
+        self,
+        delta: TensorLike,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ) -> Tensor:
         return state_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
 
-    def eval(self, session=None):
+    def eval(self, session: SessionLike = None) -> Any:
         return self._variable.eval(session=session)
 
-    def load(self, value, session=None):
+    def load(self, value: Any, session: SessionLike = None) -> None:
         """Writes ``value`` into the variable by feeding its initializer's value input."""
         from minitf.framework.graph import get_default_session
 
@@ -127,10 +158,10 @@ class Variable:
             )
         session.run(self._initializer_op, {self._initializer_op.inputs[1]: value})
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<tf.Variable '%s' shape=%s dtype=%s>" % (self.name, self.shape, self.dtype.name)
 
-    def __bool__(self):
+    def __bool__(self) -> NoReturn:
         raise TypeError("Using a `tf.Variable` as a Python `bool` is not allowed.")
 
 
@@ -148,41 +179,41 @@ register_tensor_conversion_function(Variable, _variable_to_tensor)
 math_ops._install_operators(Variable)
 
 
-def global_variables(scope=None):
+def global_variables(scope: str | None = None) -> list[Variable]:
     return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
 
 
 all_variables = global_variables
 
 
-def trainable_variables(scope=None):
+def trainable_variables(scope: str | None = None) -> list[Variable]:
     return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
 
 
-def local_variables(scope=None):
+def local_variables(scope: str | None = None) -> list[Variable]:
     return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
 
 
-def variables_initializer(var_list, name="init"):
+def variables_initializer(var_list: Sequence[Variable], name: str | None = "init") -> Operation:
     """One op that runs every variable's initializer (a ``NoOp`` named ``init``)."""
     if var_list:
         return control_flow_ops.group(*[v.initializer for v in var_list], name=name)
     return control_flow_ops.no_op(name=name)
 
 
-def global_variables_initializer():
+def global_variables_initializer() -> Operation:
     """``tf.global_variables_initializer()``: initialises every global variable."""
     return variables_initializer(global_variables())
 
 
-def initialize_all_variables():
+def initialize_all_variables() -> Operation:
     """The pre-1.0 name of :func:`global_variables_initializer` (the blog posts use it)."""
     return global_variables_initializer()
 
 
-def local_variables_initializer():
+def local_variables_initializer() -> Operation:
     return variables_initializer(local_variables(), name="init")
 
 
-def is_variable_initialized(variable):
+def is_variable_initialized(variable: Variable) -> Tensor:
     return state_ops.is_variable_initialized(variable)

@@ -9,7 +9,10 @@ unknown field names and wrongly typed values are refused, nested messages are cr
 read, and ``print(config)`` shows the set fields in protobuf text format.
 """
 
+from __future__ import annotations
+
 import copy
+from typing import Any
 
 _SCALARS = {int: (int,), float: (int, float), bool: (bool, int), str: (str,)}
 
@@ -21,10 +24,11 @@ class Message:
     ``("map", key type, value type)``.
     """
 
-    FIELDS = {}  # in field-number order, which is the order text format prints them in
-    ENUMS = {}  # field -> {number: name} for enum fields
+    # in field-number order, which is the order text format prints them in
+    FIELDS: dict[str, Any] = {}
+    ENUMS: dict[str, dict[int, str]] = {}  # field -> {number: name} for enum fields
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         for name, value in kwargs.items():
             if name not in self.FIELDS:
                 raise ValueError(
@@ -47,7 +51,7 @@ class Message:
             else:
                 setattr(self, name, value)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         kind = type(self).FIELDS.get(name)
         if kind is None:
             raise AttributeError(
@@ -66,7 +70,7 @@ class Message:
         self.__dict__[name] = value
         return value
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         kind = type(self).FIELDS.get(name)
         if kind is None:
             raise AttributeError(
@@ -78,23 +82,23 @@ class Message:
             )
         self.__dict__[name] = _check_scalar(kind, value, name)
 
-    def HasField(self, name):
+    def HasField(self, name: str) -> bool:
         return name in self.__dict__ and _is_set(self.__dict__[name])
 
-    def ListFields(self):
+    def ListFields(self) -> list[tuple[str, Any]]:
         return [
             (n, self.__dict__[n])
             for n in self.FIELDS
             if n in self.__dict__ and _is_set(self.__dict__[n])
         ]
 
-    def CopyFrom(self, other):
+    def CopyFrom(self, other: Message) -> None:
         if type(other) is not type(self):
             raise TypeError("Parameter to CopyFrom() must be instance of same class")
         self.__dict__.clear()
         self.MergeFrom(other)
 
-    def MergeFrom(self, other):
+    def MergeFrom(self, other: Message) -> None:
         for name, value in copy.deepcopy(other.ListFields()):
             kind = self.FIELDS[name]
             if isinstance(kind, tuple):
@@ -106,13 +110,13 @@ class Message:
             else:
                 setattr(self, name, value)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and dict(self.ListFields()) == dict(other.ListFields())
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "".join(_text(self, ""))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return str(self)
 
 

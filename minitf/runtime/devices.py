@@ -7,8 +7,12 @@ renumbers cards (Figure 12-3: ``CUDA_VISIBLE_DEVICES=3,2`` makes card 3 ``/gpu:0
 of one session further.
 """
 
+from __future__ import annotations
+
 import os
 import random
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from minitf import config as mconfig
 from minitf.framework import errors
@@ -17,13 +21,25 @@ from minitf.kernels import cuda_ops, numpy_ops
 from minitf.runtime import card_registry
 from minitf.runtime import device_name_utils as dnu
 
+if TYPE_CHECKING:
+    from minitf.kernels.tensor_ops import TensorOps
+    from minitf.runtime.allocator import Allocator
+    from minitf.runtime.config_proto import ConfigProto
+
 CPU_MEMORY_LIMIT = 256 << 20  # what TF reports for a CPU device (268435456)
 
 
 class PhysicalGPU:
     """One card of the machine, real or emulated, by its physical (driver) id."""
 
-    def __init__(self, physical_id, name, memory_limit, compute_capability, emulated):
+    def __init__(
+        self,
+        physical_id: int,
+        name: str,
+        memory_limit: int,
+        compute_capability: tuple[int, int],
+        emulated: bool,
+    ) -> None:
         self.physical_id = physical_id
         self.name = name
         self.memory_limit = memory_limit
@@ -31,17 +47,17 @@ class PhysicalGPU:
         self.emulated = emulated
 
     @property
-    def pci_bus_id(self):
+    def pci_bus_id(self) -> str:
         return "0000:%02x:00.0" % (self.physical_id + 1)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "PhysicalGPU(%d, %r, %d bytes)" % (self.physical_id, self.name, self.memory_limit)
 
 
-_real_cards = None
+_real_cards: list[PhysicalGPU] | None = None
 
 
-def cuda_available():
+def cuda_available() -> bool:
     """True when a real CUDA driver and card are present (numba.cuda, outside its simulator).
 
     numba is imported only when the machine has NVIDIA device files, so CPU-only machines pay
@@ -91,7 +107,7 @@ def _real_gpus():
     return _real_cards
 
 
-def machine_gpus():
+def machine_gpus() -> list[PhysicalGPU]:
     """Every card of the machine: the real CUDA cards, or else the emulated ones."""
     real = _real_gpus()
     if real:
@@ -118,7 +134,7 @@ def _id_list(text, count, bad_entry, out_of_range, duplicate):
     return ids
 
 
-def parse_cuda_visible_devices(value, count):
+def parse_cuda_visible_devices(value: str | None, count: int) -> list[int]:
     """Physical ids listed by ``CUDA_VISIBLE_DEVICES`` (None: variable unset = all cards)."""
     if value is None:
         return list(range(count))
@@ -136,7 +152,7 @@ def parse_cuda_visible_devices(value, count):
     )
 
 
-def visible_gpus():
+def visible_gpus() -> list[PhysicalGPU]:
     """The cards this process sees, in CUDA order (``CUDA_VISIBLE_DEVICES`` applied)."""
     if _real_gpus():
         return list(_real_gpus())  # the CUDA driver already applied CUDA_VISIBLE_DEVICES
@@ -161,13 +177,15 @@ def _visible_device_list(spec, count):
 class DeviceAttributes:
     """What ``sess.list_devices()`` returns per device (TF's ``_DeviceAttributes``)."""
 
-    def __init__(self, name, device_type, memory_limit_bytes, incarnation):
+    def __init__(
+        self, name: str, device_type: str, memory_limit_bytes: int, incarnation: int
+    ) -> None:
         self.name = name
         self.device_type = device_type
         self.memory_limit_bytes = memory_limit_bytes
         self.incarnation = incarnation
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "_DeviceAttributes(%s, %s, %d, %d)" % (
             self.name,
             self.device_type,
@@ -181,15 +199,15 @@ class Device:
 
     def __init__(
         self,
-        job,
-        replica,
-        task,
-        device_type,
-        index,
-        memory_limit,
-        physical=None,
-        virtual_limit=None,
-    ):
+        job: str,
+        replica: int,
+        task: int,
+        device_type: str,
+        index: int,
+        memory_limit: int,
+        physical: PhysicalGPU | None = None,
+        virtual_limit: int | None = None,
+    ) -> None:
         self.job, self.replica, self.task = job, replica, task
         self.device_type, self.index = device_type, index
         self.name = dnu.full_name(job, replica, task, device_type, index)
@@ -202,19 +220,21 @@ class Device:
         self.slot = 0
         self.platform_id = index  # the card's number among the visible ones (TF's "device: N")
         self.resource_manager = ResourceMgr(default_container=job)
-        self.allocator = None  # GPUs: the process's allocator for the card (ensure_gpu_memory)
+        self.allocator: Allocator | None = (
+            None  # GPUs: the process's allocator for the card (ensure_gpu_memory)
+        )
         self.incarnation = random.getrandbits(63) or 1  # part of every rendezvous key
         # what its kernels compute with (kernels/tensor_ops.py): numpy on the host (CPUs,
         # emulated cards), or numba.cuda on a real card, or on an emulated one with
         # MINITF_GPU_BACKEND=cudasim (Numba's simulator)
-        self.backend = numpy_ops.NUMPY
+        self.backend: TensorOps = numpy_ops.NUMPY
         if physical is not None and (
             not physical.emulated or os.environ.get("MINITF_GPU_BACKEND") == "cudasim"
         ):
             self.backend = cuda_ops.backend_for_card(physical.physical_id, physical.emulated)
 
     @property
-    def description(self):
+    def description(self) -> str:
         """TF's ``physical_device_desc`` ('' for CPUs, which the Device mapping block skips)."""
         p = self.physical
         if p is None:
@@ -226,11 +246,13 @@ class Device:
             *p.compute_capability[:2],
         )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<Device %s>" % self.name
 
 
-def local_devices(config=None, job="localhost", task=0):
+def local_devices(
+    config: ConfigProto | None = None, job: str = "localhost", task: int = 0
+) -> list[Device]:
     """The devices one session (or one server task) creates, CPUs first, then GPUs."""
     counts = dict(config.device_count) if config is not None else {}
     n_cpu = counts.get("CPU", 1)
@@ -299,7 +321,7 @@ def _virtual_limits(config, n_visible, n_used):
     return out
 
 
-def device_mapping_lines(devices):
+def device_mapping_lines(devices: Iterable[Device]) -> list[str]:
     """The ``Device mapping:`` block TF prints when a session is created with logging on."""
     described = [d for d in devices if d.description]
     if not described:
@@ -307,7 +329,7 @@ def device_mapping_lines(devices):
     return ["Device mapping:"] + ["%s -> %s" % (d.name, d.description) for d in described]
 
 
-def card_usage():
+def card_usage() -> list[dict[str, Any]]:
     """The machine's cards as a list of dicts, one per card, in physical order::
 
         {"id": 0, "name": "minitf emulated GPU", "bus_id": "0000:01:00.0", "emulated": True,
@@ -320,7 +342,7 @@ def card_usage():
     """
     cards = []
     for card in machine_gpus():
-        per_pid = {}
+        per_pid: dict[int, dict[str, Any]] = {}
         for e in card_registry.usage(card.physical_id):
             p = per_pid.setdefault(
                 e["pid"],

@@ -6,7 +6,11 @@ parameter-server task in turn, and every other op to ``worker_device``; device s
 inner ``tf.device`` blocks win field by field.  reference/tf1_semantics.md §4 is the spec.
 """
 
+from __future__ import annotations
+
 import logging
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from minitf.distributed.cluster_spec import ClusterSpec
 from minitf.framework.device_spec import DeviceSpec
@@ -68,14 +72,14 @@ class _ReplicaDeviceChooser:
 
 
 def replica_device_setter(
-    ps_tasks=0,
-    ps_device="/job:ps",
-    worker_device="/job:worker",
-    merge_devices=True,
-    cluster=None,
-    ps_ops=None,
-    ps_strategy=None,
-):
+    ps_tasks: int = 0,
+    ps_device: str = "/job:ps",
+    worker_device: str | None = "/job:worker",
+    merge_devices: bool = True,
+    cluster: ClusterSpec | dict[str, Any] | None = None,
+    ps_ops: Iterable[str] | None = None,
+    ps_strategy: Callable[[Any], int] | None = None,
+) -> Callable[[Any], str] | None:
     """Returns a device function for ``tf.device`` — or None when there are no ps tasks (which
     ``tf.device(None)`` turns into "forget the enclosing device blocks", as in TF)."""
     if cluster is not None:
