@@ -11,6 +11,7 @@ Both device fixtures go back to the environment's setting (``emulate_gpus(None)`
 """
 
 import os
+import sys
 import tempfile
 
 import pytest
@@ -33,6 +34,18 @@ def fresh_default_graph():
     tf.config.emulate_gpus(2)
     yield
     tf.config.emulate_gpus(None)
+
+
+@pytest.fixture(scope="module")
+def fast_thread_switching():
+    """Numba's CUDA simulator runs a thread per CUDA thread and its barriers wait on the
+    interpreter's thread switch interval: a short one makes the simulated kernels fast."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
-import sys
 import threading
 import time
 
@@ -23,7 +22,7 @@ from hypothesis.extra import numpy as hnp
 
 from minitf.kernels import cuda as K
 
-pytestmark = pytest.mark.cudasim
+pytestmark = [pytest.mark.cudasim, pytest.mark.usefixtures("fast_thread_switching")]
 
 FEW = settings(max_examples=20, deadline=None)
 SOME = settings(max_examples=25, deadline=None)
@@ -32,16 +31,6 @@ FLOATS = [np.float32, np.float64]
 INTS = [np.int32, np.int64]
 NUMERIC = FLOATS + INTS
 CASTABLE = [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def fast_thread_switching():
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-4)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(old)
 
 
 @pytest.fixture(scope="module")

@@ -80,19 +80,11 @@ def backend(name):
     return cuda_ops.backend_for_card(0, emulated=True)
 
 
+pytestmark = pytest.mark.usefixtures("fast_thread_switching")
+
+
 def examples(name, factor=1):
     return settings(max_examples=max(1, int(EXAMPLES[name] * factor)), deadline=None)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def fast_thread_switching():
-    """The simulator's barriers wait on the interpreter's thread switch interval."""
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-4)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(old)
 
 
 # ---------------------------------------------------------------------------------------
