@@ -102,7 +102,7 @@ class MasterSession:
             return self.placement
         placement = self.placer.place(self.graph.get_operations())
         if self.config.log_device_placement:
-            placer.print_log(placement)
+            placer.print_log(placement.log_lines)
         self.deregister_all()
         self.placement = placement
         self.placed_version = self.version

@@ -97,7 +97,7 @@ class RendezvousMgr:
 class RpcRendezvous:
     """One step's rendezvous as its kernels on a worker see it (``ctx.rendezvous``)."""
 
-    def __init__(self, worker, step_id: int, deadline: float, tracer=None):
+    def __init__(self, worker, step_id: int, deadline: float):
         self.worker = worker
         self.step_id = step_id
         self.deadline = deadline

@@ -38,7 +38,7 @@ def _send(op, device):
     return compute
 
 
-def _producer(tensor_name):
+def producer_of(tensor_name):
     """The op that made a tensor: ``"a"`` for ``"a:0"`` (and for a control edge's ``"^a"``)."""
     return tensor_name.lstrip("^").rsplit(":", 1)[0]
 
@@ -47,7 +47,7 @@ def _recv(op, device):
     key = edge_key(op)
     from_host = device.backend.from_host
     tensor_name = op.get_attr("tensor_name")
-    src_node, src_device = _producer(tensor_name), op.get_attr("send_device")
+    src_node, src_device = producer_of(tensor_name), op.get_attr("send_device")
     name = op.name
 
     def compute(ctx, ins, done):

@@ -11,7 +11,6 @@ It is registered as the ``DIRECT_SESSION`` factory of ``session.py`` for the tar
 
 from __future__ import annotations
 
-import sys
 import threading
 import weakref
 from collections.abc import Sequence
@@ -72,7 +71,7 @@ class DirectSession:
         self._pool_sets, self._owned_pools = pools.session_pools(config)
         self._op_timeout = config.operation_timeout_in_ms
         if config.log_device_placement:
-            _log(
+            placer.print_log(
                 gpu_process_state.creation_lines(self.devices, config.gpu_options)
                 + devices_mod.device_mapping_lines(self.devices)
             )
@@ -105,7 +104,7 @@ class DirectSession:
             gpu_process_state.ensure_gpu_memory(self.devices, self.config.gpu_options)
             placement = self._placer.place(list(g._ops))
             if self.config.log_device_placement:
-                placer.print_log(placement)
+                placer.print_log(placement.log_lines)
             self._plans.clear()
             self.placement = placement
             self._placed_version = version
@@ -198,10 +197,6 @@ class DirectSession:
                 name = "_retval_%s_%d_%d" % (t.op.name, t.value_index, n)
                 raise type(e)(None, t.op, placer.attach_node(e.message, name)) from None
         return out
-
-
-def _log(lines):
-    sys.stdout.write("\n".join(lines) + "\n")
 
 
 def reset(target, containers=None, config=None):

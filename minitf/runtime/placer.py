@@ -266,10 +266,11 @@ class _Assigner:
         return cands[0]
 
 
-def print_log(placement: Placement) -> None:
-    """``log_device_placement``: one ``name: (type): device`` line per op, on stdout (in a
-    notebook, the cell's output; TF writes them to the terminal's stderr)."""
-    sys.stdout.write("\n".join(placement.log_lines) + "\n")
+def print_log(lines: Sequence[str]) -> None:
+    """What ``log_device_placement`` prints (the devices a session creates, then one
+    ``name: (type): device`` line per op) goes to stdout: in a notebook, the cell's output (TF
+    writes it to the terminal's stderr)."""
+    sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
 
 

@@ -191,6 +191,15 @@ def queue_key(device_name: str, mode: str) -> str:
     return short_device(device_name) if is_private(device_name, mode) else SHARED
 
 
+def intra_key(device_name: str, mode: str) -> str | None:
+    """Whose intra-op pool a splittable kernel of a device splits over: the shared one
+    (``"inter-op"``'s partner, keyed ``SHARED``) for a CPU, a GPU's own in gpu_private mode, and
+    none (``None``: one piece) for a GPU otherwise: its kernel is the card's work."""
+    if is_private(device_name, mode):
+        return short_device(device_name)
+    return SHARED if short_device(device_name).startswith("CPU") else None
+
+
 class PoolSet:
     """The pools one step runs on: the shared inter-op and intra-op pools, and in gpu_private
     mode each GPU's own pair (made on first use)."""
@@ -213,12 +222,13 @@ class PoolSet:
         """The inter-op pool serving ``queue``."""
         return self.inter if queue == SHARED else self._own(queue)[0]
 
-    def intra_for(self, device_name: str, device_type: str):
-        """The intra-op pool a splittable kernel of that device splits over; None where its
-        kernels run in one piece (GPU ops outside gpu_private mode)."""
-        if is_private(device_name, self.mode):
-            return self._own(short_device(device_name))[1]
-        return self.intra if device_type == "CPU" else None
+    def intra_for(self, device_name: str) -> ThreadPool | None:
+        """The intra-op pool a splittable kernel of that device splits over (:func:`intra_key`);
+        None where its kernels run in one piece."""
+        key = intra_key(device_name, self.mode)
+        if key is None:
+            return None
+        return self.intra if key == SHARED else self._own(key)[1]
 
     def _own(self, short: str):
         pair = self._private.get(short)

@@ -52,7 +52,7 @@ import numbers
 import os
 from collections import deque, namedtuple
 
-from minitf.kernels.sendrecv_kernels import edge_key
+from minitf.kernels.sendrecv_kernels import edge_key, producer_of
 from minitf.runtime import pools
 from minitf.runtime.config_proto import StepStats
 from minitf.runtime.cost_model import (
@@ -135,9 +135,8 @@ class _Pools:
 
     def intra_for(self, device_name):
         """The intra-op threads a node of that device splits over (None: no split)."""
-        if pools.is_private(device_name, self.mode):
-            return self.intra[pools.queue_key(device_name, self.mode)]
-        return self.intra[pools.SHARED] if device_type(device_name) == "CPU" else None
+        key = pools.intra_key(device_name, self.mode)
+        return None if key is None else self.intra[key]
 
     def reset(self):
         for t in self.all + [t for ts in self.intra.values() for t in ts]:
@@ -404,7 +403,7 @@ class Simulation:
         self.transfers.append(
             TransferStats(
                 tensor_name,
-                tensor_name.lstrip("^").rsplit(":", 1)[0],
+                producer_of(tensor_name),
                 node.name,
                 node.get_attr("send_device"),
                 node.device,

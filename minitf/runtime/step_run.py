@@ -169,7 +169,7 @@ class StepRun:
         ins = [vals[s][k] for s, k in self.plan.inputs[i]]
         ctx = self.ctx
         if on_pool and eplan.splittable[i]:
-            intra = self.pools.intra_for(self.plan.device[i], eplan.node_devices[i].device_type)
+            intra = self.pools.intra_for(self.plan.device[i])
             if intra is not None:
                 ctx = NodeContext(ctx, intra)
         start = now_micros() if self.tracer is not None else 0
