@@ -71,8 +71,7 @@ class KernelCache:
 
 class ExecutionPlan:
     """A plan plus its kernels: ``kernels[i]`` computes node ``i`` (``nodes[i]``, on
-    ``node_devices[i]``); ``fetch_slots`` the (node, output) of each fetched tensor;
-    ``partitions`` the node indices of each device."""
+    ``node_devices[i]``); ``fetch_slots`` the (node, output) of each fetched tensor."""
 
     def __init__(self, plan, nodes, kernels, node_devices, fetch_slots, flags):
         self.plan = plan
@@ -86,9 +85,6 @@ class ExecutionPlan:
         self.any_async = any(self.is_async)
         self.has_rendezvous = any(n.type in ("_Send", "_Recv") for n in nodes)
         self.devices = sorted(set(plan.device))
-        self.partitions = {}
-        for i, d in enumerate(plan.device):
-            self.partitions.setdefault(d, []).append(i)
         # set by the session that made the plan, for the simulator
         self.session_devices = []
         self.config = None
