@@ -5,7 +5,8 @@
 * ``cpu_only``: a process without GPUs, like the CPU-only machine that produced
   tests/data/tf_outputs (``tf.config.emulate_gpus(0)``);
 * ``two_gpus``: a process with two emulated GPU cards (``tf.config.emulate_gpus(2)``), for the
-  book's and the blog's GPU examples.
+  book's and the blog's GPU examples;
+* ``fresh_cards``: a private reservation registry and no card memory held by this process.
 
 Both device fixtures go back to the environment's setting (``emulate_gpus(None)``) afterwards.
 """
@@ -90,3 +91,14 @@ def book_setter_graph():
         return [s, p1, p2, p3, p4], tf.global_variables_initializer()
 
     return build
+
+
+@pytest.fixture
+def fresh_cards(tmp_path, monkeypatch):
+    """A private reservation registry and no card memory held by this process yet."""
+    from minitf.runtime import gpu_process_state
+
+    monkeypatch.setenv("MINITF_STATE_DIR", str(tmp_path))
+    gpu_process_state.release_gpu_memory()
+    yield
+    gpu_process_state.release_gpu_memory()

@@ -120,16 +120,7 @@ def test_emulate_gpus_and_environment(monkeypatch):
 
 import numpy as np  # noqa: E402
 
-from minitf.runtime import allocator, card_registry, gpu_process_state  # noqa: E402
-
-
-@pytest.fixture
-def fresh_cards(tmp_path, monkeypatch):
-    """A private reservation registry and no card memory held by this process yet."""
-    monkeypatch.setenv("MINITF_STATE_DIR", str(tmp_path))
-    gpu_process_state.release_gpu_memory()
-    yield
-    gpu_process_state.release_gpu_memory()
+from minitf.runtime import allocator, card_registry  # noqa: E402
 
 
 def test_first_run_reserves_card_memory(fresh_cards):

@@ -38,7 +38,7 @@ def _placeholder(op, device):
     return compute
 
 
-register("Const", _const, cpu=ALL, gpu=GPU_ARRAY)
+register("Const", _const, cpu=ALL, gpu=GPU_ARRAY, persistent=True)
 register("Placeholder", _placeholder, cpu="any", gpu="any")
 register("NoOp", lambda op, device: lambda ctx, ins: (), cpu="any", gpu="any")
 register("Identity", lambda op, device: lambda ctx, ins: (ins[0],), cpu=ALL, gpu=GPU_ARRAY)

@@ -528,8 +528,19 @@ def _broadcast_strides(in_shape, out_shape):
     return [0 if full[d] == 1 and int(out_shape[d]) != 1 else strides[d] for d in range(len(full))]
 
 
-def binary(stream, op, a, b):
-    """``op(a, b)`` elementwise with numpy broadcasting; op in BINARY_OPS."""
+def _fits(out, shape, dtype):
+    """Whether ``out`` (a forwarded input, or None) can hold a result of ``shape``/``dtype``."""
+    return (
+        out is not None
+        and hasattr(out, "copy_to_host")  # a device array, not a host value
+        and tuple(out.shape) == tuple(shape)
+        and np.dtype(out.dtype) == np.dtype(dtype)
+    )
+
+
+def binary(stream, op, a, b, out=None):
+    """``op(a, b)`` elementwise with numpy broadcasting; op in BINARY_OPS; written into
+    ``out`` (an input that dies with the op) when it fits."""
     if op not in BINARY_OPS:
         raise ValueError("unknown binary op %r (known: %s)" % (op, ", ".join(BINARY_OPS)))
     _check_numeric(a.dtype, op)
@@ -541,7 +552,8 @@ def binary(stream, op, a, b):
         raise ValueError(
             "%s: incompatible shapes %s and %s" % (op, list(a.shape), list(b.shape))
         ) from None
-    out = _empty(stream, out_shape, out_dtype)
+    if not _fits(out, out_shape, out_dtype):
+        out = _empty(stream, out_shape, out_dtype)
     if out.size == 0:
         return out
     if tuple(a.shape) == tuple(b.shape):
@@ -563,13 +575,14 @@ def binary(stream, op, a, b):
     return out
 
 
-def unary(stream, op, a):
-    """``op(a)`` elementwise; op in UNARY_OPS."""
+def unary(stream, op, a, out=None):
+    """``op(a)`` elementwise; op in UNARY_OPS; written into ``out`` when it fits."""
     if op not in UNARY_OPS:
         raise ValueError("unknown unary op %r (known: %s)" % (op, ", ".join(UNARY_OPS)))
     if op != "identity":
         _check_numeric(a.dtype, op)
-    out = _empty(stream, a.shape, a.dtype)
+    if not _fits(out, a.shape, a.dtype):
+        out = _empty(stream, a.shape, a.dtype)
     if out.size:
         ctype = _compute_dtype(a.dtype).type
         kernel = _elementwise(("unary", op, np.dtype(ctype).str), _unary_fn(op, ctype), 1)

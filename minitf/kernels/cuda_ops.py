@@ -52,10 +52,12 @@ class CudaOps:
 
     # -- the surface ---------------------------------------------------------------------------
     def map(self, fn: str):
-        return lambda ctx, x: self._call("unary", fn, self.from_host(x))
+        return lambda ctx, x, out=None: self._call("unary", fn, self.from_host(x), out)
 
     def zip(self, fn: str):
-        return lambda ctx, x, y: self._call("binary", fn, self.from_host(x), self.from_host(y))
+        return lambda ctx, x, y, out=None: self._call(
+            "binary", fn, self.from_host(x), self.from_host(y), out
+        )
 
     def reduce(self, fn: str, keep_dims: bool, dtype):
         return lambda ctx, x, axes: self._call(

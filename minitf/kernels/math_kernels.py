@@ -24,51 +24,79 @@ from minitf.kernels.registry import (
 from minitf.kernels.tensor_ops import shape_text
 
 
+def _zip_kernel(f, shape, into):
+    """The kernel of a broadcasting binary op; ``into``: the input position whose buffer it
+    may write its result into (None: a new buffer)."""
+
+    def compute(ctx, ins):
+        x, y = ins
+        try:
+            if into is None:
+                return (f(ctx, x, y),)
+            return (f(ctx, x, y, ins[into]),)
+        except ValueError:  # only then is it worth checking (a hot path)
+            try:
+                np.broadcast_shapes(shape(x), shape(y))
+            except ValueError:
+                raise errors.InvalidArgumentError(
+                    None,
+                    None,
+                    "Incompatible shapes: %s vs. %s" % (shape_text(shape(x)), shape_text(shape(y))),
+                ) from None
+            raise
+
+    return compute
+
+
 def _zip(fn):
-    """A broadcasting binary kernel (``fn`` in ``tensor_ops.ZIP_FNS``)."""
+    """A broadcasting binary kernel (``fn`` in ``tensor_ops.ZIP_FNS``), with its variants that
+    write into input 0 or 1 (``compute.forwarding``)."""
 
     def factory(op, device):
         backend = device.backend
         f, shape = backend.zip(fn), backend.shape
-
-        def compute(ctx, ins):
-            x, y = ins
-            try:
-                return (f(ctx, x, y),)
-            except ValueError:  # only then is it worth checking (a hot path)
-                try:
-                    np.broadcast_shapes(shape(x), shape(y))
-                except ValueError:
-                    raise errors.InvalidArgumentError(
-                        None,
-                        None,
-                        "Incompatible shapes: %s vs. %s"
-                        % (shape_text(shape(x)), shape_text(shape(y))),
-                    ) from None
-                raise
-
+        compute = _zip_kernel(f, shape, None)
+        compute.forwarding = {p: _zip_kernel(f, shape, p) for p in (0, 1)}
         return compute
 
     return factory
 
 
 def _map(fn):
-    """A unary elementwise kernel (``fn`` in ``tensor_ops.MAP_FNS``)."""
+    """A unary elementwise kernel (``fn`` in ``tensor_ops.MAP_FNS``), with its variant that
+    writes into its input (``compute.forwarding[0]``)."""
 
     def factory(op, device):
         f = device.backend.map(fn)
-        return lambda ctx, ins: (f(ctx, ins[0]),)
+
+        def compute(ctx, ins):
+            return (f(ctx, ins[0]),)
+
+        def compute_into(ctx, ins):
+            return (f(ctx, ins[0], ins[0]),)
+
+        compute.forwarding = {0: compute_into}
+        return compute
 
     return factory
 
 
-register("AddV2", _zip("add"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
-register("Sub", _zip("sub"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
-register("Mul", _zip("mul"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
-register("RealDiv", _zip("realdiv"), cpu=FLOATS + COMPLEX, gpu=FLOATS + COMPLEX, splittable=True)
-register("FloorDiv", _zip("floordiv"), cpu=FLOATS + INTS, gpu=FLOATS + (D.int64,))
-register("Neg", _map("neg"), cpu=NUMERIC, gpu=GPU_MATH)
-register("Square", _map("square"), cpu=NUMERIC, gpu=GPU_MATH)
+_BINARY = {"splittable": True, "allocates": True, "forwards": (0, 1)}
+
+register("AddV2", _zip("add"), cpu=NUMERIC, gpu=GPU_MATH, **_BINARY)
+register("Sub", _zip("sub"), cpu=NUMERIC, gpu=GPU_MATH, **_BINARY)
+register("Mul", _zip("mul"), cpu=NUMERIC, gpu=GPU_MATH, **_BINARY)
+register("RealDiv", _zip("realdiv"), cpu=FLOATS + COMPLEX, gpu=FLOATS + COMPLEX, **_BINARY)
+register(
+    "FloorDiv",
+    _zip("floordiv"),
+    cpu=FLOATS + INTS,
+    gpu=FLOATS + (D.int64,),
+    allocates=True,
+    forwards=(0, 1),
+)
+register("Neg", _map("neg"), cpu=NUMERIC, gpu=GPU_MATH, allocates=True, forwards=(0,))
+register("Square", _map("square"), cpu=NUMERIC, gpu=GPU_MATH, allocates=True, forwards=(0,))
 
 
 def _cast(op, device):
@@ -128,7 +156,9 @@ register(
     gpu=FLOATS + COMPLEX,
     cost="expensive",
     splittable=True,
+    allocates=True,
 )
+# AddN of one input hands that input on (TF's too): it does not allocate
 register("AddN", _add_n, cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
-register("Sum", _reduction("sum"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
-register("Mean", _reduction("mean"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
+register("Sum", _reduction("sum"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True, allocates=True)
+register("Mean", _reduction("mean"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True, allocates=True)

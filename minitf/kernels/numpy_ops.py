@@ -2,13 +2,17 @@
 
 Book sections: "Operations and kernels" and "Parallel Execution" (Figure 12-5's multithreaded
 kernel).  It implements ``tensor_ops.TensorOps`` with numpy.  Scalars travel as numpy scalars
-and arrays as ndarrays; results are new values (kernels never write into their inputs), so a
-tensor can be shared by all its consumers without copies.
+and arrays as ndarrays; results are new values, or a forwarded input's buffer, so a tensor can
+be shared by all its consumers without copies.
 
 Intra-op parallelism: an add, sub, mul or realdiv of two same-shaped operands of at least
 ``SPLIT_ELEMENTS`` elements, an ``add_n`` of such operands, a large sum, and a matmul of at least
 ``SPLIT_FLOPS`` multiply-adds split their work into chunks that ``ctx.parallel_for`` runs on the
 device's intra-op pool (numpy releases the GIL, so the chunks really run in parallel).
+
+Forwarding: ``zip`` and ``map`` take an ``out`` tensor, an input that dies with the op
+(``runtime/tensor_lifetime.py``), and write the result into it when its shape and dtype fit
+(``fits``), as TF's ``forward_input_or_allocate_output`` does.
 :func:`splits_elementwise` and :func:`splits_matmul` are the rules; the simulator applies the
 same two functions to static shapes.
 """
@@ -56,11 +60,18 @@ _ZIP = {
     "realdiv": (operator.truediv, np.true_divide),
     "floordiv": (_floordiv, None),
 }
-_MAP = {"neg": operator.neg, "square": lambda x: x * x}
+_MAP = {"neg": (operator.neg, np.negative), "square": (lambda x: x * x, np.square)}
 
 
-def _split_zip(ctx, ufunc, x, y):
-    out = np.empty(x.shape, np.result_type(x, y))
+def fits(out: Any, shape: tuple, dtype: Any) -> bool:
+    """Whether a forwarded input ``out`` can hold a result of ``shape`` and ``dtype``."""
+    return type(out) is np.ndarray and out.shape == shape and out.dtype == dtype
+
+
+def _split_zip(ctx, ufunc, x, y, out=None):
+    dtype = np.result_type(x, y)
+    if not fits(out, x.shape, dtype):
+        out = np.empty(x.shape, dtype)
     fx, fy, fo = x.reshape(-1), y.reshape(-1), out.reshape(-1)
     ctx.parallel_for(fo.size, lambda lo, hi: ufunc(fx[lo:hi], fy[lo:hi], out=fo[lo:hi]))
     return out
@@ -108,21 +119,31 @@ class NumpyOps:
     name = "numpy"
 
     def map(self, fn: str):
-        f = _MAP[fn]
-        return lambda ctx, x: f(x)
+        f, ufunc = _MAP[fn]
+
+        def compute(ctx, x, out=None):
+            if out is not None and fits(out, np.shape(x), np.result_type(x)):
+                return ufunc(x, out=out)
+            return f(x)
+
+        return compute
 
     def zip(self, fn: str):
         f, ufunc = _ZIP[fn]
 
-        def compute(ctx, x, y):
-            if (
-                ufunc is not None
-                and type(x) is np.ndarray
-                and type(y) is np.ndarray
-                and x.shape == y.shape
-                and splits_elementwise(x.size)
-            ):
-                return _split_zip(ctx, ufunc, x, y)
+        def compute(ctx, x, y, out=None):
+            if ufunc is not None:
+                if (
+                    type(x) is np.ndarray
+                    and type(y) is np.ndarray
+                    and x.shape == y.shape
+                    and splits_elementwise(x.size)
+                ):
+                    return _split_zip(ctx, ufunc, x, y, out)
+                if out is not None and fits(
+                    out, np.broadcast_shapes(np.shape(x), np.shape(y)), np.result_type(x, y)
+                ):
+                    return ufunc(x, y, out=out)
             return f(x, y)
 
         return compute

@@ -17,6 +17,10 @@ returns the node's compute function (TF builds one OpKernel per node too).  ``no
   that waits for something (a ``_Recv`` for its ``_Send``, a queue op for room) is asynchronous
   so that its wait holds no thread of the step.
 
+A kernel registered with ``allocates=True`` returns new buffers and keeps no reference to its
+inputs; one with ``forwards=(0, 1)`` can write its result into input 0 or 1 (the executor
+hands it such an input only when the input dies with it: ``runtime/tensor_lifetime.py``).
+
 ``ctx`` is what the executor gives a step's kernels: ``parallel_for(n, fn)`` (a splittable
 kernel's chunks on the intra-op pool), ``rendezvous`` (``_Send``/``_Recv``), ``args`` (the fed
 values of ``_Arg`` nodes) and ``record_transfer`` (tracing).
@@ -47,9 +51,32 @@ _KERNELS = {}  # op type -> [KernelDef]
 
 
 class KernelDef:
-    __slots__ = ("op_type", "device_type", "dtypes", "factory", "cost", "splittable", "is_async")
+    __slots__ = (
+        "op_type",
+        "device_type",
+        "dtypes",
+        "factory",
+        "cost",
+        "splittable",
+        "is_async",
+        "allocates",
+        "forwards",
+        "persistent",
+    )
 
-    def __init__(self, op_type, device_type, dtype_set, factory, cost, splittable, is_async=False):
+    def __init__(
+        self,
+        op_type,
+        device_type,
+        dtype_set,
+        factory,
+        cost,
+        splittable,
+        is_async=False,
+        allocates=False,
+        forwards=(),
+        persistent=False,
+    ):
         self.op_type = op_type
         self.device_type = device_type
         self.dtypes = dtype_set  # frozenset of DType, or None for "any"
@@ -59,6 +86,14 @@ class KernelDef:
         self.cost = cost
         self.splittable = splittable  # splits its work over the intra-op pool when large
         self.is_async = is_async  # compute(ctx, inputs, done): completes through ``done``
+        # its outputs are new buffers and it keeps no reference to its inputs
+        self.allocates = allocates
+        # input positions whose buffer it can write its result into: its compute function has
+        # ``forwarding[p]``, the variant doing so (see runtime/tensor_lifetime.py)
+        self.forwards = forwards
+        # its outputs are the kernel's own, made once (TF's persistent tensors: a constant), not
+        # charged to each step
+        self.persistent = persistent
 
     def matches(self, dtype):
         return self.dtypes is None or dtype is None or dtype in self.dtypes
@@ -75,11 +110,15 @@ def register(
     cost: str = "cheap",
     splittable: bool = False,
     is_async: bool = False,
+    allocates: bool = False,
+    forwards: tuple[int, ...] = (),
+    persistent: bool = False,
 ) -> None:
     """Registers ``factory`` for CPU with dtypes ``cpu`` and for GPU with dtypes ``gpu``.
 
     ``cpu``/``gpu``: an iterable of DTypes, ``"any"`` (no constraint) or None (no kernel).
-    ``cost``: ``"cheap"``, ``"expensive"`` or ``"inline"`` (see KernelDef).
+    ``cost``: ``"cheap"``, ``"expensive"`` or ``"inline"`` (see KernelDef); ``allocates``,
+    ``forwards`` and ``persistent``: what tensor lifetimes may rely on (KernelDef).
     """
     if cost not in ("cheap", "expensive", "inline"):
         raise ValueError("cost must be 'cheap', 'expensive' or 'inline', got %r" % (cost,))
@@ -88,7 +127,18 @@ def register(
             continue
         dset = None if allowed == "any" else frozenset(allowed)
         _KERNELS.setdefault(op_type, []).append(
-            KernelDef(op_type, device_type, dset, factory, cost, splittable, is_async)
+            KernelDef(
+                op_type,
+                device_type,
+                dset,
+                factory,
+                cost,
+                splittable,
+                is_async,
+                allocates,
+                tuple(forwards),
+                persistent,
+            )
         )
     _lookup_cache.clear()
 

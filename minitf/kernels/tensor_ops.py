@@ -15,9 +15,10 @@ The surface, where ``ctx`` is what the executor hands a kernel (its ``parallel_f
 a tensor of the backend (a numpy value or a device array):
 
 ==========================  ===================================================================
-``map(fn)``                 ``f(ctx, x)``: unary elementwise, ``fn`` in ``MAP_FNS``
-``zip(fn)``                 ``f(ctx, x, y)``: binary elementwise with numpy broadcasting,
-                            ``fn`` in ``ZIP_FNS``
+``map(fn)``                 ``f(ctx, x, out=None)``: unary elementwise, ``fn`` in ``MAP_FNS``
+``zip(fn)``                 ``f(ctx, x, y, out=None)``: binary elementwise with numpy
+                            broadcasting, ``fn`` in ``ZIP_FNS``; ``out`` of either: an input
+                            that dies with the op, to write the result into if it fits
 ``reduce(fn, keep, dtype)`` ``f(ctx, x, axes)``: ``fn`` in ``REDUCE_FNS`` over a list of axes,
                             computing in numpy dtype ``dtype``
 ``matmul(ta, tb)``          ``f(ctx, a, b)``: the product of two matrices, either transposed

@@ -27,8 +27,9 @@ from minitf.kernels import registry
 from minitf.ops.op_def import get_op_def
 from minitf.runtime.graph_partition import Partitions
 from minitf.runtime.placer import attach_node
-from minitf.runtime.scheduler import Plan, Step
+from minitf.runtime.scheduler import Plan, serial_order
 from minitf.runtime.step_stats import ChunkStats
+from minitf.runtime.tensor_lifetime import Lifetimes, StepMemory
 
 INLINE_ELEMENTS = 1 << 15  # ops producing more elements than this go to the inter-op pool
 
@@ -71,9 +72,14 @@ class KernelCache:
 
 class ExecutionPlan:
     """A plan plus its kernels: ``kernels[i]`` computes node ``i`` (``nodes[i]``, on
-    ``node_devices[i]``); ``fetch_slots`` the (node, output) of each fetched tensor."""
+    ``node_devices[i]``); ``fetch_slots`` the (node, output) of each fetched tensor;
+    ``lifetimes`` when each node's outputs die (``tensor_lifetime.Lifetimes``) and
+    ``forwarding[i]`` the variant of node ``i``'s kernel that writes its result into input
+    ``lifetimes.forward[i]`` (None where no input may be forwarded)."""
 
-    def __init__(self, plan, nodes, kernels, node_devices, fetch_slots, flags):
+    def __init__(
+        self, plan, nodes, kernels, node_devices, fetch_slots, flags, lifetimes, forwarding
+    ):
         self.plan = plan
         self.nodes = nodes
         self.names = [n.name for n in nodes]
@@ -81,10 +87,14 @@ class ExecutionPlan:
         self.node_devices = node_devices
         self.fetch_slots = fetch_slots
         self.expensive, self.splittable, self.is_async = flags
+        self.lifetimes = lifetimes
+        self.forwarding = forwarding
         self.any_expensive = any(self.expensive)
         self.any_async = any(self.is_async)
+        self.accounted = any(d.allocator is not None for d in node_devices)
         self.has_rendezvous = any(n.type in ("_Send", "_Recv") for n in nodes)
         self.devices = sorted(set(plan.device))
+        self._program = None
         # set by the session that made the plan, for the simulator
         self.session_devices = []
         self.config = None
@@ -92,6 +102,24 @@ class ExecutionPlan:
 
     def device_of_node(self, i):
         return self.node_devices[i]
+
+    def program(self):
+        """The serial driver's records, made on first use: per node in the one order it runs
+        them, ``(node, kernel, input slots, nodes whose outputs die after it)``; the kernel is
+        the forwarding variant where the node is the last reader of its forwarded input."""
+        if self._program is None:
+            plan, life = self.plan, self.lifetimes
+            order = serial_order(plan)
+            dead = life.deaths(order, plan.inputs)
+            records = []
+            for i in order:
+                kernel = self.kernels[i]
+                p = life.forward[i]
+                if p >= 0 and dead[i] is not None and plan.inputs[i][p][0] in dead[i]:
+                    kernel = self.forwarding[i]
+                records.append((i, kernel, tuple(plan.inputs[i]), dead[i]))
+            self._program = records
+        return self._program
 
 
 # -- building ----------------------------------------------------------------------------------
@@ -116,30 +144,17 @@ def _deref_inputs(kernel, positions, is_async):
     return compute
 
 
-def _account(ctx, allocator, name, outs):
-    for v in outs:
-        nbytes = getattr(v, "nbytes", 0) if type(v) is not VariableRef else 0
-        if nbytes:
-            ctx.allocations.append(
-                (
-                    allocator,
-                    allocator.allocate(
-                        int(nbytes), name, getattr(v, "shape", None), str(getattr(v, "dtype", ""))
-                    ),
-                )
-            )
-
-
-def _accounted(kernel, allocator, name, is_async):
-    """Wraps a kernel of a device with a memory allocator: its outputs are allocated there and
-    live until the end of the step (variables account for their own storage)."""
+def _accounted(kernel, allocator, i, name, is_async):
+    """Wraps the kernel of node ``i`` on a device with a memory allocator: its outputs are
+    charged there until they die (``tensor_lifetime.StepMemory``; variables account for their
+    own storage)."""
     if is_async:
 
         def compute_async(ctx, ins, done):
             def accounted(outs, error=None):
                 if error is None:
                     try:
-                        _account(ctx, allocator, name, outs)
+                        ctx.memory.account(i, allocator, name, outs)
                     except Exception as e:  # noqa: BLE001 - out of memory: the node fails
                         outs, error = None, e
                 done(outs, error)
@@ -150,19 +165,15 @@ def _accounted(kernel, allocator, name, is_async):
 
     def compute(ctx, ins):
         outs = kernel(ctx, ins)
-        _account(ctx, allocator, name, outs)
+        ctx.memory.account(i, allocator, name, outs)
         return outs
 
     return compute
 
 
-def _kernel(node, device, kdef, cache):
-    """The compute function of ``node`` on ``device``: the cached kernel, reading variable
-    references it does not take as references, accounting for its outputs."""
-    kernel = cache.get(node.name, device.name)
-    if kernel is None:
-        kernel = kdef.factory(node, device)
-        cache.put(node.name, device.name, kernel)
+def _wrap(kernel, node, i, device, kdef):
+    """``kernel`` reading the variable references it does not take as references, and
+    accounting for its outputs on a device with an allocator."""
     refs = get_op_def(node.type).ref_inputs
     deref = [
         pos
@@ -171,9 +182,35 @@ def _kernel(node, device, kdef, cache):
     ]
     if deref:
         kernel = _deref_inputs(kernel, deref, kdef.is_async)
-    if device.allocator is not None:
-        kernel = _accounted(kernel, device.allocator, node.name, kdef.is_async)
+    if device.allocator is not None and not kdef.persistent:
+        kernel = _accounted(kernel, device.allocator, i, node.name, kdef.is_async)
     return kernel
+
+
+def _cached_kernel(node, device, kdef, cache):
+    kernel = cache.get(node.name, device.name)
+    if kernel is None:
+        kernel = kdef.factory(node, device)
+        cache.put(node.name, device.name, kernel)
+    return kernel
+
+
+def _is_scalar(node):
+    return all(shape.ndims == 0 for _, shape in node.outputs)
+
+
+def _send_recv_pairs(nodes):
+    """(``_Send``, ``_Recv``) node index pairs of one key inside the plan (a local crossing)."""
+    sends, pairs = {}, []
+    for i, n in enumerate(nodes):
+        if n.type == "_Send":
+            sends[n.get_attr("tensor_name"), n.get_attr("recv_device")] = i
+    for i, n in enumerate(nodes):
+        if n.type == "_Recv":
+            s = sends.get((n.get_attr("tensor_name"), n.get_attr("recv_device")))
+            if s is not None:
+                pairs.append((s, i))
+    return pairs
 
 
 def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> ExecutionPlan:
@@ -181,8 +218,7 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
     Device (each node's kernel is made for its device)."""
     nodes = [n for part in parts.parts.values() for n in part]
     index = {n: i for i, n in enumerate(nodes)}
-    inputs, controls, device_names, kernels, node_devices = [], [], [], [], []
-    expensive, splittable, is_async = [], [], []
+    inputs, controls, kdefs, raw = [], [], [], []
     for node in nodes:
         device = devices[node.device]
         kdef = registry.find_kernel(node, device.device_type)
@@ -194,20 +230,37 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
             )
         inputs.append([(index[src], k) for src, k in node.inputs])
         controls.append([index[c] for c in node.control_inputs])
-        device_names.append(node.device)
-        kernels.append(_kernel(node, device, kdef, kernel_cache))
-        node_devices.append(device)
-        expensive.append(is_expensive(node, kdef))
-        splittable.append(kdef.splittable)
-        is_async.append(kdef.is_async)
+        kdefs.append(kdef)
+        raw.append(_cached_kernel(node, device, kdef, kernel_cache))
     fetch_slots = [(index[n], k) for n, k in parts.fetches]
+    lifetimes = Lifetimes(
+        inputs,
+        [k.allocates for k in kdefs],
+        [k.forwards for k in kdefs],
+        [_is_scalar(n) for n in nodes],
+        [s for s, _ in fetch_slots],
+        _send_recv_pairs(nodes),
+    )
+    node_devices = [devices[n.device] for n in nodes]
+    kernels, forwarding = [], []
+    for i, node in enumerate(nodes):
+        device, kdef = node_devices[i], kdefs[i]
+        kernels.append(_wrap(raw[i], node, i, device, kdef))
+        p = lifetimes.forward[i]
+        forwarding.append(None if p < 0 else _wrap(raw[i].forwarding[p], node, i, device, kdef))
     return ExecutionPlan(
-        Plan(inputs, controls, device_names),
+        Plan(inputs, controls, [n.device for n in nodes]),
         nodes,
         kernels,
         node_devices,
         fetch_slots,
-        (expensive, splittable, is_async),
+        (
+            [is_expensive(n, k) for n, k in zip(nodes, kdefs)],
+            [k.splittable for k in kdefs],
+            [k.is_async for k in kdefs],
+        ),
+        lifetimes,
+        forwarding,
     )
 
 
@@ -245,14 +298,14 @@ class StepContext:
     one piece here; a kernel run by a pool thread with an intra-op pool gets a
     :class:`NodeContext` that splits for real), ``tracing`` and ``record_transfer``."""
 
-    __slots__ = ("args", "rendezvous", "tracer", "tracing", "allocations")
+    __slots__ = ("args", "rendezvous", "tracer", "tracing", "memory")
 
     def __init__(self, args=(), rendezvous=None, tracer=None):
         self.args = args
         self.rendezvous = rendezvous  # None: the step has no _Send/_Recv
         self.tracer = tracer
         self.tracing = tracer is not None
-        self.allocations = []  # (allocator, token) of this step's device tensors
+        self.memory = StepMemory()  # this step's tensors on devices with an allocator
 
     def parallel_for(self, n, fn):
         fn(0, n)
@@ -265,9 +318,8 @@ class StepContext:
         )
 
     def free_memory(self):
-        for allocator, token in self.allocations:
-            allocator.free(token)
-        self.allocations.clear()
+        """The step ended: what it still holds on its devices is freed."""
+        self.memory.release_all()
 
 
 class NodeContext:
@@ -299,33 +351,51 @@ def now_micros():
 
 
 def run_serial(eplan, ctx):
-    """Runs a plan of synchronous nodes on the calling thread; returns every node's outputs."""
-    plan = eplan.plan
-    vals = [None] * plan.n
-    kernels = eplan.kernels
-    inputs = plan.inputs
-    tracer = ctx.tracer
-    current = [0]
-
-    def execute(i):
-        current[0] = i
-        src = inputs[i]
-        if len(src) == 2:  # most ops, unrolled: a comprehension is a call of its own (3.11)
-            (s0, k0), (s1, k1) = src
-            vals[i] = kernels[i](ctx, [vals[s0][k0], vals[s1][k1]])
-        else:
-            vals[i] = kernels[i](ctx, [vals[s][k] for s, k in src])
-
-    def execute_traced(i):
-        current[0] = i
-        start = now_micros()
-        vals[i] = kernels[i](ctx, [vals[s][k] for s, k in inputs[i]])
-        tracer.record(i, vals[i], start, now_micros(), "inline")
-
+    """Runs a plan of synchronous nodes on the calling thread, in the order of its program
+    (``ExecutionPlan.program``), dropping each value once its last reader has run; returns
+    every node's outputs (None for the ones that died)."""
+    if ctx.tracer is not None:
+        return _run_traced(eplan, ctx)
+    vals = [None] * eplan.plan.n
+    memory = ctx.memory if eplan.accounted else None
+    i = -1
     try:
-        Step(plan).run_inline(execute if tracer is None else execute_traced)
+        for i, kernel, src, dead in eplan.program():
+            if len(src) == 2:  # most ops, unrolled: a comprehension is a call of its own (3.11)
+                (s0, k0), (s1, k1) = src
+                vals[i] = kernel(ctx, [vals[s0][k0], vals[s1][k1]])
+            elif src:
+                vals[i] = kernel(ctx, [vals[s][k] for s, k in src])
+            else:
+                vals[i] = kernel(ctx, [])
+            if dead is not None:
+                for s in dead:
+                    vals[s] = None
+                if memory is not None:
+                    for s in dead:
+                        memory.release(s)
     except Exception as e:  # noqa: BLE001 - every kernel failure becomes a TF error
-        raise_node_error(e, eplan, current[0])
+        raise_node_error(e, eplan, i)
+    finally:
+        ctx.free_memory()
+    return vals
+
+
+def _run_traced(eplan, ctx):
+    """``run_serial`` recording each node's start and end for the step stats."""
+    vals = [None] * eplan.plan.n
+    tracer, memory = ctx.tracer, ctx.memory
+    i = -1
+    try:
+        for i, kernel, src, dead in eplan.program():
+            start = now_micros()
+            vals[i] = kernel(ctx, [vals[s][k] for s, k in src])
+            tracer.record(i, vals[i], start, now_micros(), "inline")
+            for s in dead or ():
+                vals[s] = None
+                memory.release(s)
+    except Exception as e:  # noqa: BLE001 - every kernel failure becomes a TF error
+        raise_node_error(e, eplan, i)
     finally:
         ctx.free_memory()
     return vals

@@ -5,14 +5,14 @@ control edges).  Nodes whose count is zero (the "source" ops) are ready first; w
 finishes, every node it feeds loses one from its count and becomes ready at zero.  A ready node
 either runs at once on the thread that made it ready, or waits in a ready queue for a thread of
 its pool (:func:`runs_inline`).  This module is pure logic: no threads, no clock, no kernels;
-the serial and threaded executors and the simulator all run the same :class:`Step` and the
-same :func:`runs_inline`.
+the threaded executor and the simulator run the same :class:`Step` and the same
+:func:`runs_inline`, and the serial executor runs the order :func:`serial_order` gives.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 
 def runs_inline(expensive: bool, after_async: bool) -> bool:
@@ -89,25 +89,21 @@ class Step:
     def done(self) -> bool:
         return self.finished == self.plan.n
 
-    def run_inline(self, execute: Callable[[int], None]) -> None:
-        """Runs every node on the calling thread, depth first (the serial executor of a plan
-        without asynchronous kernels).
 
-        ``execute(i)`` runs node ``i``.  The loop is the algorithm of :meth:`finish`, written
-        out so a chain of cheap ops costs little more than its kernels.
-        """
-        pending = self.pending
-        successors = self.plan.successors
-        stack = list(self.plan.roots)
-        stack.reverse()
-        pop, push = stack.pop, stack.append
-        while stack:
-            i = pop()
-            execute(i)
-            for j in successors[i]:
-                c = pending[j] - 1
-                pending[j] = c
-                if c == 0:
-                    push(j)
-        self.finished = self.plan.n
-        self.ready.clear()
+def serial_order(plan: Plan) -> list[int]:
+    """The order the serial driver runs a plan's nodes in: depth first from the source nodes,
+    a node as soon as its last input is done (what :meth:`Step.finish` would make ready, run at
+    once on the calling thread).  Computed once per plan: a serial run is a loop over it."""
+    pending = list(plan.pending0)
+    successors = plan.successors
+    stack = list(plan.roots)
+    stack.reverse()
+    order = []
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        for j in successors[i]:
+            pending[j] -= 1
+            if pending[j] == 0:
+                stack.append(j)
+    return order

@@ -52,6 +52,8 @@ class StepRun:
         self.plan = eplan.plan
         self.step = Step(self.plan)
         self.vals = [None] * self.plan.n
+        self.life = eplan.lifetimes
+        self.unread = list(self.life.uses)  # reads of each node's outputs still to come
         self.ctx = ctx
         self.tracer = ctx.tracer
         self.pools = pool_set
@@ -153,6 +155,7 @@ class StepRun:
                 return
             if finished:
                 with self.cond:
+                    self._died_after(i)
                     newly = self.step.finish(i)
                     if self.step.done:
                         self.cond.notify_all()
@@ -162,6 +165,30 @@ class StepRun:
                 with self.cond:
                     stack.extend(self.handoff)
                     self.handoff.clear()
+
+    def _died_after(self, i):
+        """Node ``i`` has run (caller holds ``cond``): the values it read last die, and its own
+        outputs if nothing reads them (``tensor_lifetime``)."""
+        life, unread = self.life, self.unread
+        dead = [s for s, _ in self.plan.inputs[i]]
+        if i in life.kept_until:  # a _Recv: the value its _Send left can go now
+            dead.append(life.kept_until[i])
+        if unread[i] == 0:
+            unread[i] = 1
+            dead.append(i)
+        for s in dead:
+            unread[s] -= 1
+            if unread[s] == 0 and not life.pinned[s]:
+                self.vals[s] = None
+                self.ctx.memory.release(s)
+
+    def _kernel_of(self, i):
+        """Node ``i``'s kernel: the forwarding variant when it is the last reader of the input
+        it may write into (no other reader is running: they count down when they end)."""
+        p = self.life.forward[i]
+        if p >= 0 and self.unread[self.plan.inputs[i][p][0]] == 1:
+            return self.eplan.forwarding[i]
+        return self.eplan.kernels[i]
 
     def _execute(self, i, on_pool):
         """Runs node ``i``; False when it is asynchronous (it completes in ``_async_done``)."""
@@ -180,7 +207,7 @@ class StepRun:
             done = functools.partial(self._async_done, i, start, pool, pools.current_thread())
             eplan.kernels[i](ctx, ins, done)
             return False
-        vals[i] = outs = eplan.kernels[i](ctx, ins)
+        vals[i] = outs = self._kernel_of(i)(ctx, ins)
         if self.tracer is not None:
             self.tracer.record(i, outs, start, now_micros(), pool, getattr(ctx, "chunks", ()))
         return True
@@ -195,6 +222,7 @@ class StepRun:
             if self.tracer is not None:
                 self.tracer.record(i, outs, start, now_micros(), pool, thread=thread)
             with self.cond:
+                self._died_after(i)
                 newly = self.step.finish(i)
                 if self.pools is None:
                     self.handoff.extend(newly)
