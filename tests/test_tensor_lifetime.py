@@ -192,7 +192,7 @@ def test_lifetimes_count_reads_pin_fetches_and_pick_what_to_forward():
     inputs = [[], [(0, 0)], [(1, 0)], [(0, 0)], [(1, 0), (1, 0)]]
     allocates = [True, True, True, False, True]
     forwards = [(), (0,), (0,), (), (0, 1)]
-    life = Lifetimes(inputs, allocates, forwards, [False] * 5, pinned=[2])
+    life = Lifetimes(inputs, allocates, forwards, [False] * 5, fetched=[2])
     assert life.uses == [2, 3, 0, 0, 0]
     assert life.pinned == [False, False, True, False, False]
     # 1 may not take 0's buffer (the Identity 3 aliases it); 2 may take 1's; 4 reads 1 twice
@@ -208,7 +208,7 @@ def test_lifetimes_keep_a_sent_value_until_its_recv_and_never_forward_scalars():
     inputs = [[], [(0, 0)], [], [(0, 0)]]
     life = Lifetimes(inputs, [True, False, False, True], [(), (), (), (0,)], [False] * 4, [])
     assert life.forward == [-1, -1, -1, -1]  # the _Send keeps a reference: no forwarding
-    life = Lifetimes(inputs, [True] * 4, [(), (), (), (0,)], [False] * 4, [], [(1, 2)])
+    life = Lifetimes(inputs, [True] * 4, [(), (), (), (0,)], [False] * 4, [], send_recv=[(1, 2)])
     assert life.uses[0] == 3 and life.kept_until == {2: 0}
     dead = life.deaths([0, 1, 3, 2], inputs)
     assert 0 in dead[2] and 0 not in (dead[1] or ()) + (dead[3] or ())

@@ -95,6 +95,7 @@ class ExecutionPlan:
         self.has_rendezvous = any(n.type in ("_Send", "_Recv") for n in nodes)
         self.devices = sorted(set(plan.device))
         self._program = None
+        self._traced = None
         # set by the session that made the plan, for the simulator
         self.session_devices = []
         self.config = None
@@ -104,22 +105,42 @@ class ExecutionPlan:
         return self.node_devices[i]
 
     def program(self):
-        """The serial driver's records, made on first use: per node in the one order it runs
-        them, ``(node, kernel, input slots, nodes whose outputs die after it)``; the kernel is
-        the forwarding variant where the node is the last reader of its forwarded input."""
+        """The serial driver's program, made on first use: the values a run starts from (the
+        outputs of persistent kernels without inputs, constants: computed here once) and, per
+        other node in the one order it runs them, ``(node, kernel, input slots, nodes whose
+        outputs die after it)``; the kernel is the forwarding variant where the node is the
+        last reader of its forwarded input."""
         if self._program is None:
             plan, life = self.plan, self.lifetimes
             order = serial_order(plan)
             dead = life.deaths(order, plan.inputs)
+            start = [None] * plan.n
             records = []
             for i in order:
+                if life.persistent[i] and not plan.inputs[i] and not plan.pending0[i]:
+                    try:
+                        start[i] = self.kernels[i](StepContext(), [])
+                        continue
+                    except Exception:  # noqa: BLE001 - it fails again, reported, when run
+                        pass
                 kernel = self.kernels[i]
                 p = life.forward[i]
                 if p >= 0 and dead[i] is not None and plan.inputs[i][p][0] in dead[i]:
                     kernel = self.forwarding[i]
                 records.append((i, kernel, tuple(plan.inputs[i]), dead[i]))
-            self._program = records
+            self._program = (start, records)
         return self._program
+
+    def traced_program(self):
+        """The program's records with every node in it (a traced run records the constants)."""
+        if self._traced is None:
+            life = self.lifetimes
+            dead = life.deaths(serial_order(self.plan), self.plan.inputs)
+            by_node = {r[0]: r for r in self.program()[1]}
+            self._traced = [
+                by_node.get(i) or (i, self.kernels[i], (), dead[i]) for i in serial_order(self.plan)
+            ]
+        return self._traced
 
 
 # -- building ----------------------------------------------------------------------------------
@@ -239,6 +260,7 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
         [k.forwards for k in kdefs],
         [_is_scalar(n) for n in nodes],
         [s for s, _ in fetch_slots],
+        [k.persistent for k in kdefs],
         _send_recv_pairs(nodes),
     )
     node_devices = [devices[n.device] for n in nodes]
@@ -356,11 +378,12 @@ def run_serial(eplan, ctx):
     every node's outputs (None for the ones that died)."""
     if ctx.tracer is not None:
         return _run_traced(eplan, ctx)
-    vals = [None] * eplan.plan.n
+    start, program = eplan.program()
+    vals = list(start)
     memory = ctx.memory if eplan.accounted else None
     i = -1
     try:
-        for i, kernel, src, dead in eplan.program():
+        for i, kernel, src, dead in program:
             if len(src) == 2:  # most ops, unrolled: a comprehension is a call of its own (3.11)
                 (s0, k0), (s1, k1) = src
                 vals[i] = kernel(ctx, [vals[s0][k0], vals[s1][k1]])
@@ -382,12 +405,13 @@ def run_serial(eplan, ctx):
 
 
 def _run_traced(eplan, ctx):
-    """``run_serial`` recording each node's start and end for the step stats."""
+    """``run_serial`` recording each node's start and end for the step stats: every node runs,
+    the constants too."""
     vals = [None] * eplan.plan.n
     tracer, memory = ctx.tracer, ctx.memory
     i = -1
     try:
-        for i, kernel, src, dead in eplan.program():
+        for i, kernel, src, dead in eplan.traced_program():
             start = now_micros()
             vals[i] = kernel(ctx, [vals[s][k] for s, k in src])
             tracer.record(i, vals[i], start, now_micros(), "inline")

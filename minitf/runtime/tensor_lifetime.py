@@ -35,12 +35,13 @@ class Lifetimes:
     ``inputs[i]``: node ``i``'s (source, output) data edges; ``allocates[i]``: whether its
     kernel allocates its outputs and keeps no reference to its inputs; ``forwards[i]``: the
     input positions its kernel can write its result into; ``scalar[i]``: its outputs are
-    statically scalars; ``pinned``: fetched nodes; ``send_recv``: (``_Send`` node, ``_Recv``
-    node) pairs of the plan."""
+    statically scalars; ``fetched``: fetched nodes; ``persistent[i]``: node ``i``'s outputs are
+    its kernel's own (a constant); ``send_recv``: (``_Send`` node, ``_Recv`` node) pairs of the
+    plan.  Fetched and persistent nodes are ``pinned``: their outputs never die in a step."""
 
-    __slots__ = ("uses", "pinned", "forward", "kept_until")
+    __slots__ = ("uses", "pinned", "persistent", "forward", "kept_until")
 
-    def __init__(self, inputs, allocates, forwards, scalar, pinned, send_recv=()):
+    def __init__(self, inputs, allocates, forwards, scalar, fetched, persistent=None, send_recv=()):
         n = len(inputs)
         uses = [0] * n
         readers: list[list[int]] = [[] for _ in range(n)]
@@ -54,8 +55,9 @@ class Lifetimes:
                 uses[s] += 1
                 self.kept_until[recv] = s
         self.uses = uses
-        self.pinned = [False] * n
-        for s in pinned:
+        self.persistent = list(persistent) if persistent is not None else [False] * n
+        self.pinned = list(self.persistent)
+        for s in fetched:
             self.pinned[s] = True
         self.forward = [-1] * n
         for i, src in enumerate(inputs):
