@@ -59,7 +59,7 @@ format: setup
 
 bench: setup
 	$(BIN)/python bench/bench_session.py
-	$(BIN)/python bench/bench_executor.py
+	$(BIN)/python bench/bench_executor.py $(if $(TF_PYTHON),--tf $(TF_PYTHON))
 	$(BIN)/python bench/bench_cluster.py
 
 lab: setup-lab
