@@ -380,6 +380,18 @@ def test_frees_sort_before_allocations_at_the_same_time():
     assert analysis.allocator_maximums["cpu"].num_bytes == 80
 
 
+def test_a_sent_tensor_lives_until_its_recv_has_it():
+    """The runtime frees a tensor handed to a ``_Send`` once its ``_Recv`` has it: the memory
+    view deletes it at the ``_Recv``'s end, here later than the ``_Send``'s."""
+    s = stats(
+        (CPU, [node("a", "a = Const()", 100, 10, [40]), node("a/_0", "a/_0 = _Send(a)", 111, 5)]),
+        (GPU0, [node("a/_1", "a/_1 = _Recv()", 100, 90, [40], op_type="_Recv")]),
+        transfers=[TransferStats("a:0", "a", "a/_1", CPU, GPU0, 40, 112)],
+    )
+    (deleted,) = [e for e in of(events(s, show_memory=True), "D") if e["name"] == "a"]
+    assert deleted["ts"] == 190
+
+
 def test_memory_event_order():
     evs = events(memory_stats(), show_memory=True)
     phases = "".join(e["ph"] for e in evs)

@@ -257,6 +257,16 @@ class TensorShape:
             a.is_compatible_with(b) for a, b in zip(self._dims, other._dims)
         )
 
+    def accepts(self, shape: tuple) -> bool:
+        """``is_compatible_with`` for the tuple shape of a value (a fed array), without building
+        a TensorShape for it: checked on every fed value of every run."""
+        dims = self._dims
+        if dims is None:
+            return True
+        return len(dims) == len(shape) and all(
+            d._value is None or d._value == n for d, n in zip(dims, shape)
+        )
+
     def assert_is_compatible_with(self, other):
         if not self.is_compatible_with(other):
             raise ValueError("Shapes %s and %s are incompatible" % (self, as_shape(other)))

@@ -150,12 +150,15 @@ def convert_feeds(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[np.
     (TF's checks: keys must name tensors, values must not be tensors, shapes must fit)."""
     tensors, values = [], []
     for key, value in feed_dict.items():
-        try:
-            t = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
-        except (TypeError, ValueError, KeyError) as e:
-            raise TypeError(
-                "Cannot interpret feed_dict key as Tensor: %s" % (e.args[0] if e.args else e)
-            ) from None
+        if type(key) is Tensor and key.graph is graph:
+            t = key
+        else:
+            try:
+                t = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
+            except (TypeError, ValueError, KeyError) as e:
+                raise TypeError(
+                    "Cannot interpret feed_dict key as Tensor: %s" % (e.args[0] if e.args else e)
+                ) from None
         if isinstance(value, (Tensor, Operation)) or hasattr(value, "_as_graph_element"):
             raise TypeError(
                 "The value of a feed cannot be a tf.Tensor object. Acceptable "
@@ -165,7 +168,7 @@ def convert_feeds(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[np.
         dtype = t.dtype.base_dtype
         np_dtype = object if dtype.name == "string" else dtype.as_numpy_dtype
         arr = np.asarray(value, dtype=np_dtype)
-        if not t.shape.is_compatible_with(arr.shape):
+        if not t.shape.accepts(arr.shape):
             raise ValueError(
                 "Cannot feed value of shape %r for Tensor %s, which has shape %s"
                 % (arr.shape, t.name, _shape_tuple(t.shape))

@@ -277,6 +277,7 @@ class Timeline:
         self._show_compute(show_dataflow)
         if show_threads:
             self._show_transfers()
+        self._keep_sent_tensors()
         maximums = self._show_memory_counters() if show_memory else {}
         return StepStatsAnalysis(chrome_trace=self._fmt, allocator_maximums=maximums)
 
@@ -453,6 +454,16 @@ class Timeline:
                 self._alloc_flow_id(),
                 {"bytes": tr.bytes, "src": tr.src_device, "dst": tr.dst_device},
             )
+
+    def _keep_sent_tensors(self):
+        """A tensor handed to a ``_Send`` lives until its ``_Recv`` has it (the runtime frees
+        it then: ``runtime/tensor_lifetime.py``), not only until the ``_Send`` ran."""
+        for tr in getattr(self._step_stats, "transfers", ()):
+            name = tr.tensor_name[:-2] if tr.tensor_name.endswith(":0") else tr.tensor_name
+            tensor = self._tensors.get(name)
+            dst = self._find_node(tr.dst_device, tr.dst_node)
+            if tensor is not None and dst is not None:
+                tensor.unref_times.append(dst[1])
 
     def _show_memory_counters(self):
         """D events per tensor, then per allocator a running total of live bytes; returns
