@@ -145,7 +145,8 @@ def test_fraction_limits_the_reservation_and_first_session_wins(fresh_cards):
 
 
 def test_gpu_tensors_and_variables_count_against_the_card(fresh_cards):
-    """Op outputs on a GPU live in its allocator during the step; variables stay allocated."""
+    """Op outputs on a GPU live in its allocator while the step needs them; variables stay
+    allocated, and so does a constant (the initial value) while the session's kernels live."""
     tf.config.emulate_gpus(1, memory_limit=1 << 30)
     with tf.device("/gpu:0"):
         v = tf.Variable(np.zeros((256, 256), np.float32), name="v")
@@ -153,10 +154,13 @@ def test_gpu_tensors_and_variables_count_against_the_card(fresh_cards):
     sess = tf.Session()
     sess.run(v.initializer)
     alloc = sess._impl.devices[1].allocator
-    assert alloc.bytes_in_use == 256 * 256 * 4
+    tensor = 256 * 256 * 4
+    assert alloc.bytes_in_use == 2 * tensor  # the variable and its initial value
     sess.run(big)
-    assert alloc.bytes_in_use == 256 * 256 * 4
-    assert alloc.peak_bytes_in_use >= 3 * 256 * 256 * 4
+    assert alloc.bytes_in_use == 2 * tensor
+    assert alloc.peak_bytes_in_use >= 3 * tensor  # and the product, while its _Send needs it
+    sess.close()
+    assert alloc.bytes_in_use == tensor  # the variable outlives the session, in its container
 
 
 def test_an_op_too_big_for_its_card_fails_with_oom(fresh_cards):

@@ -59,6 +59,7 @@ class KernelCache:
 
     def __init__(self):
         self._store = {}
+        self._charged = {}  # (name, device name) -> [(allocator, token)] of persistent outputs
 
     def get(self, name, device_name):
         return self._store.get((name, device_name))
@@ -66,8 +67,30 @@ class KernelCache:
     def put(self, name, device_name, kernel):
         self._store[(name, device_name)] = kernel
 
+    def charge_once(self, name, device_name, allocator, outs):
+        """Charges a persistent kernel's outputs (a constant on a card) to its device's
+        allocator the first time it made them: they live as long as the kernel, as TF's
+        constants do, not one step."""
+        key = (name, device_name)
+        if key in self._charged:
+            return
+        tokens = []
+        for v in outs:
+            nbytes = int(getattr(v, "nbytes", 0) or 0)
+            if nbytes:
+                token = allocator.allocate(
+                    nbytes, name, getattr(v, "shape", None), str(getattr(v, "dtype", ""))
+                )
+                tokens.append((allocator, token))
+        self._charged[key] = tokens
+
     def clear(self):
+        """The session closed: its kernels go, and what they held on its devices."""
         self._store.clear()
+        for tokens in self._charged.values():
+            for allocator, token in tokens:
+                allocator.free(token)
+        self._charged.clear()
 
 
 class ExecutionPlan:
@@ -192,9 +215,22 @@ def _accounted(kernel, allocator, i, name, is_async):
     return compute
 
 
-def _wrap(kernel, node, i, device, kdef):
+def _charged_once(kernel, cache, name, device):
+    """Wraps a persistent kernel on a device with an allocator: its outputs are charged there
+    once, for the life of the kernel (``KernelCache.charge_once``)."""
+
+    def compute(ctx, ins):
+        outs = kernel(ctx, ins)
+        cache.charge_once(name, device.name, device.allocator, outs)
+        return outs
+
+    return compute
+
+
+def _wrap(kernel, node, i, device, kdef, cache):
     """``kernel`` reading the variable references it does not take as references, and
-    accounting for its outputs on a device with an allocator."""
+    accounting for its outputs on a device with an allocator (for the step, or once for a
+    persistent kernel)."""
     refs = get_op_def(node.type).ref_inputs
     deref = [
         pos
@@ -203,7 +239,9 @@ def _wrap(kernel, node, i, device, kdef):
     ]
     if deref:
         kernel = _deref_inputs(kernel, deref, kdef.is_async)
-    if device.allocator is not None and not kdef.persistent:
+    if device.allocator is not None:
+        if kdef.persistent:
+            return _charged_once(kernel, cache, node.name, device)
         kernel = _accounted(kernel, device.allocator, i, node.name, kdef.is_async)
     return kernel
 
@@ -267,9 +305,11 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
     kernels, forwarding = [], []
     for i, node in enumerate(nodes):
         device, kdef = node_devices[i], kdefs[i]
-        kernels.append(_wrap(raw[i], node, i, device, kdef))
+        kernels.append(_wrap(raw[i], node, i, device, kdef, kernel_cache))
         p = lifetimes.forward[i]
-        forwarding.append(None if p < 0 else _wrap(raw[i].forwarding[p], node, i, device, kdef))
+        forwarding.append(
+            None if p < 0 else _wrap(raw[i].forwarding[p], node, i, device, kdef, kernel_cache)
+        )
     return ExecutionPlan(
         Plan(inputs, controls, [n.device for n in nodes]),
         nodes,
