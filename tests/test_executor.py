@@ -13,7 +13,7 @@ import pytest
 
 import minitf as tf
 from helpers import chapter_control_deps_graph, freed, no_cycle_collector
-from minitf.runtime import executor, pools
+from minitf.runtime import executor, pools, scheduler
 
 pytestmark = pytest.mark.usefixtures("cpu_only")
 
@@ -89,6 +89,30 @@ def test_one_inter_op_thread_runs_branches_one_after_the_other():
         assert {n.thread_name for n in mm} == {"inter-op #0"}
         for a, b in zip(mm, mm[1:]):
             assert a.end_micros <= b.all_start_micros
+
+
+def test_a_chain_of_matmuls_stays_on_the_thread_that_started_it():
+    """TF's rule: a pool thread that readies the next expensive op and has nothing else to do
+    runs it itself; with two threads and one chain there is no hand-over to the other."""
+    x, ends = _branches(k=1, depth=6, n=256)
+    with tf.Session(config=_config(2)) as sess:
+        _, nodes, _ = _traced(sess, ends)
+    threads = {nodes["b0_m%d" % i].thread_name for i in range(6)}
+    assert len(threads) == 1 and threads <= {"inter-op #0", "inter-op #1"}
+
+
+def test_schedule_ready_keeps_one_expensive_node_for_an_idle_pool_thread():
+    """The rule itself: cheap nodes run here; of the expensive ones a pool thread with nothing
+    else to run keeps the last one of its own queue; the caller and a completion keep none."""
+    expensive = [False, True, True, True]
+    queue_of = ["shared", "shared", "shared", "GPU:0"].__getitem__
+    rule = scheduler.schedule_ready
+    assert rule([1, 2], expensive, False, "shared", queue_of, True) == ([2], [1])
+    assert rule([1, 3], expensive, False, "shared", queue_of, True) == ([1], [3])
+    assert rule([0, 1], expensive, False, "shared", queue_of, True) == ([0], [1])  # cheap first
+    assert rule([1, 2], expensive, False, "shared", queue_of, False) == ([], [1, 2])  # busy
+    assert rule([1, 2], expensive, False, None, queue_of, True) == ([], [1, 2])  # the caller
+    assert rule([0, 1], expensive, True, "shared", queue_of, True) == ([], [0, 1])  # a _Recv's
 
 
 def test_intra_op_chunks_of_one_matmul_run_on_different_threads():

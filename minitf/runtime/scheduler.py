@@ -4,15 +4,15 @@ Book section: "Parallel Execution".  Each node starts with a count of its inputs
 control edges).  Nodes whose count is zero (the "source" ops) are ready first; when a node
 finishes, every node it feeds loses one from its count and becomes ready at zero.  A ready node
 either runs at once on the thread that made it ready, or waits in a ready queue for a thread of
-its pool (:func:`runs_inline`).  This module is pure logic: no threads, no clock, no kernels;
+its pool (:func:`runs_inline`, :func:`schedule_ready`).  This module is pure logic: no threads, no clock, no kernels;
 the threaded executor and the simulator run the same :class:`Step` and the same
-:func:`runs_inline`, and the serial executor runs the order :func:`serial_order` gives.
+:func:`schedule_ready`, and the serial executor runs the order :func:`serial_order` gives.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 
 def runs_inline(expensive: bool, after_async: bool) -> bool:
@@ -20,6 +20,31 @@ def runs_inline(expensive: bool, after_async: bool) -> bool:
     executor): yes for a cheap node, unless an asynchronous kernel's completion made it ready
     (a ``_Recv`` called back by its ``_Send``: TF hands those successors to the pool)."""
     return not expensive and not after_async
+
+
+def schedule_ready(
+    nodes: Sequence[int],
+    expensive: Sequence[bool],
+    after_async: bool,
+    own_queue: str | None,
+    queue_of: Callable[[int], str],
+    idle: bool,
+) -> tuple[list[int], list[int]]:
+    """Where nodes just made ready on a thread go (TF's ``ScheduleReady``): ``(run here,
+    queued)``.  Cheap nodes run here (:func:`runs_inline`); expensive ones wait in their pool's
+    ready queue, except one: a pool thread (``own_queue``: its pool's queue) that would be left
+    with nothing to run (``idle``, and no cheap node among these) keeps the last expensive node
+    of its own queue and runs it itself, so that a chain of expensive ops is not handed from
+    thread to thread: a hand-over only where there is parallelism to gain."""
+    here, queued = [], []
+    for j in nodes:
+        (here if runs_inline(expensive[j], after_async) else queued).append(j)
+    if idle and not here and own_queue is not None and not after_async:
+        for k in range(len(queued) - 1, -1, -1):
+            if queue_of(queued[k]) == own_queue:
+                here.append(queued.pop(k))
+                break
+    return here, queued
 
 
 class Plan:

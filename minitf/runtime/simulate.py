@@ -3,7 +3,7 @@
 Book section: "Parallel Execution" (Figure 12-5).  A real run's timeline depends on the
 machine, the operating system's thread scheduler and luck.  This module replays the *same*
 plan with the same dependency counting (:class:`~minitf.runtime.scheduler.Step`) and routing
-rule (:func:`~minitf.runtime.scheduler.runs_inline`) as the executor, over the same thread
+rule (:func:`~minitf.runtime.scheduler.schedule_ready`) as the executor, over the same thread
 pools, but every node takes a fixed number of *virtual* microseconds given by a
 :class:`~minitf.runtime.cost_model.CostModel`.  The result is the record a traced real run
 produces (a ``StepStats`` with one ``DeviceStepStats`` per device), identical on every machine,
@@ -25,7 +25,9 @@ The rules are those of the executor (``step_run.py``), with the pools of ``pools
 * a ready node that is not *expensive* runs *inline*, right after the node that made it ready,
   on that node's thread (a stack per thread: last pushed first); every other ready node waits in
   its pool's ready queue (first in, first out) until one of the pool's threads is free (the
-  lowest-numbered one takes it); a step without expensive nodes runs entirely on the caller;
+  lowest-numbered one takes it), except that a pool thread left with nothing else to run keeps
+  the last expensive node of its own pool for itself (TF's executor: no hand-over where there
+  is no parallelism to gain); a step without expensive nodes runs entirely on the caller;
 * a ``_Recv`` is asynchronous: issuing it takes no thread time; it ends when its ``_Send`` has
   ended and the tensor has crossed (``cost_model.transfer_micros``), and the nodes it makes ready
   go to their pools' queues (to the caller, in a step without pools), never inline;
@@ -63,7 +65,7 @@ from minitf.runtime.cost_model import (
     split_count,
     transfer_micros,
 )
-from minitf.runtime.scheduler import Step, runs_inline
+from minitf.runtime.scheduler import Step, schedule_ready
 from minitf.runtime.step_stats import (
     ChunkStats,
     DeviceStepStats,
@@ -245,15 +247,22 @@ class Simulation:
     def _route(self, nodes, thread, after_async):
         """Where nodes made ready on ``thread`` go: inline ones onto its stack (the caller's
         in a step without pools), the others into their pool's ready queue."""
-        expensive = self.eplan.expensive
         for j in nodes:
             self._ready_at[j] = self.time
-            if self._serial:
-                self._pools.caller.stack.append(j)
-            elif runs_inline(expensive[j], after_async):
-                thread.stack.append(j)
-            else:
-                self._step.enqueue(j, self._queue[j])
+        if self._serial:
+            self._pools.caller.stack.extend(nodes)
+            return
+        here, queued = schedule_ready(
+            nodes,
+            self.eplan.expensive,
+            after_async,
+            thread.queue,
+            self._queue.__getitem__,
+            not thread.stack,
+        )
+        thread.stack.extend(here)
+        for j in queued:
+            self._step.enqueue(j, self._queue[j])
 
     @property
     def done(self):

@@ -38,7 +38,7 @@ from minitf.runtime.executor import (
     run_serial,
 )
 from minitf.runtime.pools import PoolSet
-from minitf.runtime.scheduler import Step, runs_inline
+from minitf.runtime.scheduler import Step, schedule_ready
 
 _SIGNAL_SLICE = 0.2  # seconds: how late a KeyboardInterrupt may reach a waiting caller
 
@@ -137,11 +137,11 @@ class StepRun:
         self.cond.notify_all()
 
     # -- running nodes -------------------------------------------------------------------------
-    def _process(self, ready, on_pool, first=None):
-        """Runs ``first`` (a node popped from a pool queue) and, depth first, every node that
-        becomes ready after it and runs inline; hands the others to the pools."""
+    def _process(self, ready, on_pool, first=None, queue=None):
+        """Runs ``first`` (a node popped from pool queue ``queue``) and, depth first, every node
+        that becomes ready after it and runs here; hands the others to the pools."""
         stack = []
-        self._route(ready, stack, False)
+        self._route(ready, stack, False, None)
         if first is not None:
             stack.append(first)
         while stack:
@@ -160,7 +160,7 @@ class StepRun:
                     if self.step.done:
                         self.cond.notify_all()
                 if newly:
-                    self._route(newly, stack, False)
+                    self._route(newly, stack, False, queue)
             if self.handoff and not on_pool:
                 with self.cond:
                     stack.extend(self.handoff)
@@ -228,17 +228,28 @@ class StepRun:
                     self.handoff.extend(newly)
                 self.cond.notify_all()
             if self.pools is not None:
-                self._route(newly, None, True)
+                self._route(newly, None, True, None)
         finally:
             self._task_ended()
 
-    def _route(self, nodes, stack, after_async):
-        expensive = self.eplan.expensive
-        for j in nodes:
-            if self.pools is None or runs_inline(expensive[j], after_async):
-                stack.append(j)
-            else:
-                self._enqueue(j)
+    def _route(self, nodes, stack, after_async, queue):
+        """Nodes made ready by a thread (of pool queue ``queue``; None: the caller, or a
+        completion): onto its ``stack``, or into their pools' queues (``schedule_ready``)."""
+        if self.pools is None:
+            stack.extend(nodes)
+            return
+        here, queued = schedule_ready(
+            nodes,
+            self.eplan.expensive,
+            after_async,
+            queue,
+            lambda j: self.queue_of[self.plan.device[j]],
+            stack is not None and not stack,
+        )
+        if here:
+            stack.extend(here)
+        for j in queued:
+            self._enqueue(j)
 
     def _enqueue(self, j):
         queue = self.queue_of[self.plan.device[j]]
@@ -258,7 +269,7 @@ class StepRun:
             with self.cond:
                 i = self.step.pop_ready(queue)
             if i is not None and not self.cancelled:
-                self._process((), True, first=i)
+                self._process((), True, first=i, queue=queue)
         finally:
             self._task_ended()
 
