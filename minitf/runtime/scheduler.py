@@ -4,9 +4,10 @@ Book section: "Parallel Execution".  Each node starts with a count of its inputs
 control edges).  Nodes whose count is zero (the "source" ops) are ready first; when a node
 finishes, every node it feeds loses one from its count and becomes ready at zero.  A ready node
 either runs at once on the thread that made it ready, or waits in a ready queue for a thread of
-its pool (:func:`runs_inline`, :func:`schedule_ready`).  This module is pure logic: no threads, no clock, no kernels;
-the threaded executor and the simulator run the same :class:`Step` and the same
-:func:`schedule_ready`, and the serial executor runs the order :func:`serial_order` gives.
+its pool (:func:`runs_inline`, :func:`schedule_ready`).  This module is pure logic: no threads,
+no clock, no kernels; the threaded executor and the simulator run the same :class:`Step` and
+the same :func:`schedule_ready`, and the serial executor runs the order :func:`serial_order`
+gives.
 """
 
 from __future__ import annotations
