@@ -24,28 +24,47 @@ from minitf.kernels.registry import (
 from minitf.kernels.tensor_ops import shape_text
 
 
+def _shape_error(shape, x, y):
+    """TF's error for operands that do not broadcast (None when they do: another failure)."""
+    try:
+        np.broadcast_shapes(shape(x), shape(y))
+    except ValueError:
+        return errors.InvalidArgumentError(
+            None,
+            None,
+            "Incompatible shapes: %s vs. %s" % (shape_text(shape(x)), shape_text(shape(y))),
+        )
+    return None
+
+
 def _zip_kernel(f, shape, into):
     """The kernel of a broadcasting binary op; ``into``: the input position whose buffer it
     may write its result into (None: a new buffer)."""
+    if into is None:
 
-    def compute(ctx, ins):
+        def compute(ctx, ins):
+            x, y = ins
+            try:
+                return (f(ctx, x, y),)
+            except ValueError:  # only then is it worth checking (a hot path)
+                error = _shape_error(shape, x, y)
+                if error is None:
+                    raise
+                raise error from None
+
+        return compute
+
+    def compute_into(ctx, ins):
         x, y = ins
         try:
-            if into is None:
-                return (f(ctx, x, y),)
             return (f(ctx, x, y, ins[into]),)
-        except ValueError:  # only then is it worth checking (a hot path)
-            try:
-                np.broadcast_shapes(shape(x), shape(y))
-            except ValueError:
-                raise errors.InvalidArgumentError(
-                    None,
-                    None,
-                    "Incompatible shapes: %s vs. %s" % (shape_text(shape(x)), shape_text(shape(y))),
-                ) from None
-            raise
+        except ValueError:
+            error = _shape_error(shape, x, y)
+            if error is None:
+                raise
+            raise error from None
 
-    return compute
+    return compute_into
 
 
 def _zip(fn):

@@ -130,20 +130,22 @@ class NumpyOps:
 
     def zip(self, fn: str):
         f, ufunc = _ZIP[fn]
+        if ufunc is None:
+            return lambda ctx, x, y, out=None: f(x, y)
+        ndarray = np.ndarray  # (a hot path: scalars go straight to ``f``)
 
         def compute(ctx, x, y, out=None):
-            if ufunc is not None:
-                if (
-                    type(x) is np.ndarray
-                    and type(y) is np.ndarray
-                    and x.shape == y.shape
-                    and splits_elementwise(x.size)
-                ):
-                    return _split_zip(ctx, ufunc, x, y, out)
-                if out is not None and fits(
-                    out, np.broadcast_shapes(np.shape(x), np.shape(y)), np.result_type(x, y)
-                ):
-                    return ufunc(x, y, out=out)
+            if (
+                type(x) is ndarray
+                and type(y) is ndarray
+                and x.shape == y.shape
+                and splits_elementwise(x.size)
+            ):
+                return _split_zip(ctx, ufunc, x, y, out)
+            if out is not None and fits(
+                out, np.broadcast_shapes(np.shape(x), np.shape(y)), np.result_type(x, y)
+            ):
+                return ufunc(x, y, out=out)
             return f(x, y)
 
         return compute
