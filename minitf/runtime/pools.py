@@ -108,10 +108,10 @@ class ThreadPool:
         ``record(index, thread id, thread name, start us, end us)`` is called per chunk.
         """
         k = chunk_count(n, self.num_threads)
-        bounds = [(n * c // k, n * (c + 1) // k) for c in range(k)]
-        if k == 1:
-            _run_chunk(fn, 0, bounds[0], record)
+        if k == 1:  # one thread (or one item): the caller runs it all, no hand-off
+            _run_chunk(fn, 0, (0, n), record)
             return
+        bounds = [(n * c // k, n * (c + 1) // k) for c in range(k)]
         done = threading.Semaphore(0)
         failures = []
 
@@ -212,6 +212,7 @@ class PoolSet:
         self.inter = ThreadPool(SHARED, inter)
         self.intra = ThreadPool("intra-op", intra)
         self._private: dict[str, tuple[ThreadPool, ThreadPool]] = {}
+        self._intra_of: dict[str, ThreadPool | None] = {}  # device name -> intra_for's answer
         self._lock = threading.Lock()
 
     def queue_of(self, device_name: str) -> str:
@@ -224,11 +225,16 @@ class PoolSet:
 
     def intra_for(self, device_name: str) -> ThreadPool | None:
         """The intra-op pool a splittable kernel of that device splits over (:func:`intra_key`);
-        None where its kernels run in one piece."""
+        None where its kernels run in one piece.  Asked for every split kernel a pool thread
+        runs, so the answer is kept per device."""
+        try:
+            return self._intra_of[device_name]
+        except KeyError:
+            pass
         key = intra_key(device_name, self.mode)
-        if key is None:
-            return None
-        return self.intra if key == SHARED else self._own(key)[1]
+        pool = None if key is None else self.intra if key == SHARED else self._own(key)[1]
+        self._intra_of[device_name] = pool
+        return pool
 
     def _own(self, short: str):
         pair = self._private.get(short)

@@ -305,7 +305,12 @@ class _SingleThreadedBlas:
     """While threaded steps run, BLAS uses one thread: parallelism comes from minitf's own
     pools, sized as the user asked, not from BLAS threads multiplying them (threadpoolctl).
     The BLAS libraries are looked up once (numpy loaded them): a lookup reads the process's
-    memory map, about 0.4 ms, and setting the limit on known libraries takes 15 us."""
+    memory map, about 0.4 ms, and setting the limit on known libraries takes 15 us.
+
+    Steps run on any thread (a session used from several threads, a server's RPC threads), and
+    the last one to end restores the limit.  threadpoolctl >= 3.8 lets only one thread set a
+    pthreads OpenBLAS's limit (the first that did, while it lives) and ignores the others
+    silently, so each change here takes that control and hands it back (``_as_controller``)."""
 
     def __enter__(self):
         global _blas_users, _blas_limiter, _blas_libraries
@@ -315,7 +320,7 @@ class _SingleThreadedBlas:
                     from threadpoolctl import ThreadpoolController
 
                     _blas_libraries = ThreadpoolController().select(user_api="blas")
-                _blas_limiter = _blas_libraries.limit(limits=1)
+                _blas_limiter = self._as_controller(lambda: _blas_libraries.limit(limits=1))
             _blas_users += 1
 
     def __exit__(self, *exc):
@@ -323,9 +328,27 @@ class _SingleThreadedBlas:
         with _blas_lock:
             _blas_users -= 1
             if _blas_users == 0 and _blas_limiter is not None:
-                _blas_limiter.restore_original_limits()
+                self._as_controller(_blas_limiter.restore_original_limits)
                 _blas_limiter = None
         return False
+
+    @staticmethod
+    def _as_controller(change):
+        """``change()`` made by this thread as threadpoolctl's controlling thread of the BLAS
+        libraries that have one, which are then left without one, as a ``with
+        threadpool_limits`` block leaves them (older threadpoolctl: just ``change()``)."""
+        clears = {
+            type(lib).clear_controlling_thread
+            for lib in _blas_libraries.lib_controllers
+            if hasattr(type(lib), "clear_controlling_thread")
+        }
+        for clear in clears:
+            clear(force=True)
+        try:
+            return change()
+        finally:
+            for clear in clears:
+                clear()
 
 
 def run_step(
