@@ -201,7 +201,10 @@ def test_no_numba_cpu_kernels():
     """Only numba.cuda is used: no @njit / prange / parallel=True kernel that would run on
     numba's own CPU threads, outside intra_op_parallelism_threads."""
     package = Path(tf.__file__).parent
-    pattern = re.compile(r"\bnjit\b|\bprange\b|parallel\s*=\s*True|numba\.jit|set_num_threads")
+    pattern = re.compile(
+        r"\bnjit\b|\bprange\b|parallel\s*=\s*True"
+        r"|numba\.(jit|set_num_threads)|from numba import .*\bjit"
+    )
     found = [
         "%s:%d" % (path.relative_to(package), k)
         for path in sorted(package.rglob("*.py"))

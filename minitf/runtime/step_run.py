@@ -297,57 +297,61 @@ class StepRun:
 
 _blas_lock = threading.Lock()
 _blas_users = 0
-_blas_limiter = None
-_blas_libraries = None
+_blas_original = None  # each BLAS library's thread count before the first running step
+_blas_libraries = None  # threadpoolctl's controllers of the process's BLAS libraries
+_blas_clears = ()  # their clear_controlling_thread (threadpoolctl >= 3.8)
 
 
 class _SingleThreadedBlas:
     """While threaded steps run, BLAS uses one thread: parallelism comes from minitf's own
     pools, sized as the user asked, not from BLAS threads multiplying them (threadpoolctl).
     The BLAS libraries are looked up once (numpy loaded them): a lookup reads the process's
-    memory map, about 0.4 ms, and setting the limit on known libraries takes 15 us.
+    memory map, about 0.4 ms, and setting the limit on known libraries takes a few us.
 
     Steps run on any thread (a session used from several threads, a server's RPC threads), and
     the last one to end restores the limit.  threadpoolctl >= 3.8 lets only one thread set a
     pthreads OpenBLAS's limit (the first that did, while it lives) and ignores the others
-    silently, so each change here takes that control and hands it back (``_as_controller``)."""
+    silently, so each change here takes that control and hands it back (``_set``)."""
 
     def __enter__(self):
-        global _blas_users, _blas_limiter, _blas_libraries
+        global _blas_users, _blas_original, _blas_libraries, _blas_clears
         with _blas_lock:
             if _blas_users == 0:
                 if _blas_libraries is None:
                     from threadpoolctl import ThreadpoolController
 
                     _blas_libraries = ThreadpoolController().select(user_api="blas")
-                _blas_limiter = self._as_controller(lambda: _blas_libraries.limit(limits=1))
+                    _blas_clears = {
+                        type(lib).clear_controlling_thread
+                        for lib in _blas_libraries.lib_controllers
+                        if hasattr(type(lib), "clear_controlling_thread")
+                    }
+                _blas_original = [lib.num_threads for lib in _blas_libraries.lib_controllers]
+                self._set([1] * len(_blas_original))
             _blas_users += 1
 
     def __exit__(self, *exc):
-        global _blas_users, _blas_limiter
+        global _blas_users, _blas_original
         with _blas_lock:
             _blas_users -= 1
-            if _blas_users == 0 and _blas_limiter is not None:
-                self._as_controller(_blas_limiter.restore_original_limits)
-                _blas_limiter = None
+            if _blas_users == 0 and _blas_original is not None:
+                self._set(_blas_original)
+                _blas_original = None
         return False
 
     @staticmethod
-    def _as_controller(change):
-        """``change()`` made by this thread as threadpoolctl's controlling thread of the BLAS
-        libraries that have one, which are then left without one, as a ``with
-        threadpool_limits`` block leaves them (older threadpoolctl: just ``change()``)."""
-        clears = {
-            type(lib).clear_controlling_thread
-            for lib in _blas_libraries.lib_controllers
-            if hasattr(type(lib), "clear_controlling_thread")
-        }
-        for clear in clears:
+    def _set(counts):
+        """Sets each BLAS library's thread count, as threadpoolctl's controlling thread of those
+        that have one, which are then left without one, as a ``with threadpool_limits`` block
+        leaves them."""
+        for clear in _blas_clears:
             clear(force=True)
         try:
-            return change()
+            for lib, n in zip(_blas_libraries.lib_controllers, counts):
+                if n is not None:
+                    lib.set_num_threads(n)
         finally:
-            for clear in clears:
+            for clear in _blas_clears:
                 clear()
 
 
