@@ -100,6 +100,36 @@ def test_matmul_chain_on_the_cpu_holds_a_few_intermediates():
     assert peak < 6 * n * n * 4  # 1.5 MiB; every result kept would be 25 MiB
 
 
+def test_a_fetched_result_the_step_alone_held_is_handed_over_without_a_copy():
+    """A fetched matmul on the CPU: the caller gets the kernel's own buffer (traced memory of
+    the run is one result, not two); a constant or a fed value is still copied, so writing to
+    what a run returned never changes the graph or the caller's feed."""
+    n = 512
+    with tf.device("/cpu:0"):
+        a = tf.constant(np.eye(n, dtype=np.float32))
+        m = tf.matmul(a, a)
+        p = tf.placeholder(tf.float32, [2])
+        passed = tf.identity(p)
+    sess = tf.Session()
+    sess.run(m)
+    tracemalloc.start()
+    try:
+        got = sess.run(m)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert n * n * 4 <= peak < 1.5 * n * n * 4
+    got[:] = 7.0
+    np.testing.assert_array_equal(sess.run(m), np.eye(n))
+    c = sess.run(a)
+    c[:] = 7.0
+    np.testing.assert_array_equal(sess.run(a), np.eye(n))
+    fed = np.ones(2, np.float32)
+    out = sess.run(passed, {p: fed})
+    out[:] = 3.0
+    np.testing.assert_array_equal(fed, 1.0)
+
+
 # -- what must survive -------------------------------------------------------------------------
 
 

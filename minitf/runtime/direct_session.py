@@ -38,12 +38,14 @@ from minitf.runtime.step_stats import Tracer
 _live: weakref.WeakSet = weakref.WeakSet()
 
 
-def _fetched(value, device):
+def _fetched(value, device, owned):
     """A value handed back to Python: variables are read, values on a card copied to the host,
-    host arrays copied (callers may write to what they get)."""
+    host arrays copied (callers may write to what they get) unless the step owned the only
+    reference (``owned``: a fetched output its kernel allocated, as TF hands over a buffer
+    nothing else holds)."""
     on_host = device.backend.name == "numpy"
     value = executor.host_value(value, device)
-    if on_host and isinstance(value, np.ndarray):
+    if on_host and not owned and isinstance(value, np.ndarray):
         return value.copy()
     return value
 
@@ -190,9 +192,10 @@ class DirectSession:
     @staticmethod
     def _fetch(eplan, vals, fetch_tensors):
         out = []
+        owned = eplan.fetch_owned
         for n, (t, (s, k)) in enumerate(zip(fetch_tensors, eplan.fetch_slots)):
             try:
-                out.append(_fetched(vals[s][k], eplan.device_of_node(s)))
+                out.append(_fetched(vals[s][k], eplan.device_of_node(s), owned[n]))
             except errors.OpError as e:
                 name = "_retval_%s_%d_%d" % (t.op.name, t.value_index, n)
                 raise type(e)(None, t.op, placer.attach_node(e.message, name)) from None

@@ -119,6 +119,7 @@ class ExecutionPlan:
         self.devices = sorted(set(plan.device))
         self._program = None
         self._traced = None
+        self.fetch_owned = [False] * len(fetch_slots)
         # set by the session that made the plan, for the simulator
         self.session_devices = []
         self.config = None
@@ -292,12 +293,13 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
         kdefs.append(kdef)
         raw.append(_cached_kernel(node, device, kdef, kernel_cache))
     fetch_slots = [(index[n], k) for n, k in parts.fetches]
+    fetched = [s for s, _ in fetch_slots]
     lifetimes = Lifetimes(
         inputs,
         [k.allocates for k in kdefs],
         [k.forwards for k in kdefs],
         [_is_scalar(n) for n in nodes],
-        [s for s, _ in fetch_slots],
+        fetched,
         [k.persistent for k in kdefs],
         _send_recv_pairs(nodes),
     )
@@ -310,7 +312,7 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
         forwarding.append(
             None if p < 0 else _wrap(raw[i].forwarding[p], node, i, device, kdef, kernel_cache)
         )
-    return ExecutionPlan(
+    eplan = ExecutionPlan(
         Plan(inputs, controls, [n.device for n in nodes]),
         nodes,
         kernels,
@@ -324,6 +326,10 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
         lifetimes,
         forwarding,
     )
+    # a fetched output the step alone holds (its kernel allocated it, fetched once) can be
+    # handed to the caller without a copy
+    eplan.fetch_owned = [kdefs[s].allocates and fetched.count(s) == 1 for s in fetched]
+    return eplan
 
 
 def node_error(exc, eplan, i):
