@@ -392,7 +392,7 @@ class StepContext:
 
 class NodeContext:
     """The context of one splittable kernel run by a pool thread: its chunks go to ``pool``
-    (an intra-op pool) and are recorded for the step stats."""
+    (an intra-op pool) and, in a traced step, are recorded for the step stats."""
 
     __slots__ = ("_step", "_pool", "chunks")
 
@@ -405,7 +405,7 @@ class NodeContext:
         return getattr(self._step, name)
 
     def parallel_for(self, n, fn):
-        self._pool.parallel_for(n, fn, self._record)
+        self._pool.parallel_for(n, fn, self._record if self._step.tracing else None)
 
     def _record(self, index, ident, name, start, end):
         self.chunks.append(ChunkStats(index, ident, name, start, end))
