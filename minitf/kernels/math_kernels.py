@@ -69,13 +69,18 @@ def _zip_kernel(f, shape, into):
 
 def _zip(fn):
     """A broadcasting binary kernel (``fn`` in ``tensor_ops.ZIP_FNS``), with its variants that
-    write into input 0 or 1 (``compute.forwarding``)."""
+    write into input 0 or 1 (``compute.forwarding``).  It holds no state of its own, so every
+    node of the op on one backend shares one (a step touches fewer objects)."""
+    shared = {}
 
     def factory(op, device):
         backend = device.backend
-        f, shape = backend.zip(fn), backend.shape
-        compute = _zip_kernel(f, shape, None)
-        compute.forwarding = {p: _zip_kernel(f, shape, p) for p in (0, 1)}
+        compute = shared.get(backend)
+        if compute is None:
+            f, shape = backend.zip(fn), backend.shape
+            compute = _zip_kernel(f, shape, None)
+            compute.forwarding = {p: _zip_kernel(f, shape, p) for p in (0, 1)}
+            shared[backend] = compute
         return compute
 
     return factory
@@ -83,18 +88,23 @@ def _zip(fn):
 
 def _map(fn):
     """A unary elementwise kernel (``fn`` in ``tensor_ops.MAP_FNS``), with its variant that
-    writes into its input (``compute.forwarding[0]``)."""
+    writes into its input (``compute.forwarding[0]``); shared like ``_zip``'s."""
+    shared = {}
 
     def factory(op, device):
-        f = device.backend.map(fn)
+        backend = device.backend
+        compute = shared.get(backend)
+        if compute is None:
+            f = backend.map(fn)
 
-        def compute(ctx, ins):
-            return (f(ctx, ins[0]),)
+            def compute(ctx, ins):
+                return (f(ctx, ins[0]),)
 
-        def compute_into(ctx, ins):
-            return (f(ctx, ins[0], ins[0]),)
+            def compute_into(ctx, ins):
+                return (f(ctx, ins[0], ins[0]),)
 
-        compute.forwarding = {0: compute_into}
+            compute.forwarding = {0: compute_into}
+            shared[backend] = compute
         return compute
 
     return factory

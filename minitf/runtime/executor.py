@@ -25,6 +25,7 @@ from minitf.framework import errors
 from minitf.framework.resource_mgr import VariableRef
 from minitf.kernels import registry
 from minitf.ops.op_def import get_op_def
+from minitf.runtime.gc_pause import gc_paused
 from minitf.runtime.graph_partition import Partitions
 from minitf.runtime.placer import attach_node
 from minitf.runtime.scheduler import Plan, serial_order
@@ -133,27 +134,34 @@ class ExecutionPlan:
         outputs of persistent kernels without inputs, constants: computed here once) and, per
         other node in the one order it runs them, ``(node, kernel, input slots, nodes whose
         outputs die after it)``; the kernel is the forwarding variant where the node is the
-        last reader of its forwarded input."""
+        last reader of its forwarded input.  A record's dying nodes are one index when one dies
+        (most records: no loop to run), else a tuple, or None."""
         if self._program is None:
-            plan, life = self.plan, self.lifetimes
-            order = serial_order(plan)
-            dead = life.deaths(order, plan.inputs)
-            start = [None] * plan.n
-            records = []
-            for i in order:
-                if life.persistent[i] and not plan.inputs[i] and not plan.pending0[i]:
-                    try:
-                        start[i] = self.kernels[i](StepContext(), [])
-                        continue
-                    except Exception:  # noqa: BLE001 - it fails again, reported, when run
-                        pass
-                kernel = self.kernels[i]
-                p = life.forward[i]
-                if p >= 0 and dead[i] is not None and plan.inputs[i][p][0] in dead[i]:
-                    kernel = self.forwarding[i]
-                records.append((i, kernel, tuple(plan.inputs[i]), dead[i]))
-            self._program = (start, records)
+            with gc_paused():  # thousands of records that live as long as the plan
+                self._program = self._make_program()
         return self._program
+
+    def _make_program(self):
+        plan, life = self.plan, self.lifetimes
+        order = serial_order(plan)
+        dead = life.deaths(order, plan.inputs)
+        start = [None] * plan.n
+        records = []
+        once = StepContext()  # what the constants' kernels see, the one time they run
+        for i in order:
+            if life.persistent[i] and not plan.inputs[i] and not plan.pending0[i]:
+                try:
+                    start[i] = self.kernels[i](once, [])
+                    continue
+                except Exception:  # noqa: BLE001 - it fails again, reported, when run
+                    pass
+            kernel = self.kernels[i]
+            p = life.forward[i]
+            if p >= 0 and dead[i] is not None and plan.inputs[i][p][0] in dead[i]:
+                kernel = self.forwarding[i]
+            d = dead[i]
+            records.append((i, kernel, _flat(plan.inputs[i]), d[0] if d and len(d) == 1 else d))
+        return start, records
 
     def traced_program(self):
         """The program's records with every node in it (a traced run records the constants)."""
@@ -418,6 +426,16 @@ def now_micros():
 # -- the serial driver --------------------------------------------------------------------------
 
 
+def _flat(inputs):
+    """A node's (source, output) input slots as one flat tuple ``(s0, k0, s1, k1, ...)``: one
+    object per record instead of one per input, for the loop below."""
+    return tuple(x for slot in inputs for x in slot)
+
+
+def _gather(vals, src):
+    return [vals[src[j]][src[j + 1]] for j in range(0, len(src), 2)]
+
+
 def run_serial(eplan, ctx):
     """Runs a plan of synchronous nodes on the calling thread, in the order of its program
     (``ExecutionPlan.program``), dropping each value once its last reader has run; returns
@@ -430,19 +448,22 @@ def run_serial(eplan, ctx):
     i = -1
     try:
         for i, kernel, src, dead in program:
-            if len(src) == 2:  # most ops, unrolled: a comprehension is a call of its own (3.11)
-                (s0, k0), (s1, k1) = src
+            n = len(src)
+            if n == 4:  # most ops, unrolled: a comprehension is a call of its own (3.11)
+                s0, k0, s1, k1 = src
                 vals[i] = kernel(ctx, [vals[s0][k0], vals[s1][k1]])
-            elif src:
-                vals[i] = kernel(ctx, [vals[s][k] for s, k in src])
+            elif n == 2:
+                vals[i] = kernel(ctx, [vals[src[0]][src[1]]])
             else:
-                vals[i] = kernel(ctx, [])
+                vals[i] = kernel(ctx, _gather(vals, src))
             if dead is not None:
-                for s in dead:
-                    vals[s] = None
-                if memory is not None:
+                if dead.__class__ is int:  # one value dies here (most records): no loop
+                    vals[dead] = None
+                else:
                     for s in dead:
-                        memory.release(s)
+                        vals[s] = None
+                if memory is not None:
+                    memory.release_nodes(dead)
     except Exception as e:  # noqa: BLE001 - every kernel failure becomes a TF error
         raise_node_error(e, eplan, i)
     finally:
@@ -459,9 +480,9 @@ def _run_traced(eplan, ctx):
     try:
         for i, kernel, src, dead in eplan.traced_program():
             start = now_micros()
-            vals[i] = kernel(ctx, [vals[s][k] for s, k in src])
+            vals[i] = kernel(ctx, _gather(vals, src))
             tracer.record(i, vals[i], start, now_micros(), "inline")
-            for s in dead or ():
+            for s in (dead,) if dead.__class__ is int else dead or ():
                 vals[s] = None
                 memory.release(s)
     except Exception as e:  # noqa: BLE001 - every kernel failure becomes a TF error

@@ -85,14 +85,17 @@ class Lifetimes:
                 last[s] = i
         for recv, s in self.kept_until.items():
             last[s] = recv
-        dead: list[list[int]] = [[] for _ in order]
+        dead: dict[int, list[int]] = {}
         for i in order:
             if self.uses[i] == 0 and not self.pinned[i]:
-                dead[i].append(i)
+                dead[i] = [i]
         for s, i in last.items():
             if not self.pinned[s]:
-                dead[i].append(s)
-        return [tuple(d) if d else None for d in dead]
+                dead.setdefault(i, []).append(s)
+        out: list[tuple | None] = [None] * len(self.uses)
+        for i, d in dead.items():
+            out[i] = tuple(d)
+        return out
 
 
 class _Buffer:
@@ -145,6 +148,14 @@ class StepMemory:
                 buf.allocator.free(buf.token)
                 del self._by_id[(id(buf.value), buf.allocator)]
                 buf.value = None
+
+    def release_nodes(self, nodes):
+        """``release`` of one node (an int) or of each of a tuple of nodes."""
+        if nodes.__class__ is int:
+            self.release(nodes)
+        else:
+            for i in nodes:
+                self.release(i)
 
     def release_all(self):
         """The step ended: frees what is left (fetched values, a failed step's tensors)."""
