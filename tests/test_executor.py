@@ -115,6 +115,20 @@ def test_schedule_ready_keeps_one_expensive_node_for_an_idle_pool_thread():
     assert rule([0, 1], expensive, True, "shared", queue_of, True) == ([], [0, 1])  # a _Recv's
 
 
+def test_statically_scalar_binary_ops_give_tf_answers():
+    """Ops on scalars take the backend's plain scalar function: same answers, same dtypes,
+    TF's float FloorDiv (1.0 // 0.1 is 10, not Python's 9)."""
+    a = tf.constant(1.0)
+    b = tf.constant(0.1)
+    i = tf.constant(7)
+    outs = [a + b, a - b, a * b, a / b, a // b, i // 2, -i // 2]
+    with tf.Session() as sess:
+        got = sess.run(outs)
+    np.testing.assert_allclose(got[:4], [1.1, 0.9, 0.1, 10.0], rtol=1e-6)
+    assert got[4] == 10.0 and got[5] == 3 and got[6] == -4
+    assert [np.result_type(v) for v in got] == [np.float32] * 5 + [np.int32] * 2
+
+
 def test_intra_op_chunks_of_one_matmul_run_on_different_threads():
     """Figure 12-5's op A: one large matmul is split into row blocks on two threads."""
     a = tf.constant(np.ones((256, 256), np.float32), name="a")

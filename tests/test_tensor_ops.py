@@ -236,6 +236,25 @@ def test_zip_with_broadcasting_matches_numpy(name):
     check()
 
 
+def test_zip_scalars_agrees_with_zip_on_scalars():
+    """numpy's plain scalar functions (what kernels of statically scalar operands call) give
+    ``zip``'s answers, TF's float FloorDiv included; the CUDA backend has none."""
+
+    @settings(max_examples=60, deadline=None)
+    @given(zip_cases().filter(lambda c: np.ndim(c[1]) == 0 and np.ndim(c[2]) == 0))
+    def check(case):
+        fn, x, y = case
+        plain = numpy_ops.NUMPY.zip_scalars(fn)
+        want = numpy_ops.NUMPY.zip(fn)(ONE, x, y)
+        got = plain(x, y)
+        assert np.result_type(got) == np.result_type(want)
+        np.testing.assert_array_equal(got, want)
+
+    check()
+    assert numpy_ops.NUMPY.zip_scalars("floordiv")(np.float64(1.0), np.float64(0.1)) == 10.0
+    assert cuda_ops.CudaOps.zip_scalars(None, "add") is None
+
+
 @pytest.mark.parametrize("name", BACKENDS)
 def test_float_floordiv_is_floor_of_the_quotient(name):
     ops = backend(name)

@@ -59,6 +59,9 @@ class CudaOps:
             "binary", fn, self.from_host(x), self.from_host(y), out
         )
 
+    def zip_scalars(self, fn: str):
+        return None  # scalars live on the card too: no host shortcut
+
     def reduce(self, fn: str, keep_dims: bool, dtype):
         return lambda ctx, x, axes: self._call(
             "reduce", fn, self.from_host(x), list(axes), keep_dims

@@ -67,20 +67,40 @@ def _zip_kernel(f, shape, into):
     return compute_into
 
 
+def _scalar_kernel(plain):
+    """The kernel of a binary op whose operands are scalars by their static shapes, on a
+    backend that computes scalars with a plain function (numpy: ``operator.add`` ...)."""
+
+    def compute(ctx, ins):
+        x, y = ins
+        return (plain(x, y),)
+
+    compute.forwarding = {0: compute, 1: compute}  # a scalar has no buffer to write into
+    return compute
+
+
 def _zip(fn):
     """A broadcasting binary kernel (``fn`` in ``tensor_ops.ZIP_FNS``), with its variants that
     write into input 0 or 1 (``compute.forwarding``).  It holds no state of its own, so every
-    node of the op on one backend shares one (a step touches fewer objects)."""
+    node of the op on one backend shares one (a step touches fewer objects); nodes whose
+    operands are statically scalars share the backend's plain scalar function
+    (``zip_scalars``), where it has one."""
     shared = {}
 
     def factory(op, device):
         backend = device.backend
-        compute = shared.get(backend)
+        scalars = all(src.outputs[k][1].ndims == 0 for src, k in op.inputs)
+        plain = backend.zip_scalars(fn) if scalars else None
+        key = (backend, plain is not None)
+        compute = shared.get(key)
         if compute is None:
-            f, shape = backend.zip(fn), backend.shape
-            compute = _zip_kernel(f, shape, None)
-            compute.forwarding = {p: _zip_kernel(f, shape, p) for p in (0, 1)}
-            shared[backend] = compute
+            if plain is not None:
+                compute = _scalar_kernel(plain)
+            else:
+                f, shape = backend.zip(fn), backend.shape
+                compute = _zip_kernel(f, shape, None)
+                compute.forwarding = {p: _zip_kernel(f, shape, p) for p in (0, 1)}
+            shared[key] = compute
         return compute
 
     return factory

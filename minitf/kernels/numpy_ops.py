@@ -150,6 +150,9 @@ class NumpyOps:
 
         return compute
 
+    def zip_scalars(self, fn: str):
+        return _ZIP[fn][0]
+
     def reduce(self, fn: str, keep_dims: bool, dtype):
         np_dtype = np.dtype(dtype).type
         if fn == "sum":

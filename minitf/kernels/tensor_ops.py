@@ -19,6 +19,8 @@ a tensor of the backend (a numpy value or a device array):
 ``zip(fn)``                 ``f(ctx, x, y, out=None)``: binary elementwise with numpy
                             broadcasting, ``fn`` in ``ZIP_FNS``; ``out`` of either: an input
                             that dies with the op, to write the result into if it fits
+``zip_scalars(fn)``          ``g(x, y)`` for operands known to be scalars (by their static
+                            shapes), or None: the backend has no faster way for them
 ``reduce(fn, keep, dtype)`` ``f(ctx, x, axes)``: ``fn`` in ``REDUCE_FNS`` over a list of axes,
                             computing in numpy dtype ``dtype``
 ``matmul(ta, tb)``          ``f(ctx, a, b)``: the product of two matrices, either transposed
@@ -58,6 +60,8 @@ class TensorOps(Protocol):
     def map(self, fn: str) -> Compute: ...
 
     def zip(self, fn: str) -> Compute: ...
+
+    def zip_scalars(self, fn: str) -> Compute | None: ...
 
     def reduce(self, fn: str, keep_dims: bool, dtype: Any) -> Compute: ...
 
