@@ -129,6 +129,21 @@ def test_statically_scalar_binary_ops_give_tf_answers():
     assert [np.result_type(v) for v in got] == [np.float32] * 5 + [np.int32] * 2
 
 
+def test_a_scalar_chain_runs_alike_traced_and_untraced():
+    """The serial program calls a scalar op's plain function directly and starts from the
+    constants' values; a traced run runs every node through its kernel and records it."""
+    x = tf.placeholder(tf.float32, [])
+    y = x
+    for _ in range(5):
+        y = (y + 1.0) * 2.0
+    with tf.Session() as sess:
+        plain = sess.run(y, {x: 1.0})
+        traced, nodes, _ = _traced(sess, y, {x: 1.0})
+    assert plain == traced == 94.0
+    names = set(nodes)
+    assert {"add", "add_4", "mul", "mul_4", "add/y", "mul_4/y"} <= names
+
+
 def test_intra_op_chunks_of_one_matmul_run_on_different_threads():
     """Figure 12-5's op A: one large matmul is split into row blocks on two threads."""
     a = tf.constant(np.ones((256, 256), np.float32), name="a")

@@ -76,6 +76,7 @@ def _scalar_kernel(plain):
         return (plain(x, y),)
 
     compute.forwarding = {0: compute, 1: compute}  # a scalar has no buffer to write into
+    compute.direct = plain  # the executor's serial program may call it as it is
     return compute
 
 

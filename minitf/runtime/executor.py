@@ -134,7 +134,8 @@ class ExecutionPlan:
         outputs of persistent kernels without inputs, constants: computed here once) and, per
         other node in the one order it runs them, ``(node, kernel, input slots, nodes whose
         outputs die after it)``; the kernel is the forwarding variant where the node is the
-        last reader of its forwarded input.  A record's dying nodes are one index when one dies
+        last reader of its forwarded input, and the kernel's plain function where it has one
+        (``direct``, see ``_DIRECT``).  A record's dying nodes are one index when one dies
         (most records: no loop to run), else a tuple, or None."""
         if self._program is None:
             with gc_paused():  # thousands of records that live as long as the plan
@@ -160,7 +161,11 @@ class ExecutionPlan:
             if p >= 0 and dead[i] is not None and plan.inputs[i][p][0] in dead[i]:
                 kernel = self.forwarding[i]
             d = dead[i]
-            records.append((i, kernel, _flat(plan.inputs[i]), d[0] if d and len(d) == 1 else d))
+            src = _flat(plan.inputs[i])
+            direct = getattr(kernel, "direct", None)
+            if direct is not None and len(src) == 4:
+                kernel, src = direct, src + _DIRECT
+            records.append((i, kernel, src, d[0] if d and len(d) == 1 else d))
         return start, records
 
     def traced_program(self):
@@ -168,7 +173,10 @@ class ExecutionPlan:
         if self._traced is None:
             life = self.lifetimes
             dead = life.deaths(serial_order(self.plan), self.plan.inputs)
-            by_node = {r[0]: r for r in self.program()[1]}
+            by_node = {
+                r[0]: r if len(r[2]) != 5 else (r[0], self.kernels[r[0]], r[2][:4], r[3])
+                for r in self.program()[1]
+            }  # (a direct record gets its kernel back: _run_traced calls kernels)
             self._traced = [
                 by_node.get(i) or (i, self.kernels[i], (), dead[i]) for i in serial_order(self.plan)
             ]
@@ -426,6 +434,11 @@ def now_micros():
 # -- the serial driver --------------------------------------------------------------------------
 
 
+# marks the input slots of a record whose kernel is a plain function of its two input values,
+# returning its one output (``compute.direct``: a binary op on scalars): called as it is
+_DIRECT = (None,)
+
+
 def _flat(inputs):
     """A node's (source, output) input slots as one flat tuple ``(s0, k0, s1, k1, ...)``: one
     object per record instead of one per input, for the loop below."""
@@ -452,6 +465,9 @@ def run_serial(eplan, ctx):
             if n == 4:  # most ops, unrolled: a comprehension is a call of its own (3.11)
                 s0, k0, s1, k1 = src
                 vals[i] = kernel(ctx, [vals[s0][k0], vals[s1][k1]])
+            elif n == 5:  # a direct kernel (_DIRECT)
+                s0, k0, s1, k1, _ = src
+                vals[i] = (kernel(vals[s0][k0], vals[s1][k1]),)
             elif n == 2:
                 vals[i] = kernel(ctx, [vals[src[0]][src[1]]])
             else:
