@@ -129,6 +129,20 @@ def test_statically_scalar_binary_ops_give_tf_answers():
     assert [np.result_type(v) for v in got] == [np.float32] * 5 + [np.int32] * 2
 
 
+def test_a_head_start_leaves_the_constants_done():
+    """A threaded step starts with the plan's constants done: their successors' counts are
+    lower, and what they alone waited for is ready at once."""
+    inputs = [[], [], [(0, 0), (1, 0)], [(2, 0)]]
+    plan = scheduler.Plan(inputs, [[]] * 4, ["d"] * 4)
+    one = scheduler.HeadStart(plan, [1])
+    assert one.pending == [0, 0, 1, 1] and one.roots == [0]
+    both = scheduler.HeadStart(plan, [0, 1])
+    assert both.pending[2] == 0 and both.roots == [2]
+    step = scheduler.Step(plan, both)
+    assert step.finished == 2 and not step.done
+    assert step.finish(2) == [3] and step.finish(3) == [] and step.done
+
+
 def test_a_scalar_chain_runs_alike_traced_and_untraced():
     """The serial program calls a scalar op's plain function directly and starts from the
     constants' values; a traced run runs every node through its kernel and records it."""

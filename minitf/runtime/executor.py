@@ -28,7 +28,7 @@ from minitf.ops.op_def import get_op_def
 from minitf.runtime.gc_pause import gc_paused
 from minitf.runtime.graph_partition import Partitions
 from minitf.runtime.placer import attach_node
-from minitf.runtime.scheduler import Plan, serial_order
+from minitf.runtime.scheduler import HeadStart, Plan, serial_order
 from minitf.runtime.step_stats import ChunkStats
 from minitf.runtime.tensor_lifetime import Lifetimes, StepMemory
 
@@ -80,7 +80,7 @@ class KernelCache:
             nbytes = int(getattr(v, "nbytes", 0) or 0)
             if nbytes:
                 token = allocator.allocate(
-                    nbytes, name, getattr(v, "shape", None), str(getattr(v, "dtype", ""))
+                    nbytes, name, getattr(v, "shape", None), getattr(v, "dtype", None)
                 )
                 tokens.append((allocator, token))
         self._charged[key] = tokens
@@ -120,6 +120,7 @@ class ExecutionPlan:
         self.devices = sorted(set(plan.device))
         self._program = None
         self._traced = None
+        self._head_start = None
         self.fetch_owned = [False] * len(fetch_slots)
         # set by the session that made the plan, for the simulator
         self.session_devices = []
@@ -167,6 +168,15 @@ class ExecutionPlan:
                 kernel, src = direct, src + _DIRECT
             records.append((i, kernel, src, d[0] if d and len(d) == 1 else d))
         return start, records
+
+    def head_start(self):
+        """The values and schedule a threaded step starts from: the program's constants done
+        (``scheduler.HeadStart``), made on first use."""
+        if self._head_start is None:
+            start = self.program()[0]
+            done = [i for i, v in enumerate(start) if v is not None]
+            self._head_start = (start, HeadStart(self.plan, done))
+        return self._head_start
 
     def traced_program(self):
         """The program's records with every node in it (a traced run records the constants)."""

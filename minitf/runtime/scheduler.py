@@ -77,17 +77,38 @@ class Plan:
         self.device = device
 
 
+class HeadStart:
+    """What a plan looks like once some of its nodes are done before a step starts (the
+    constants, whose values a plan computes once): the pending counts and ready nodes left."""
+
+    __slots__ = ("done", "pending", "roots")
+
+    def __init__(self, plan: Plan, done: Sequence[int]):
+        self.done = list(done)
+        pending = list(plan.pending0)
+        skip = set(self.done)
+        ready = [i for i in plan.roots if i not in skip]
+        for i in self.done:
+            for j in plan.successors[i]:
+                pending[j] -= 1
+                if pending[j] == 0:
+                    ready.append(j)
+        self.pending = pending
+        self.roots = ready
+
+
 class Step:
     """One run of a plan: live pending counts and the ready queues (one per queue key: a
     pool's, see ``pools.PoolSet.queue_of``)."""
 
     __slots__ = ("plan", "pending", "ready", "finished")
 
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, head_start: HeadStart | None = None):
+        """``head_start``: nodes already done before the step starts (see :class:`HeadStart`)."""
         self.plan = plan
-        self.pending = list(plan.pending0)
+        self.pending = list(plan.pending0 if head_start is None else head_start.pending)
         self.ready: dict[str, deque] = {}
-        self.finished = 0
+        self.finished = 0 if head_start is None else len(head_start.done)
 
     def finish(self, i: int) -> list[int]:
         """Marks node ``i`` done; returns the nodes that just became ready."""

@@ -50,8 +50,15 @@ class StepRun:
     def __init__(self, eplan, ctx, pool_set):
         self.eplan = eplan
         self.plan = eplan.plan
-        self.step = Step(self.plan)
-        self.vals = [None] * self.plan.n
+        if ctx.tracer is None:  # the constants are done: their values are the plan's
+            start, head = eplan.head_start()
+            self.step = Step(self.plan, head)
+            self.vals = list(start)
+            self.roots = head.roots
+        else:  # a traced step runs (and records) every node
+            self.step = Step(self.plan)
+            self.vals = [None] * self.plan.n
+            self.roots = self.plan.roots
         self.life = eplan.lifetimes
         self.unread = list(self.life.uses)  # reads of each node's outputs still to come
         self.ctx = ctx
@@ -74,7 +81,7 @@ class StepRun:
             on_start(self.cancel)
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms > 0 else None
         try:
-            self._process(list(self.plan.roots), False)
+            self._process(list(self.roots), False)
             self._wait(deadline)
         except BaseException as e:
             if not isinstance(e, Exception):  # KeyboardInterrupt: the step stops too

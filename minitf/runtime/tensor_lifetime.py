@@ -133,7 +133,7 @@ class StepMemory:
                 buf.refs += 1
             else:
                 token = allocator.allocate(
-                    int(nbytes), name, getattr(v, "shape", None), str(getattr(v, "dtype", ""))
+                    int(nbytes), name, getattr(v, "shape", None), getattr(v, "dtype", None)
                 )
                 buf = self._by_id[key] = _Buffer(allocator, token, v)
             held.append(buf)
