@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from minitf.kernels import cuda as K
+from minitf.kernels import cuda_ops
 
 pytestmark = [pytest.mark.cudasim, pytest.mark.usefixtures("fast_thread_switching")]
 
@@ -35,11 +36,11 @@ CASTABLE = [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_]
 
 @pytest.fixture(scope="module")
 def launcher():
-    la = K.CudaLauncher(0)
-    try:
-        yield la
-    finally:
-        la.close()
+    """The card's one launcher, the backend's own: Numba's simulator patches module globals
+    while a kernel runs, so two launchers running kernels at once (this module's and one left
+    busy by an earlier test) would corrupt each other's results."""
+    emulated = os.environ.get("MINITF_TEST_REAL_CUDA") != "1"
+    return cuda_ops.backend_for_card(0, emulated=emulated).launcher
 
 
 def run(launcher, fn, *args, **kwargs):
