@@ -281,7 +281,15 @@ def test_matmul_matches_numpy(launcher, case):
     a, b, ta, tb = case
     out = run(launcher, K.matmul, a, b, transpose_a=ta, transpose_b=tb)
     expected = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
-    assert_close(out, expected, a.dtype)
+    if np.dtype(a.dtype).kind != "f":
+        assert_close(out, expected, a.dtype)
+        return
+    # a float sum of k products of numbers up to 5 in size rounds each addition: allow k
+    # roundings of 25 (the elementwise tolerance alone made float32 cases fail at random)
+    k = a.shape[0] if ta else a.shape[1]
+    eps = np.finfo(a.dtype).eps
+    assert out.dtype == a.dtype and out.shape == expected.shape
+    np.testing.assert_allclose(out, expected, rtol=4 * eps, atol=max(k, 1) * 25 * eps)
 
 
 @pytest.mark.parametrize("ta", [False, True])
