@@ -451,3 +451,58 @@ def test_step_cancellation_callbacks_run_once():
     assert calls == [("a", error)]
     assert ctx.on_cancel(lambda e: calls.append(("late", e))) is None  # runs at once
     assert calls == [("a", error), ("late", error)]
+
+
+def test_a_shared_queue_must_have_the_requested_types_and_shapes():
+    a = tf.FIFOQueue(3, tf.float32, shapes=[[]], shared_name="sq3")
+    b = tf.FIFOQueue(3, tf.int32, shapes=[[]], shared_name="sq3")
+    c = tf.FIFOQueue(3, tf.float32, shapes=[[2]], shared_name="sq3")
+    with tf.Session() as s:
+        s.run(a.size())
+        for q, text in (
+            (b, "component types float but requested component types were int32"),
+            (c, "component shapes [[]] but requested component shapes were [[2]]"),
+        ):
+            with pytest.raises(tf.errors.InvalidArgumentError) as e:
+                s.run(q.size())
+            assert first_line(e.value) == "Shared queue 'sq3' has " + text
+
+
+def test_first_come_first_served(no_thread_left):
+    """A waiting dequeue_many(2) at the head takes the elements that come; a dequeue behind it
+    waits; an enqueue_many that does not fit puts in what fits and waits for room."""
+    q = tf.FIFOQueue(2, tf.float32, shapes=[[]], name="q")
+    x = tf.placeholder(tf.float32, [None])
+    with tf.Session() as s:
+        tm, many = run_in_thread(s, q.dequeue_many(2))
+        assert waiting(s, q, dequeues=1)
+        td, one = run_in_thread(s, q.dequeue())
+        assert waiting(s, q, dequeues=2)
+        te, enq = run_in_thread(s, q.enqueue_many(x), feed_dict={x: [1.0, 2.0, 3.0, 4.0, 5.0]})
+        for t in (tm, td, te):
+            t.join(5)
+        np.testing.assert_array_equal(many["value"], [1.0, 2.0])
+        assert one["value"] == 3.0 and enq == {"value": None}
+        np.testing.assert_array_equal(s.run(q.dequeue_many(2)), [4.0, 5.0])
+
+
+def test_elements_a_timed_out_dequeue_many_held_are_lost():
+    q = tf.FIFOQueue(5, tf.float32, shapes=[[]], name="q")
+    with tf.Session() as s:
+        s.run(q.enqueue(1.0))
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            s.run(q.dequeue_many(2), options=tf.RunOptions(timeout_in_ms=100))
+        assert s.run(q.size()) == 0  # as in TF: a cancelled attempt does not give them back
+
+
+def test_timeout_of_a_step_running_on_the_pools(no_thread_left):
+    """A step with an expensive op after its dequeue runs on the inter-op pool; its deadline
+    ends the wait too, and the pool's one thread is free for the next step."""
+    config = tf.ConfigProto(inter_op_parallelism_threads=1, use_per_session_threads=True)
+    q = tf.FIFOQueue(2, tf.float32, shapes=[[1, 1]], name="q")
+    out = tf.matmul(q.dequeue(), [[2.0]])
+    with tf.Session(config=config) as s:
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            s.run(out, options=tf.RunOptions(timeout_in_ms=100))
+        s.run(q.enqueue(tf.matmul([[1.0]], [[4.0]])))
+        np.testing.assert_array_equal(s.run(out), [[8.0]])
