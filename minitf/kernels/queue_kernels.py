@@ -201,7 +201,10 @@ def _dequeue_many(up_to):
                     ),
                 )
                 return
-            start = lambda cb: queue.dequeue(n, cb, batch=True, up_to=up_to)  # noqa: E731
+
+            def start(callback):
+                return queue.dequeue(n, callback, batch=True, up_to=up_to)
+
             _wait(ctx, queue, start, done, tuple)
 
         return compute

@@ -247,8 +247,6 @@ class FIFOQueue(QueueBase):
         dtypes = _as_type_list(dtypes)
         shapes = _as_shape_list(shapes)
         names = _as_name_list(names, dtypes)
-        if shapes is not None and len(shapes) != len(dtypes):
-            raise ValueError("Queue shapes must have the same length as dtypes")
         attrs = {
             "component_types": dtypes,
             "shapes": shapes or [],
