@@ -28,6 +28,7 @@ from minitf.framework.dtypes import (
     int16,
     int32,
     int64,
+    resource,
     string,
     uint8,
     uint16,
@@ -58,6 +59,7 @@ from minitf.ops.array_ops import (
     zeros,
 )
 from minitf.ops.control_flow_ops import group, no_op
+from minitf.ops.data_flow_ops import FIFOQueue, QueueBase
 from minitf.ops.init_ops import (
     constant_initializer,
     glorot_uniform_initializer,

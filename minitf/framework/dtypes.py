@@ -60,6 +60,8 @@ _TYPE_TABLE = [
     (19, "float16", np.float16, "half", "DT_HALF"),
     (22, "uint32", np.uint32, "uint32", "DT_UINT32"),
     (23, "uint64", np.uint64, "uint64", "DT_UINT64"),
+    # a handle to a resource of a device (a queue): what a queue op outputs
+    (20, "resource", np.object_, "resource", "DT_RESOURCE"),
 ]
 _REF_OFFSET = 100
 
@@ -181,7 +183,7 @@ class DType:
 
     def _limits(self, which):
         base = self.base_dtype
-        if base in (bool, string, complex64, complex128):
+        if base in (bool, string, complex64, complex128, resource):
             raise TypeError("Cannot find %s value of %s." % (which, self))
         info = np.finfo(base.as_numpy_dtype) if base.is_floating else np.iinfo(base.as_numpy_dtype)
         return info.min if which == "minimum" else info.max
@@ -257,6 +259,7 @@ uint8_ref, uint16_ref, uint32_ref, uint64_ref = (
 )
 bool_ref, string_ref = _INTERN[110], _INTERN[107]
 complex64_ref, complex128_ref = _INTERN[108], _INTERN[118]
+resource, resource_ref = _INTERN[20], _INTERN[120]
 half, half_ref = float16, float16_ref
 double, double_ref = float64, float64_ref
 
@@ -266,7 +269,7 @@ for _alias, _target in (("half", float16), ("float", float32), ("double", float6
     _NAME_TO_DTYPE[_alias] = _target
     _NAME_TO_DTYPE[_alias + "_ref"] = _target.as_ref
 
-_NP_TYPE_TO_DTYPE = {np_type: _INTERN[enum] for enum, _, np_type, _, _ in _TYPE_TABLE}
+_NP_TYPE_TO_DTYPE = {np_type: _INTERN[enum] for enum, _, np_type, _, _ in _TYPE_TABLE if enum != 20}
 _NP_TYPE_TO_DTYPE[np.str_] = string
 _NP_TYPE_TO_DTYPE[np.bytes_] = string
 

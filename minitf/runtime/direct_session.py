@@ -72,6 +72,7 @@ class DirectSession:
         self._lock = threading.Lock()
         self._pool_sets, self._owned_pools = pools.session_pools(config)
         self._op_timeout = config.operation_timeout_in_ms
+        self._running = set()  # the StepContexts of the steps running now
         if config.log_device_placement:
             placer.print_log(
                 gpu_process_state.creation_lines(self.devices, config.gpu_options)
@@ -86,7 +87,11 @@ class DirectSession:
         ]
 
     def close(self) -> None:
-        """Frees the session's kernels (and the variables only they held) and its own pools."""
+        """Frees the session's kernels (and the variables only they held) and its own pools.
+        Steps still running are cancelled: a queue op waiting in one fails (TF's cancellation
+        manager of the session)."""
+        for ctx in list(self._running):
+            ctx.start_cancel(errors.CancelledError(None, None, "Session has been closed."))
         self._kernels.clear()
         self._plans.clear()
         for p in self._owned_pools:
@@ -168,7 +173,11 @@ class DirectSession:
             pool_set, tracer, timeout = self._run_options(eplan, options, run_metadata)
         rendezvous = LocalRendezvous() if eplan.has_rendezvous else None
         ctx = executor.StepContext(feed_values, rendezvous, tracer)
-        vals = step_run.run_step(eplan, ctx, pool_set, timeout)
+        self._running.add(ctx)
+        try:
+            vals = step_run.run_step(eplan, ctx, pool_set, timeout)
+        finally:
+            self._running.discard(ctx)
         if tracer is not None:
             stats = tracer.step_stats([d.name for d in self.devices])
             run_metadata.step_stats.dev_stats[:] = stats.dev_stats

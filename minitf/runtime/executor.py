@@ -19,6 +19,7 @@ loop; ``step_run.py`` runs any other (``step_run.run_step`` chooses).
 
 from __future__ import annotations
 
+import threading
 import time
 
 from minitf.framework import errors
@@ -392,7 +393,16 @@ class StepContext:
     one piece here; a kernel run by a pool thread with an intra-op pool gets a
     :class:`NodeContext` that splits for real), ``tracing`` and ``record_transfer``."""
 
-    __slots__ = ("args", "rendezvous", "tracer", "tracing", "memory")
+    __slots__ = (
+        "args",
+        "rendezvous",
+        "tracer",
+        "tracing",
+        "memory",
+        "_cancel_lock",
+        "_cancel_fns",
+        "cancel_error",
+    )
 
     def __init__(self, args=(), rendezvous=None, tracer=None):
         self.args = args
@@ -400,6 +410,42 @@ class StepContext:
         self.tracer = tracer
         self.tracing = tracer is not None
         self.memory = StepMemory()  # this step's tensors on devices with an allocator
+        self._cancel_lock = threading.Lock()
+        self._cancel_fns = {}  # token -> fn(error): what start_cancel calls
+        self.cancel_error = None  # the error the step was cancelled with, once it was
+
+    # -- cancellation (TF's CancellationManager) -----------------------------------------------
+    def on_cancel(self, fn):
+        """Registers ``fn(error)``, called once when the step is cancelled (a failure, a
+        timeout, a closed session): an asynchronous kernel's way to stop waiting.  Returns a
+        token for ``remove_on_cancel``; if the step was cancelled already, calls ``fn`` at once
+        and returns None."""
+        with self._cancel_lock:
+            error = self.cancel_error
+            if error is None:
+                token = object()
+                self._cancel_fns[token] = fn
+                return token
+        fn(error)
+        return None
+
+    def remove_on_cancel(self, token):
+        """Forgets a callback (its wait ended); a None token is ignored."""
+        if token is not None:
+            with self._cancel_lock:
+                self._cancel_fns.pop(token, None)
+
+    def start_cancel(self, error):
+        """Cancels the step's waits with ``error``: each registered callback runs once, on this
+        thread; later calls do nothing.  Returns True for the first call."""
+        with self._cancel_lock:
+            if self.cancel_error is not None:
+                return False
+            self.cancel_error = error
+            fns, self._cancel_fns = list(self._cancel_fns.values()), {}
+        for fn in fns:
+            fn(error)
+        return True
 
     def parallel_for(self, n, fn):
         fn(0, n)

@@ -14,8 +14,9 @@ Book section: "Parallel Execution" (Figure 12-5).  The rules, which the simulato
   when its callback comes (on whatever thread sent the tensor) the node is done and the nodes it
   made ready go to their pools' queues, or, in a step without pools, back to the caller;
 * a failure, a cancel or the step's deadline stops everything: nothing new starts, the step's
-  rendezvous is aborted (so no ``_Recv`` waits for a ``_Send`` that will not come), and the
-  caller gets the first error.
+  rendezvous is aborted (so no ``_Recv`` waits for a ``_Send`` that will not come), the
+  callbacks kernels registered with ``StepContext.on_cancel`` run (a queue op stops waiting),
+  and the caller gets the first error.
 """
 
 from __future__ import annotations
@@ -141,6 +142,8 @@ class StepRun:
             self.cancelled = True
             if self.ctx.rendezvous is not None:
                 self.ctx.rendezvous.abort(error)
+            # waiting kernels (queue ops) end now; their callbacks may re-enter ``cond``
+            self.ctx.start_cancel(error)
         self.cond.notify_all()
 
     # -- running nodes -------------------------------------------------------------------------
@@ -296,8 +299,10 @@ class StepRun:
                 self.error = (exc, i)
             self.cancelled = True
             self.cond.notify_all()
-        if first and self.ctx.rendezvous is not None:
-            self.ctx.rendezvous.abort(node_error(exc, self.eplan, i))
+        if first:
+            if self.ctx.rendezvous is not None:
+                self.ctx.rendezvous.abort(node_error(exc, self.eplan, i))
+            self.ctx.start_cancel(exc)  # the step's other waiting kernels end too
 
 
 # -- BLAS threads, and choosing a driver -------------------------------------------------------

@@ -38,6 +38,7 @@ _ATTR_DTYPES = {}
 for _dt, _ in _TENSOR_DTYPES.values():
     _ATTR_DTYPES[_dt.name] = _dt
     _ATTR_DTYPES[_dt.as_ref.name] = _dt.as_ref
+_ATTR_DTYPES["resource"] = dtypes.resource  # a queue op's handle (never a wire tensor)
 
 
 def _invalid(message):
