@@ -387,6 +387,11 @@ def host_value(value, device):
 # -- what kernels see ---------------------------------------------------------------------------
 
 
+# guards every step's cancellation callbacks: registering and cancelling are rare and short,
+# and a lock per step would cost every Session.run its making
+_CANCEL_LOCK = threading.Lock()
+
+
 class StepContext:
     """What a step's kernels may use (TF's OpKernelContext, the step's part): ``args`` (the
     values fed to ``_Arg`` nodes), ``rendezvous`` (``_Send``/``_Recv``), ``parallel_for`` (in
@@ -399,7 +404,6 @@ class StepContext:
         "tracer",
         "tracing",
         "memory",
-        "_cancel_lock",
         "_cancel_fns",
         "cancel_error",
     )
@@ -410,8 +414,7 @@ class StepContext:
         self.tracer = tracer
         self.tracing = tracer is not None
         self.memory = StepMemory()  # this step's tensors on devices with an allocator
-        self._cancel_lock = threading.Lock()
-        self._cancel_fns = {}  # token -> fn(error): what start_cancel calls
+        self._cancel_fns = None  # token -> fn(error): what start_cancel calls (made on use)
         self.cancel_error = None  # the error the step was cancelled with, once it was
 
     # -- cancellation (TF's CancellationManager) -----------------------------------------------
@@ -420,10 +423,12 @@ class StepContext:
         timeout, a closed session): an asynchronous kernel's way to stop waiting.  Returns a
         token for ``remove_on_cancel``; if the step was cancelled already, calls ``fn`` at once
         and returns None."""
-        with self._cancel_lock:
+        with _CANCEL_LOCK:
             error = self.cancel_error
             if error is None:
                 token = object()
+                if self._cancel_fns is None:
+                    self._cancel_fns = {}
                 self._cancel_fns[token] = fn
                 return token
         fn(error)
@@ -432,17 +437,19 @@ class StepContext:
     def remove_on_cancel(self, token):
         """Forgets a callback (its wait ended); a None token is ignored."""
         if token is not None:
-            with self._cancel_lock:
-                self._cancel_fns.pop(token, None)
+            with _CANCEL_LOCK:
+                if self._cancel_fns is not None:
+                    self._cancel_fns.pop(token, None)
 
     def start_cancel(self, error):
         """Cancels the step's waits with ``error``: each registered callback runs once, on this
         thread; later calls do nothing.  Returns True for the first call."""
-        with self._cancel_lock:
+        with _CANCEL_LOCK:
             if self.cancel_error is not None:
                 return False
             self.cancel_error = error
-            fns, self._cancel_fns = list(self._cancel_fns.values()), {}
+            fns = list(self._cancel_fns.values()) if self._cancel_fns else []
+            self._cancel_fns = None
         for fn in fns:
             fn(error)
         return True
