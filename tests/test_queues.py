@@ -506,3 +506,10 @@ def test_timeout_of_a_step_running_on_the_pools(no_thread_left):
             s.run(out, options=tf.RunOptions(timeout_in_ms=100))
         s.run(q.enqueue(tf.matmul([[1.0]], [[4.0]])))
         np.testing.assert_array_equal(s.run(out), [[8.0]])
+
+
+def test_the_queue_classes_are_also_under_tf_queue():
+    """TF 1.15 names them twice: ``tf.FIFOQueue`` and ``tf.queue.FIFOQueue``."""
+    assert tf.queue.FIFOQueue is tf.FIFOQueue and tf.queue.QueueBase is tf.QueueBase
+    q = tf.queue.FIFOQueue(2, tf.float32)
+    assert isinstance(q, tf.QueueBase) and q.queue_ref.op.type == "FIFOQueueV2"
