@@ -7,6 +7,8 @@ cards, numba.cuda on a real card.  Shapes are checked here, before the backend i
 every backend fails with TF's message.
 """
 
+import functools
+
 import numpy as np
 
 from minitf.framework import dtypes as D
@@ -80,55 +82,51 @@ def _scalar_kernel(plain):
     return compute
 
 
+@functools.cache
+def _binary_kernel(fn, backend, scalars):
+    """The one kernel of binary op ``fn`` on ``backend`` (``scalars``: its operands are scalars
+    by their static shapes): it holds no state of its own, so every node of the op shares it (a
+    step touches fewer objects)."""
+    plain = backend.zip_scalars(fn) if scalars else None
+    if plain is not None:
+        return _scalar_kernel(plain)
+    f, shape = backend.zip(fn), backend.shape
+    compute = _zip_kernel(f, shape, None)
+    compute.forwarding = {p: _zip_kernel(f, shape, p) for p in (0, 1)}
+    return compute
+
+
+@functools.cache
+def _unary_kernel(fn, backend):
+    """The one kernel of unary op ``fn`` on ``backend``, shared like ``_binary_kernel``'s."""
+    f = backend.map(fn)
+
+    def compute(ctx, ins):
+        return (f(ctx, ins[0]),)
+
+    def compute_into(ctx, ins):
+        return (f(ctx, ins[0], ins[0]),)
+
+    compute.forwarding = {0: compute_into}
+    return compute
+
+
 def _zip(fn):
     """A broadcasting binary kernel (``fn`` in ``tensor_ops.ZIP_FNS``), with its variants that
-    write into input 0 or 1 (``compute.forwarding``).  It holds no state of its own, so every
-    node of the op on one backend shares one (a step touches fewer objects); nodes whose
-    operands are statically scalars share the backend's plain scalar function
-    (``zip_scalars``), where it has one."""
-    shared = {}
+    write into input 0 or 1 (``compute.forwarding``); nodes whose operands are statically
+    scalars get the backend's plain scalar function (``zip_scalars``), where it has one."""
 
     def factory(op, device):
-        backend = device.backend
         scalars = all(src.outputs[k][1].ndims == 0 for src, k in op.inputs)
-        plain = backend.zip_scalars(fn) if scalars else None
-        key = (backend, plain is not None)
-        compute = shared.get(key)
-        if compute is None:
-            if plain is not None:
-                compute = _scalar_kernel(plain)
-            else:
-                f, shape = backend.zip(fn), backend.shape
-                compute = _zip_kernel(f, shape, None)
-                compute.forwarding = {p: _zip_kernel(f, shape, p) for p in (0, 1)}
-            shared[key] = compute
-        return compute
+        return _binary_kernel(fn, device.backend, scalars)
 
     return factory
 
 
 def _map(fn):
     """A unary elementwise kernel (``fn`` in ``tensor_ops.MAP_FNS``), with its variant that
-    writes into its input (``compute.forwarding[0]``); shared like ``_zip``'s."""
-    shared = {}
-
-    def factory(op, device):
-        backend = device.backend
-        compute = shared.get(backend)
-        if compute is None:
-            f = backend.map(fn)
-
-            def compute(ctx, ins):
-                return (f(ctx, ins[0]),)
-
-            def compute_into(ctx, ins):
-                return (f(ctx, ins[0], ins[0]),)
-
-            compute.forwarding = {0: compute_into}
-            shared[backend] = compute
-        return compute
-
-    return factory
+    writes into its input (``compute.forwarding[0]``)."""
+    return lambda op, device: _unary_kernel(fn, device.backend)
 
 
 _BINARY = {"splittable": True, "allocates": True, "forwards": (0, 1)}

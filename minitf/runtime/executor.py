@@ -31,7 +31,7 @@ from minitf.runtime.graph_partition import Partitions
 from minitf.runtime.placer import attach_node
 from minitf.runtime.scheduler import HeadStart, Plan, serial_order
 from minitf.runtime.step_stats import ChunkStats
-from minitf.runtime.tensor_lifetime import Lifetimes, StepMemory
+from minitf.runtime.tensor_lifetime import Lifetimes, StepMemory, charge
 
 INLINE_ELEMENTS = 1 << 15  # ops producing more elements than this go to the inter-op pool
 
@@ -76,15 +76,8 @@ class KernelCache:
         key = (name, device_name)
         if key in self._charged:
             return
-        tokens = []
-        for v in outs:
-            nbytes = int(getattr(v, "nbytes", 0) or 0)
-            if nbytes:
-                token = allocator.allocate(
-                    nbytes, name, getattr(v, "shape", None), getattr(v, "dtype", None)
-                )
-                tokens.append((allocator, token))
-        self._charged[key] = tokens
+        tokens = [charge(allocator, name, v) for v in outs]
+        self._charged[key] = [(allocator, t) for t in tokens if t is not None]
 
     def clear(self):
         """The session closed: its kernels go, and what they held on its devices."""
@@ -145,29 +138,34 @@ class ExecutionPlan:
         return self._program
 
     def _make_program(self):
+        """Both programs in one pass over the serial order: the traced one (every node, each
+        through its kernel) and the fast one (constants done, plain functions called as they
+        are)."""
         plan, life = self.plan, self.lifetimes
         order = serial_order(plan)
         dead = life.deaths(order, plan.inputs)
         start = [None] * plan.n
-        records = []
+        traced, records = [], []
         once = StepContext()  # what the constants' kernels see, the one time they run
         for i in order:
-            if life.persistent[i] and not plan.inputs[i] and not plan.pending0[i]:
-                try:
-                    start[i] = self.kernels[i](once, [])
-                    continue
-                except Exception:  # noqa: BLE001 - it fails again, reported, when run
-                    pass
             kernel = self.kernels[i]
             p = life.forward[i]
             if p >= 0 and dead[i] is not None and plan.inputs[i][p][0] in dead[i]:
                 kernel = self.forwarding[i]
             d = dead[i]
-            src = _flat(plan.inputs[i])
+            record = (i, kernel, _flat(plan.inputs[i]), d[0] if d and len(d) == 1 else d)
+            traced.append(record)
+            if life.persistent[i] and not plan.inputs[i] and not plan.pending0[i]:
+                try:
+                    start[i] = kernel(once, [])
+                    continue
+                except Exception:  # noqa: BLE001 - it fails again, reported, when run
+                    pass
             direct = getattr(kernel, "direct", None)
-            if direct is not None and len(src) == 4:
-                kernel, src = direct, src + _DIRECT
-            records.append((i, kernel, src, d[0] if d and len(d) == 1 else d))
+            if direct is not None and len(record[2]) == 4:
+                record = (i, direct, record[2] + _DIRECT, record[3])
+            records.append(record)
+        self._traced = traced
         return start, records
 
     def head_start(self):
@@ -180,17 +178,9 @@ class ExecutionPlan:
         return self._head_start
 
     def traced_program(self):
-        """The program's records with every node in it (a traced run records the constants)."""
-        if self._traced is None:
-            life = self.lifetimes
-            dead = life.deaths(serial_order(self.plan), self.plan.inputs)
-            by_node = {
-                r[0]: r if len(r[2]) != 5 else (r[0], self.kernels[r[0]], r[2][:4], r[3])
-                for r in self.program()[1]
-            }  # (a direct record gets its kernel back: _run_traced calls kernels)
-            self._traced = [
-                by_node.get(i) or (i, self.kernels[i], (), dead[i]) for i in serial_order(self.plan)
-            ]
+        """The program's records with every node in it, each called through its kernel (a
+        traced run records the constants too); made with ``program``."""
+        self.program()
         return self._traced
 
 

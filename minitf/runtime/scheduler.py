@@ -85,15 +85,12 @@ class HeadStart:
 
     def __init__(self, plan: Plan, done: Sequence[int]):
         self.done = list(done)
-        pending = list(plan.pending0)
+        step = Step(plan)
         skip = set(self.done)
         ready = [i for i in plan.roots if i not in skip]
         for i in self.done:
-            for j in plan.successors[i]:
-                pending[j] -= 1
-                if pending[j] == 0:
-                    ready.append(j)
-        self.pending = pending
+            ready.extend(step.finish(i))
+        self.pending = step.pending
         self.roots = ready
 
 

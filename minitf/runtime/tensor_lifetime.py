@@ -98,6 +98,20 @@ class Lifetimes:
         return out
 
 
+def charge(allocator, name, value):
+    """Allocates ``value``'s bytes on ``allocator`` for op ``name``; returns the token, or None
+    for a value that takes nothing there (a variable reference: its variable accounts for its
+    own storage; a value without bytes)."""
+    if type(value) is VariableRef:
+        return None
+    nbytes = int(getattr(value, "nbytes", 0) or 0)
+    if not nbytes:
+        return None
+    return allocator.allocate(
+        nbytes, name, getattr(value, "shape", None), getattr(value, "dtype", None)
+    )
+
+
 class _Buffer:
     """One allocation of a step: freed when the last output sharing it dies."""
 
@@ -122,19 +136,14 @@ class StepMemory:
         value handed to another card is charged there again: a copy in TF)."""
         held = []
         for v in outs:
-            if type(v) is VariableRef:
-                continue  # a variable accounts for its own storage
-            nbytes = getattr(v, "nbytes", 0)
-            if not nbytes:
-                continue
             key = (id(v), allocator)
             buf = self._by_id.get(key)
             if buf is not None and buf.value is v:
                 buf.refs += 1
             else:
-                token = allocator.allocate(
-                    int(nbytes), name, getattr(v, "shape", None), getattr(v, "dtype", None)
-                )
+                token = charge(allocator, name, v)
+                if token is None:
+                    continue
                 buf = self._by_id[key] = _Buffer(allocator, token, v)
             held.append(buf)
         if held:
