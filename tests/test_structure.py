@@ -24,6 +24,7 @@ import pytest
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / "minitf"
 LAYERS = {
+    "lib": 0,
     "framework": 0,
     "ops": 1,
     "kernels": 2,

@@ -92,3 +92,46 @@ def _shape_text(shape):
     if shape.ndims is None:
         return "?"
     return "[%s]" % ",".join("?" if d is None else str(d) for d in shape.as_list())
+
+
+# -- gradients ---------------------------------------------------------------------------------
+# Book section: "Training" (the chapter's replicas all run ``tf.gradients``).  TF keeps one
+# gradient function per op type (``ops.RegisterGradient``); ``tf.gradients`` looks it up for
+# every op between the xs and the ys.  A function gets the forward ``op`` and one incoming
+# gradient per output (None for an output nothing flowed back to) and returns one gradient
+# per input (None: no gradient flows to that input).
+
+_GRADIENTS: dict[str, Any] = {}
+
+
+class RegisterGradient:
+    """``@RegisterGradient("Relu")`` registers the decorated function as ``Relu``'s gradient."""
+
+    def __init__(self, op_type: str) -> None:
+        if not isinstance(op_type, str):
+            raise TypeError("op_type must be a string")
+        self._op_type = op_type
+
+    def __call__(self, fn: Any) -> Any:
+        if self._op_type in _GRADIENTS:
+            raise KeyError("Registering two gradient with name '%s'!" % self._op_type)
+        _GRADIENTS[self._op_type] = fn
+        return fn
+
+
+def NotDifferentiable(op_type: str) -> None:  # noqa: N802 - TF's name
+    """Declares that no gradient flows through ``op_type`` (``ArgMax``, ``Shape`` ...)."""
+    if not isinstance(op_type, str):
+        raise TypeError("op_type must be a string")
+    _GRADIENTS[op_type] = None
+
+
+def get_gradient_function(op: ops_graph.Operation) -> Any:
+    """The gradient function of ``op``'s type: None if it is not differentiable; TF's
+    ``LookupError`` if no gradient was ever registered for it."""
+    try:
+        return _GRADIENTS[op.type]
+    except KeyError:
+        raise LookupError(
+            "No gradient defined for operation '%s' (op type: %s)" % (op.name, op.type)
+        ) from None
