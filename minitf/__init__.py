@@ -47,17 +47,21 @@ from minitf.framework.graph import (
 )
 from minitf.framework.tensor_shape import Dimension, TensorShape
 from minitf.ops.array_ops import (
+    boolean_mask,
     concat,
     constant,
     expand_dims,
     fill,
+    gather,
     identity,
+    logical_not,
     ones,
     ones_like,
     placeholder,
     reshape,
     shape,
     size,
+    squeeze,
     stack,
     stop_gradient,
     tile,
@@ -111,6 +115,7 @@ from minitf.ops.variables import (
     is_variable_initialized,
     local_variables,
     local_variables_initializer,
+    report_uninitialized_variables,
     trainable_variables,
     variables_initializer,
 )
