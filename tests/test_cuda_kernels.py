@@ -289,7 +289,7 @@ def test_unary_matches_numpy(launcher, case):
 def test_unary_domain_edges_give_tfs_inf_and_nan(launcher):
     """log(0) = -inf, log(-1) = sqrt(-1) = nan, rsqrt(0) = inf, exp(1000) = inf, floor and
     sigmoid of +-inf: where Python's ``math`` (the simulator) would raise."""
-    x = np.array([0.0, -1.0, np.inf, -np.inf, 1000.0, -1000.0], np.float64)
+    x = np.array([0.0, -0.0, -1.0, np.inf, -np.inf, 1000.0, -1000.0], np.float64)
     with np.errstate(all="ignore"):
         for op in FLOAT_UNARY:
             out = run(launcher, lambda s, a, op=op: K.unary(s, op, a), x)

@@ -598,7 +598,9 @@ def _math_unary_fn(op, ctype):
         def f(x):
             if x < 0:
                 return ctype(math.nan)
-            return ctype(math.inf) if x == 0 else ctype(1.0 / math.sqrt(x))
+            if x == 0:  # 1 / sqrt(-0.0) is -inf
+                return ctype(math.copysign(math.inf, x))
+            return ctype(1.0 / math.sqrt(x))
     elif op == "floor":
 
         def f(x):

@@ -213,6 +213,23 @@ register("Sum", _reduction("sum"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True, a
 register("Mean", _reduction("mean"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True, allocates=True)
 
 
+@host_kernel
+def _prod(op, device):
+    """``Prod`` on the host: gradients take it of shapes (TF keeps those in host memory)."""
+    keep, np_dtype = op.get_attr("keep_dims"), op.get_attr("T").as_numpy_dtype
+
+    def compute(ctx, ins):
+        x, axes = ins
+        rank = max(np.ndim(x), 1)
+        axis = tuple(sorted({int(a) % rank for a in np.reshape(axes, -1)}))
+        return (np.prod(x, axis=axis, keepdims=keep, dtype=np_dtype),)
+
+    return compute
+
+
+register("Prod", _prod, cpu=NUMERIC, gpu=GPU_MATH)
+
+
 # -- the math of a small MLP (book: "Training") ------------------------------------------------
 # Elementwise ones go through the backend's map/zip (a CUDA kernel on a card); comparisons,
 # ArgMax, Max and Select compute with numpy on the host (``host_kernel``) on any device.
