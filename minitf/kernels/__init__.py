@@ -12,6 +12,7 @@ Book section: "Operations and kernels".
 from minitf.kernels import (  # noqa: F401  # noqa: F401
     array_kernels,
     math_kernels,
+    nn_kernels,
     queue_kernels,
     random_kernels,
     sendrecv_kernels,

@@ -45,8 +45,35 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-ZIP_FNS = ("add", "sub", "mul", "realdiv", "floordiv")
-MAP_FNS = ("neg", "square")
+ZIP_FNS = (
+    "add",
+    "sub",
+    "mul",
+    "realdiv",
+    "floordiv",
+    "maximum",
+    "minimum",
+    # the gradient helpers of tf.nn (same-shape operands): ReluGrad(g, features),
+    # SigmoidGrad(y, g) = g*y*(1-y), TanhGrad(y, g) = g*(1-y*y)
+    "relu_grad",
+    "sigmoid_grad",
+    "tanh_grad",
+)
+MAP_FNS = (
+    "neg",
+    "square",
+    "abs",
+    "relu",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "floor",
+    "sigmoid",
+    "tanh",
+)
+#: the MAP_FNS only defined for floating-point tensors (TF registers no integer kernels)
+FLOAT_MAP_FNS = ("exp", "log", "sqrt", "rsqrt", "floor", "sigmoid", "tanh")
 REDUCE_FNS = ("sum", "mean")
 
 Compute = Callable[..., Any]
