@@ -11,9 +11,11 @@ Book section: "Operations and kernels".
 
 from minitf.kernels import (  # noqa: F401  # noqa: F401
     array_kernels,
+    decay_math_kernels,
     math_kernels,
     queue_kernels,
     random_kernels,
     sendrecv_kernels,
     state_kernels,
+    training_kernels,
 )

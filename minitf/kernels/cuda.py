@@ -81,7 +81,7 @@ MAX_REDUCE_BLOCKS = 1 if SIMULATOR else 4096
 MAX_MATMUL_BLOCKS = 4 if SIMULATOR else 1024
 
 BINARY_OPS = ("add", "sub", "mul", "realdiv", "floordiv")
-UNARY_OPS = ("neg", "square", "identity")
+UNARY_OPS = ("neg", "square", "sqrt", "identity")
 REDUCE_OPS = ("sum", "mean")
 
 
@@ -500,6 +500,10 @@ def _unary_fn(op, ctype):
 
         def f(x):
             return ctype(x) * ctype(x)
+    elif op == "sqrt":
+
+        def f(x):
+            return ctype(math.sqrt(ctype(x)))
     else:
         return _identity
     return f

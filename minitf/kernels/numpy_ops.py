@@ -60,7 +60,11 @@ _ZIP = {
     "realdiv": (operator.truediv, np.true_divide),
     "floordiv": (_floordiv, None),
 }
-_MAP = {"neg": (operator.neg, np.negative), "square": (lambda x: x * x, np.square)}
+_MAP = {
+    "neg": (operator.neg, np.negative),
+    "square": (lambda x: x * x, np.square),
+    "sqrt": (np.sqrt, np.sqrt),
+}
 
 
 def fits(out: Any, shape: tuple, dtype: Any) -> bool:
