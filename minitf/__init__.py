@@ -53,13 +53,21 @@ from minitf.ops.array_ops import (
     fill,
     identity,
     ones,
+    ones_like,
     placeholder,
     reshape,
+    shape,
+    size,
     stack,
+    stop_gradient,
+    tile,
     zeros,
+    zeros_like,
 )
-from minitf.ops.control_flow_ops import group, no_op
+from minitf.ops.control_flow_ops import group, no_op, with_dependencies
+from minitf.ops.control_flow_ops import tuple_ as tuple  # noqa: A004 - TF's name
 from minitf.ops.data_flow_ops import FIFOQueue, QueueBase
+from minitf.ops.gradients_impl import AggregationMethod, UnconnectedGradients, gradients
 from minitf.ops.init_ops import (
     constant_initializer,
     glorot_uniform_initializer,
@@ -79,6 +87,7 @@ from minitf.ops.math_ops import (
     multiply,
     negative,
     reduce_mean,
+    reduce_prod,
     reduce_sum,
     square,
     subtract,

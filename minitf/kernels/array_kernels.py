@@ -8,10 +8,11 @@ int32 shape operands it keeps in host memory.
 
 import numpy as np
 
+from minitf.framework import dtypes as D
 from minitf.framework import errors
 from minitf.kernels.numpy_ops import scalarize
 from minitf.kernels.registry import ALL, GPU_ARRAY, register
-from minitf.kernels.tensor_ops import host_kernel
+from minitf.kernels.tensor_ops import host_kernel, shape_text
 
 
 def _const(op, device):
@@ -92,3 +93,82 @@ register("ExpandDims", _expand_dims, cpu=ALL, gpu=GPU_ARRAY)
 register("ConcatV2", _concat, cpu=ALL, gpu=GPU_ARRAY)
 register("Pack", _pack, cpu=ALL, gpu=GPU_ARRAY)
 register("Fill", _fill, cpu=ALL, gpu=GPU_ARRAY)
+
+
+# -- the kernels gradients are built from ----------------------------------------------------
+
+
+def _shape(op, device):
+    """``Shape`` and ``Size`` read a tensor's shape where it is, without copying it."""
+    backend, np_dtype = device.backend, op.get_attr("out_type").as_numpy_dtype
+    if op.type == "Size":
+        return lambda ctx, ins: (
+            backend.from_host(np_dtype(int(np.prod(backend.shape(ins[0]), dtype=np.int64)))),
+        )
+    return lambda ctx, ins: (backend.from_host(np.array(backend.shape(ins[0]), dtype=np_dtype)),)
+
+
+@host_kernel
+def _filled_like(op, device):
+    value = 0 if op.type == "ZerosLike" else 1
+    return lambda ctx, ins: (np.full_like(ins[0], value),)
+
+
+@host_kernel
+def _tile(op, device):
+    def compute(ctx, ins):
+        x, multiples = ins
+        reps = _dims(multiples)
+        if len(reps) != np.ndim(x):
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                "Expected multiples argument to be a vector of length %d but got length %d"
+                % (np.ndim(x), len(reps)),
+            )
+        return (np.tile(x, reps),)
+
+    return compute
+
+
+def broadcast_reduction_axes(s0, s1):
+    """TF's ``BroadcastGradientArgs`` on two shapes: for each, the axes of the broadcast result
+    it was stretched along, which its gradient is summed over: every axis where it is 1 or
+    missing (none at all when the shapes are equal)."""
+    s0, s1 = [int(d) for d in s0], [int(d) for d in s1]
+    try:
+        rank = len(np.broadcast_shapes(tuple(s0), tuple(s1)))
+    except ValueError:
+        raise errors.InvalidArgumentError(
+            None, None, "Incompatible shapes: %s vs. %s" % (shape_text(s0), shape_text(s1))
+        ) from None
+    if s0 == s1:
+        return [], []
+    return [[i for i, d in enumerate([1] * (rank - len(s)) + s) if d == 1] for s in (s0, s1)]
+
+
+@host_kernel
+def _broadcast_gradient_args(op, device):
+    np_dtype = op.get_attr("T").as_numpy_dtype
+
+    def compute(ctx, ins):
+        r0, r1 = broadcast_reduction_axes(np.reshape(ins[0], -1), np.reshape(ins[1], -1))
+        return np.array(r0, dtype=np_dtype), np.array(r1, dtype=np_dtype)
+
+    return compute
+
+
+register("Shape", _shape, cpu=ALL, gpu=GPU_ARRAY)
+register("Size", _shape, cpu=ALL, gpu=GPU_ARRAY)
+register("ZerosLike", _filled_like, cpu=ALL, gpu=GPU_ARRAY)
+register("OnesLike", _filled_like, cpu=ALL, gpu=GPU_ARRAY)
+register("Tile", _tile, cpu=ALL, gpu=GPU_ARRAY)
+register(
+    "BroadcastGradientArgs",
+    _broadcast_gradient_args,
+    cpu=(D.int32, D.int64),
+    gpu=(D.int32, D.int64),
+)
+_PASS = lambda op, device: lambda ctx, ins: (ins[0],)  # noqa: E731
+register("StopGradient", _PASS, cpu=ALL, gpu=GPU_ARRAY)
+register("PreventGradient", _PASS, cpu=ALL, gpu=GPU_ARRAY)

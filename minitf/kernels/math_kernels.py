@@ -23,7 +23,7 @@ from minitf.kernels.registry import (
     NUMERIC,
     register,
 )
-from minitf.kernels.tensor_ops import shape_text
+from minitf.kernels.tensor_ops import host_kernel, shape_text
 
 
 def _shape_error(shape, x, y):
@@ -210,3 +210,20 @@ register(
 register("AddN", _add_n, cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
 register("Sum", _reduction("sum"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True, allocates=True)
 register("Mean", _reduction("mean"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True, allocates=True)
+
+
+@host_kernel
+def _prod(op, device):
+    """``Prod`` on the host: gradients take it of shapes (TF keeps those in host memory)."""
+    keep, np_dtype = op.get_attr("keep_dims"), op.get_attr("T").as_numpy_dtype
+
+    def compute(ctx, ins):
+        x, axes = ins
+        rank = max(np.ndim(x), 1)
+        axis = tuple(sorted({int(a) % rank for a in np.reshape(axes, -1)}))
+        return (np.prod(x, axis=axis, keepdims=keep, dtype=np_dtype),)
+
+    return compute
+
+
+register("Prod", _prod, cpu=NUMERIC, gpu=GPU_MATH)

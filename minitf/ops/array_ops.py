@@ -34,6 +34,9 @@ register_op("ConcatV2")
 register_op("Reshape")
 register_op("Fill")
 register_op("Pack")
+for _t in ("Shape", "Size", "ZerosLike", "OnesLike", "Tile", "StopGradient", "PreventGradient"):
+    register_op(_t)
+register_op("BroadcastGradientArgs")
 
 
 def _const_array(value, dtype, shape, verify_shape):
@@ -353,3 +356,118 @@ def stack(values: Sequence[TensorLike], axis: int = 0, name: str | None = "stack
         return apply_op(
             "Pack", values, [(dt, out)], scope, {"T": dt, "N": len(values), "axis": axis}
         ).outputs[0]
+
+
+# -- the ops gradients are built from -------------------------------------------------------
+# Book section: "Training".  ``tf.gradients`` reads shapes at run time (``Shape``), broadcasts
+# a gradient back (``Tile``), finds the axes a broadcast added (``BroadcastGradientArgs``) and
+# fills the gradient of an output nothing flowed back to (``ZerosLike``).
+
+
+def shape(
+    input: TensorLike,  # noqa: A002 - TF's argument name
+    name: str | None = None,
+    out_type: DTypeLike = dtypes.int32,
+) -> Tensor:
+    """``Shape``: the run-time shape of ``input`` as a 1-D int32 (or int64) tensor."""
+    with name_scope(name, "Shape", [input]) as scope:
+        x = convert_to_tensor(input, name="input")
+        out_type = dtypes.as_dtype(out_type).base_dtype
+        dims = tensor_shape.TensorShape([x.shape.ndims])
+        attrs = {"T": x.dtype.base_dtype, "out_type": out_type}
+        return apply_op("Shape", [x], [(out_type, dims)], scope, attrs).outputs[0]
+
+
+def size(
+    input: TensorLike,  # noqa: A002 - TF's argument name
+    name: str | None = None,
+    out_type: DTypeLike = dtypes.int32,
+) -> Tensor:
+    """``Size``: the number of elements of ``input`` (an int32 scalar by default)."""
+    with name_scope(name, "Size", [input]) as scope:
+        x = convert_to_tensor(input, name="input")
+        out_type = dtypes.as_dtype(out_type).base_dtype
+        attrs = {"T": x.dtype.base_dtype, "out_type": out_type}
+        return apply_op("Size", [x], [(out_type, tensor_shape.scalar())], scope, attrs).outputs[0]
+
+
+def _like(op_type, default_name, tensor, dtype, name):
+    with name_scope(name, default_name, [tensor]) as scope:
+        x = convert_to_tensor(tensor, name="tensor")
+        if dtype is not None and dtypes.as_dtype(dtype).base_dtype != x.dtype.base_dtype:
+            value = 0 if op_type == "ZerosLike" else 1
+            return fill(shape(x), constant(value, dtype=dtype), name=scope)
+        dt = x.dtype.base_dtype
+        return apply_op(op_type, [x], [(dt, x.shape)], scope, {"T": dt}).outputs[0]
+
+
+def zeros_like(
+    tensor: TensorLike, dtype: DTypeLike = None, name: str | None = None, optimize: bool = True
+) -> Tensor:
+    """``ZerosLike``: zeros of ``tensor``'s shape (and dtype, unless ``dtype`` is given)."""
+    return _like("ZerosLike", "zeros_like", tensor, dtype, name)
+
+
+def ones_like(
+    tensor: TensorLike, dtype: DTypeLike = None, name: str | None = None, optimize: bool = True
+) -> Tensor:
+    """``OnesLike``: ones of ``tensor``'s shape (and dtype, unless ``dtype`` is given)."""
+    return _like("OnesLike", "ones_like", tensor, dtype, name)
+
+
+def tile(
+    input: TensorLike,  # noqa: A002 - TF's argument name
+    multiples: TensorLike,
+    name: str | None = None,
+) -> Tensor:
+    """``Tile``: ``input`` repeated ``multiples[i]`` times along each axis ``i``."""
+    with name_scope(name, "Tile", [input, multiples]) as scope:
+        x = convert_to_tensor(input, name="input")
+        m = convert_to_tensor(multiples, dtype=dtypes.int32, name="multiples")
+        out = tensor_shape.unknown_shape(x.shape.ndims)
+        reps = _static_value(m)
+        if reps is not None and x.shape.ndims is not None:
+            reps = [int(r) for r in np.reshape(reps, -1)]
+            if len(reps) != x.shape.ndims:
+                raise shape_error(
+                    "Tile",
+                    scope,
+                    [x, m],
+                    "Shape must be rank %d but is rank %d" % (x.shape.ndims, len(reps)),
+                )
+            out = tensor_shape.TensorShape(
+                [None if d is None else d * r for d, r in zip(x.shape.as_list(), reps)]
+            )
+        dt = x.dtype.base_dtype
+        return apply_op("Tile", [x, m], [(dt, out)], scope, {"T": dt}).outputs[0]
+
+
+def broadcast_gradient_args(s0: Tensor, s1: Tensor, name: str | None = None) -> list[Tensor]:
+    """``BroadcastGradientArgs``: for two shapes that broadcast together, the axes of the
+    result each one was broadcast along (what a gradient must be summed over)."""
+    with name_scope(name, "BroadcastGradientArgs", [s0, s1]) as scope:
+        dt = s0.dtype.base_dtype
+        outs = [(dt, tensor_shape.TensorShape([None]))] * 2
+        return apply_op("BroadcastGradientArgs", [s0, s1], outs, scope, {"T": dt}).outputs
+
+
+def stop_gradient(input: TensorLike, name: str | None = None) -> Tensor:  # noqa: A002
+    """``StopGradient``: the same value, but ``tf.gradients`` treats it as a constant."""
+    with name_scope(name, "StopGradient", [input]) as scope:
+        x = convert_to_tensor(input, name="input")
+        dt = x.dtype.base_dtype
+        return apply_op("StopGradient", [x], [(dt, x.shape)], scope, {"T": dt}).outputs[0]
+
+
+def prevent_gradient(
+    input: TensorLike,  # noqa: A002 - TF's argument name
+    message: str = "",
+    name: str | None = None,
+) -> Tensor:
+    """``PreventGradient``: the same value; asking for its gradient is an error that says
+    ``message`` (TF puts one after a fused op whose second derivative it has not)."""
+    with name_scope(name, "PreventGradient", [input]) as scope:
+        x = convert_to_tensor(input, name="input")
+        dt = x.dtype.base_dtype
+        attrs = {"T": dt, "message": message}
+        return apply_op("PreventGradient", [x], [(dt, x.shape)], scope, attrs).outputs[0]

@@ -50,3 +50,28 @@ def _noop_after(g, device, deps, name):
             return no_op(name=name)
         with g.device(device):
             return no_op(name=name)
+
+
+def with_dependencies(dependencies: Any, output_tensor: Any, name: str | None = None) -> Any:
+    """``output_tensor`` passed through an ``Identity`` (named ``control_dependency``) that runs
+    only after ``dependencies``, on ``output_tensor``'s device."""
+    from minitf.ops.array_ops import identity
+
+    g = output_tensor.graph
+    with g.as_default(), name_scope(name, "control_dependency", [output_tensor]) as scope:
+        with g.colocate_with(output_tensor.op), g.control_dependencies(dependencies):
+            return identity(output_tensor, name=scope)
+
+
+def tuple_(tensors: Any, name: str | None = None, control_inputs: Any = None) -> list:
+    """``tf.tuple`` (the ``_`` keeps Python's ``tuple`` usable in this module): the tensors,
+    each passed on only once all of them are computed (a ``group_deps`` NoOp that waits for
+    them all, then one ``control_dependency`` Identity per tensor; None stays None).  How
+    ``gate_gradients`` keeps an op's input gradients together."""
+    present = [t for t in tensors if t is not None]
+    if not present:
+        raise ValueError("Must have at least one Tensor: %s" % (tensors,))
+    with name_scope(name, "tuple", present):
+        gating_ops = [t.op for t in present] + list(control_inputs or ())
+        gate = group(*gating_ops)
+        return [None if t is None else with_dependencies([gate], t) for t in tensors]

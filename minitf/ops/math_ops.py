@@ -26,6 +26,7 @@ for _t in (
     "AddN",
     "Sum",
     "Mean",
+    "Prod",
     "Cast",
 ):
     register_op(_t, type_attr="SrcT" if _t == "Cast" else "T")
@@ -206,6 +207,11 @@ def add_n(inputs: Sequence[TensorLike], name: str | None = None) -> Tensor:
 
 def _reduction(op_type, input_tensor, axis, keepdims, name):
     x = convert_to_tensor(input_tensor, name="input_tensor")
+    if isinstance(axis, Tensor):  # axes known only at run time (a gradient's, say)
+        dt = x.dtype.base_dtype
+        shape = tensor_shape.unknown_shape(x.shape.ndims if keepdims else None)
+        attrs = {"T": dt, "Tidx": axis.dtype.base_dtype, "keep_dims": bool(keepdims)}
+        return apply_op(op_type, [x, axis], [(dt, shape)], name or op_type, attrs).outputs[0]
     rank = x.shape.ndims
     if axis is None:
         if rank is None:
@@ -231,9 +237,8 @@ def _reduction(op_type, input_tensor, axis, keepdims, name):
         shape = tensor_shape.unknown_shape()
     axis_t = constant(axes, dtype=dtypes.int32)
     dt = x.dtype.base_dtype
-    return apply_op(
-        op_type, [x, axis_t], [(dt, shape)], name or op_type, {"T": dt, "keep_dims": bool(keepdims)}
-    ).outputs[0]
+    attrs = {"T": dt, "Tidx": dtypes.int32, "keep_dims": bool(keepdims)}
+    return apply_op(op_type, [x, axis_t], [(dt, shape)], name or op_type, attrs).outputs[0]
 
 
 def reduce_sum(
@@ -262,6 +267,20 @@ def reduce_mean(
     axis = reduction_indices if axis is None else axis
     keep = bool(keepdims if keepdims is not None else keep_dims)
     return _reduction("Mean", input_tensor, axis, keep, name)
+
+
+def reduce_prod(
+    input_tensor: TensorLike,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool | None = None,
+    name: str | None = None,
+    reduction_indices: int | Sequence[int] | None = None,
+    keep_dims: bool | None = None,
+) -> Tensor:
+    """``Prod`` over ``axis`` (all axes by default)."""
+    axis = reduction_indices if axis is None else axis
+    keep = bool(keepdims if keepdims is not None else keep_dims)
+    return _reduction("Prod", input_tensor, axis, keep, name)
 
 
 # -- Python operators on tensors ---------------------------------------------------------------

@@ -1,0 +1,56 @@
+"""Gradient functions of the array ops (TF's ``python/ops/array_grad.py``).
+
+Book section: "Training".  Ops that only move or reshape values hand the gradient back moved
+or reshaped; ops that read only a shape (``Shape``, ``ZerosLike``) pass no gradient on;
+``StopGradient`` stops it; ``PreventGradient`` refuses it with its message.
+"""
+
+from __future__ import annotations
+
+from minitf.ops import array_ops, math_ops
+from minitf.ops.op_def import NotDifferentiable, RegisterGradient
+
+for _t in ("Shape", "Size", "ZerosLike", "OnesLike", "BroadcastGradientArgs", "StopGradient"):
+    NotDifferentiable(_t)
+NotDifferentiable("Const")
+NotDifferentiable("Placeholder")
+
+
+@RegisterGradient("Identity")
+def _identity_grad(op, grad):
+    return grad
+
+
+@RegisterGradient("Reshape")
+def _reshape_grad(op, grad):
+    return array_ops.reshape(grad, array_ops.shape(op.inputs[0])), None
+
+
+@RegisterGradient("ExpandDims")
+def _expand_dims_grad(op, grad):
+    return array_ops.reshape(grad, array_ops.shape(op.inputs[0])), None
+
+
+@RegisterGradient("Tile")
+def _tile_grad(op, grad):
+    """Each tile's gradient summed back onto the input: the gradient reshaped to
+    ``[multiple_0, dim_0, multiple_1, dim_1, ...]`` and summed over the multiples."""
+    x = op.inputs[0]
+    rank = x.shape.ndims
+    if rank is None:
+        raise NotImplementedError("minitf differentiates Tile only for inputs of known rank")
+    shape = array_ops.shape(x)
+    split = array_ops.reshape(array_ops.stack([op.inputs[1], shape], axis=1), [-1])
+    summed = math_ops.reduce_sum(array_ops.reshape(grad, split), axis=list(range(0, 2 * rank, 2)))
+    return summed, None
+
+
+@RegisterGradient("Fill")
+def _fill_grad(op, grad):
+    """The fill value's gradient: the sum of the whole gradient."""
+    return None, math_ops.reduce_sum(grad)
+
+
+@RegisterGradient("PreventGradient")
+def _prevent_gradient_grad(op, grad):
+    raise LookupError("Gradient explicitly disabled. Reason: %s" % op.get_attr("message"))

@@ -1,0 +1,184 @@
+"""Gradient functions of the math ops (TF's ``python/ops/math_grad.py``).
+
+Book section: "Training".  Each function gets the forward ``op`` and the gradient of its output
+and builds the gradient of each input, with the ops and names TF builds (``MatMul_grad/MatMul``,
+``add_grad/Reshape_1`` ...).  A broadcasting binary op sums its gradient over the axes an input
+was stretched along, and reshapes it back to that input's shape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minitf.framework import dtypes
+from minitf.ops import array_ops, math_ops
+from minitf.ops.op_def import NotDifferentiable, RegisterGradient
+
+
+def _same_static_shapes(x, y, grad):
+    """True when x, y and grad have one fully known shape (no reduction can be needed)."""
+    return (
+        x.shape.is_fully_defined()
+        and y.shape.is_fully_defined()
+        and x.shape == y.shape
+        and grad.shape == x.shape
+    )
+
+
+def _reduced_to_inputs(op, gx, gy):
+    """``gx`` and ``gy`` (gradients of the broadcast result) summed over the axes each input
+    was broadcast along and reshaped to that input: ``Shape``, ``Shape_1``,
+    ``BroadcastGradientArgs``, ``Sum`` + ``Reshape``, ``Sum_1`` + ``Reshape_1``."""
+    x, y = op.inputs
+    sx, sy = array_ops.shape(x), array_ops.shape(y)
+    rx, ry = array_ops.broadcast_gradient_args(sx, sy)
+    out_x = array_ops.reshape(math_ops.reduce_sum(gx, rx), sx)
+    out_y = array_ops.reshape(math_ops.reduce_sum(gy, ry), sy) if gy is not None else None
+    return out_x, out_y
+
+
+@RegisterGradient("AddV2")
+def _add_grad(op, grad):
+    x, y = op.inputs
+    if _same_static_shapes(x, y, grad):
+        return grad, grad
+    return _reduced_to_inputs(op, grad, grad)
+
+
+@RegisterGradient("Sub")
+def _sub_grad(op, grad):
+    x, y = op.inputs
+    if _same_static_shapes(x, y, grad):
+        return grad, math_ops.negative(grad)
+    gx, gy = _reduced_to_inputs(op, grad, grad)
+    return gx, math_ops.negative(gy)
+
+
+@RegisterGradient("Mul")
+def _mul_grad(op, grad):
+    """d(x·y) = g·y and x·g (``Mul``, ``Mul_1``), reduced when the inputs broadcast."""
+    x, y = op.inputs
+    if _same_static_shapes(x, y, grad):
+        return math_ops.multiply(grad, y), math_ops.multiply(x, grad)
+    return _reduced_to_inputs(op, math_ops.multiply(grad, y), math_ops.multiply(x, grad))
+
+
+def _realdiv(x, y):
+    with math_ops.name_scope(None, "RealDiv", [x, y]) as scope:
+        return math_ops._binary("RealDiv", x, y, scope)
+
+
+@RegisterGradient("RealDiv")
+def _realdiv_grad(op, grad):
+    """d(x/y) = g/y and -g·x/y²."""
+    x, y = op.inputs
+    gx = _realdiv(grad, y)
+    gy = math_ops.multiply(grad, _realdiv(_realdiv(math_ops.negative(x), y), y))
+    return _reduced_to_inputs(op, gx, gy)
+
+
+NotDifferentiable("FloorDiv")
+
+
+@RegisterGradient("Neg")
+def _neg_grad(op, grad):
+    return math_ops.negative(grad)
+
+
+@RegisterGradient("Square")
+def _square_grad(op, grad):
+    """d(x²) = g·(2x), once g is there (``Const``, ``Mul``, ``Mul_1``)."""
+    x = op.inputs[0]
+    with op.graph.control_dependencies([grad]):
+        two = array_ops.constant(2.0, dtype=x.dtype.base_dtype)
+        return math_ops.multiply(grad, math_ops.multiply(x, two))
+
+
+@RegisterGradient("MatMul")
+def _matmul_grad(op, grad):
+    """For ``a @ b``: ``g @ bᵀ`` (``MatMul``) and ``aᵀ @ g`` (``MatMul_1``); the other
+    transpose combinations likewise."""
+    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
+    a, b = op.inputs
+    mm = math_ops.matmul
+    if not ta and not tb:
+        return mm(grad, b, transpose_b=True), mm(a, grad, transpose_a=True)
+    if not ta and tb:
+        return mm(grad, b), mm(grad, a, transpose_a=True)
+    if ta and not tb:
+        return mm(b, grad, transpose_b=True), mm(a, grad)
+    return (
+        mm(b, grad, transpose_a=True, transpose_b=True),
+        mm(grad, a, transpose_a=True, transpose_b=True),
+    )
+
+
+@RegisterGradient("AddN")
+def _add_n_grad(op, grad):
+    return [grad] * len(op.inputs)
+
+
+@RegisterGradient("Cast")
+def _cast_grad(op, grad):
+    """The gradient cast back, between floating types only (else none flows)."""
+    src, dst = op.inputs[0].dtype.base_dtype, grad.dtype.base_dtype
+    if (src.is_floating or src.is_complex) and (dst.is_floating or dst.is_complex):
+        return math_ops.cast(grad, src)
+    return None
+
+
+def _kept_dims_and_axes(op):
+    """The input's rank, the reduced axes and the reduction's output shape with the reduced
+    axes kept as 1s (a list when static, else None)."""
+    x, axes_t = op.inputs
+    rank = x.shape.ndims
+    axes = array_ops._static_value(axes_t)
+    if rank is None or axes is None:
+        raise NotImplementedError(
+            "minitf differentiates %s only over constant axes of an input of known rank "
+            "(op '%s')" % (op.type, op.name)
+        )
+    axes = sorted({int(a) % max(rank, 1) for a in np.reshape(axes, -1)})
+    dims = x.shape.as_list()
+    kept = [1 if i in axes else d for i, d in enumerate(dims)]
+    return rank, axes, kept
+
+
+@RegisterGradient("Sum")
+def _sum_grad(op, grad):
+    """The gradient reshaped to the input's rank (reduced axes as 1s) and tiled back over
+    them (``Reshape``, ``Tile``)."""
+    x = op.inputs[0]
+    rank, axes, kept = _kept_dims_and_axes(op)
+    if axes == list(range(rank)):  # everything summed: a scalar spread over x
+        grad = array_ops.reshape(grad, [1] * rank)
+        if x.shape.is_fully_defined():
+            multiples = array_ops.constant(x.shape.as_list(), dtype=dtypes.int32)
+        else:
+            multiples = array_ops.shape(x)
+        return array_ops.tile(grad, multiples), None
+    if None not in kept:
+        grad = array_ops.reshape(grad, kept)
+        scaling = [d // k if d is not None else None for d, k in zip(x.shape.as_list(), kept)]
+        if None not in scaling:
+            return array_ops.tile(grad, scaling), None
+    keep = np.array([0 if i in axes else 1 for i in range(rank)], dtype=np.int32)
+    shape = array_ops.shape(x)
+    kept_t = math_ops.add(math_ops.multiply(shape, keep), 1 - keep)
+    grad = array_ops.reshape(grad, kept_t)
+    return array_ops.tile(grad, math_ops.floordiv(shape, kept_t)), None
+
+
+@RegisterGradient("Mean")
+def _mean_grad(op, grad):
+    """The Sum gradient divided by how many inputs each output averaged."""
+    sum_grad = _sum_grad(op, grad)[0]
+    in_shape, out_shape = op.inputs[0].shape, op.outputs[0].shape
+    if in_shape.is_fully_defined() and out_shape.is_fully_defined():
+        factor = in_shape.num_elements() // max(out_shape.num_elements(), 1)
+        factor = array_ops.constant(factor, dtype=sum_grad.dtype.base_dtype)
+    else:
+        in_size = math_ops.reduce_prod(array_ops.shape(op.inputs[0]))
+        out_size = math_ops.reduce_prod(array_ops.shape(op.outputs[0]))
+        factor = math_ops.cast(math_ops.floordiv(in_size, out_size), sum_grad.dtype)
+    return math_ops.truediv(sum_grad, factor), None
