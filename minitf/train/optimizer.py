@@ -30,11 +30,12 @@ from minitf.framework.graph import (
     get_default_graph,
     name_scope,
 )
-from minitf.ops import control_flow_ops, state_ops
+from minitf.ops import control_flow_ops, gradients_impl, state_ops
 from minitf.ops.variables import Variable, trainable_variables
 from minitf.train import slot_creator
 
-_VALID_DTYPES = (dtypes.float16, dtypes.float32, dtypes.float64)  # (minitf has no bfloat16)
+# in the order TF 1.15 lists them (its set), less bfloat16, which minitf does not have
+_VALID_DTYPES = (dtypes.float32, dtypes.float64, dtypes.float16)
 
 
 def _var_key(var):
@@ -122,8 +123,6 @@ class Optimizer:
         var_list = trainable_variables() if var_list is None else _flatten(var_list)
         if not var_list:
             raise ValueError("No variables to optimize.")
-        from minitf.ops import gradients_impl
-
         grads = gradients_impl.gradients(
             loss,
             [v._ref() for v in var_list],
