@@ -236,6 +236,27 @@ def test_nesterov_momentum_and_gate_graph():
     np.testing.assert_allclose(sess.run(w), [1, 2] - 0.1 * acc - 0.1 * 0.9 * acc, rtol=1e-6)
 
 
+def test_gating_and_colocating_gradients():
+    """GATE_OP (default): each op's input gradients through a ``tuple``; GATE_NONE: none;
+    ``colocate_gradients_with_ops``: each gradient op colocated with its forward op."""
+    x = tf.constant([[1.0, 2.0]])
+    W = tf.Variable([[1.0, 0.5], [-1.0, 2.0]], name="W")  # noqa: N806 - the book's name
+    b = tf.Variable([0.5, -0.5], name="b")
+    loss = tf.reduce_sum(tf.matmul(x, W) + b)
+    opt = tf.train.GradientDescentOptimizer(0.1)
+    assert [g.name for g, _ in opt.compute_gradients(loss)] == [
+        "gradients/MatMul_grad/tuple/control_dependency_1:0",
+        "gradients/add_grad/tuple/control_dependency_1:0",
+    ]
+    gv = opt.compute_gradients(loss, gate_gradients=opt.GATE_NONE)
+    assert [g.name for g, _ in gv] == [
+        "gradients_1/MatMul_grad/MatMul_1:0",
+        "gradients_1/add_grad/Reshape_1:0",
+    ]
+    gv = opt.compute_gradients(loss, gate_gradients=0, colocate_gradients_with_ops=True)
+    assert gv[0][0].op.get_attr("_class") == [b"loc:@MatMul"]
+
+
 def test_second_optimizer_gets_numbered_slots():
     w, b, loss = _model()
     first, second = tf.train.MomentumOptimizer(0.1, 0.9), tf.train.MomentumOptimizer(0.1, 0.9)
@@ -412,6 +433,30 @@ def test_optimizer_errors():
     assert opt.get_name() == "GradientDescent"
 
 
+class _TwiceTheStep(tf.train.Optimizer):
+    """A subclass as TF's own are written: a slot made from a tensor, a dense update."""
+
+    def __init__(self):
+        super().__init__(False, "Twice")
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._get_or_make_slot(v, tf.ones(v.get_shape().as_list()) * 2.0, "scale", "Twice")
+
+    def _apply_dense(self, grad, var):
+        return var.assign_sub(grad * self.get_slot(var, "scale")).op
+
+
+def test_a_subclass_with_its_own_slot_and_update():
+    w, b, loss = _model()
+    opt = _TwiceTheStep()
+    train = opt.minimize(loss, var_list=[w])
+    assert opt.get_slot(w, "scale").name == "w/Twice:0" and "Twice/update_w/AssignSub" in _names()
+    sess = _session()
+    sess.run(train)
+    np.testing.assert_allclose(sess.run(w), [1 - 4.0, 2 - 8.0])
+
+
 def test_no_variables_to_optimize():
     loss = tf.constant(1.0) * 2.0
     with pytest.raises(ValueError, match="^No variables to optimize.$"):
@@ -484,3 +529,91 @@ def test_pow_and_floor():
     p, q = tf.placeholder(tf.float32), tf.placeholder(tf.float32)
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"Incompatible shapes: \[2\] vs"):
         sess.run(decay_math_ops.pow(p, q), {p: [1.0, 2.0], q: [1.0, 2.0, 3.0]})
+
+
+# -- between-graph replication on a cluster --------------------------------------------------------
+
+
+def _worker_graph(task):
+    """The graph every worker builds (§18.1): variables on the ps tasks, the rest local."""
+    graph = tf.Graph()
+    with graph.as_default():
+        setter = tf.train.replica_device_setter(
+            ps_tasks=2, worker_device="/job:worker/task:%d" % task
+        )
+        with tf.device(setter):
+            gs = tf.train.get_or_create_global_step()
+            w, b, loss = _model()
+            train = tf.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=gs)
+            init = tf.global_variables_initializer()
+    return graph, gs, w, train, init
+
+
+@pytest.mark.cluster
+def test_async_training_on_a_cluster():
+    """Two workers in their own graphs share w, b and the global step on two ps tasks; the
+    update ops run on the ps tasks (the step's stats name their devices)."""
+    from minitf.distributed.local_cluster import free_port
+
+    spec = {
+        "ps": ["localhost:%d" % free_port() for _ in range(2)],
+        "worker": ["localhost:%d" % free_port() for _ in range(2)],
+    }
+    servers = [
+        tf.train.Server(spec, job_name=j, task_index=i) for j in spec for i in range(len(spec[j]))
+    ]
+    try:
+        graphs = [_worker_graph(i) for i in range(2)]
+        sessions = [tf.Session(servers[2 + i].target, graph=graphs[i][0]) for i in range(2)]
+        sessions[0].run(graphs[0][4])
+        md = tf.RunMetadata()
+        sessions[0].run(graphs[0][3], options=tf.RunOptions(trace_level=3), run_metadata=md)
+        where = {n.node_name: d.device for d in md.step_stats.dev_stats for n in d.node_stats}
+        assert "/job:ps/replica:0/task:1" in where["GradientDescent/update_w/ApplyGradientDescent"]
+        assert "/job:ps/replica:0/task:0" in where["GradientDescent"]
+        threads = [
+            threading.Thread(target=lambda s=s, g=g: [s.run(g[3]) for _ in range(10)])
+            for s, g in zip(sessions, graphs)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert tf.train.global_step(sessions[1], graphs[1][1]) == 21
+        assert np.all(sessions[1].run(graphs[1][2]) < [1.0, 2.0])
+        for s in sessions:
+            s.close()
+    finally:
+        for s in servers:
+            s.stop()
+
+
+# -- on GPUs -------------------------------------------------------------------------------------
+
+
+def _adam_steps(device, steps=3):
+    tf.reset_default_graph()
+    with tf.device(device):
+        w, b, loss = _model()
+        opt = tf.train.AdamOptimizer(0.1)
+        train = opt.minimize(loss)
+    sess = _session()
+    for _ in range(steps):
+        sess.run(train)
+    return sess.run([w, b, opt.get_slot(w, "m")])
+
+
+@pytest.mark.usefixtures("two_gpus")
+def test_training_on_an_emulated_gpu_equals_the_cpu():
+    """Variables, slots and updates on /gpu:0 (an emulated card) give the CPU's values."""
+    for got, want in zip(_adam_steps("/gpu:0"), _adam_steps("/cpu:0")):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.cudasim
+@pytest.mark.usefixtures("two_gpus", "fast_thread_switching")
+def test_training_on_the_cuda_backend_equals_the_cpu(monkeypatch):
+    """The same on the CUDA backend (Numba's simulator): slots live on the card."""
+    monkeypatch.setenv("MINITF_GPU_BACKEND", "cudasim")
+    for got, want in zip(_adam_steps("/gpu:0"), _adam_steps("/cpu:0")):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
