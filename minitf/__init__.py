@@ -202,6 +202,7 @@ less, less_equal = _math_ops.less, _math_ops.less_equal
 greater, greater_equal = _math_ops.greater, _math_ops.greater_equal
 exp, log, sqrt, floor = _math_ops.exp, _math_ops.log, _math_ops.sqrt, _math_ops.floor
 maximum, minimum = _math_ops.maximum, _math_ops.minimum
+pow = _math_ops.pow  # noqa: A001 - TF's name
 reduce_max = _math_ops.reduce_max
 where = _math_ops.where
 sigmoid, tanh, one_hot = _nn_ops.sigmoid, _nn_ops.tanh, _nn_ops.one_hot

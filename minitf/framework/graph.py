@@ -52,6 +52,7 @@ class GraphKeys:
     READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
     SUMMARY_OP = "summary_op"
     SAVERS = "savers"
+    TRAIN_OP = "train_op"
 
 
 def _user_frame():

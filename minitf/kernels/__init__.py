@@ -17,4 +17,5 @@ from minitf.kernels import (  # noqa: F401  # noqa: F401
     random_kernels,
     sendrecv_kernels,
     state_kernels,
+    training_kernels,
 )
