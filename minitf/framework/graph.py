@@ -47,6 +47,7 @@ class GraphKeys:
     QUEUE_RUNNERS = "queue_runners"
     GLOBAL_STEP = "global_step"
     INIT_OP = "init_op"
+    SUMMARIES = "summaries"
 
 
 def _user_frame():

@@ -16,4 +16,5 @@ from minitf.kernels import (  # noqa: F401  # noqa: F401
     random_kernels,
     sendrecv_kernels,
     state_kernels,
+    summary_kernels,
 )
