@@ -343,3 +343,33 @@ def test_file_writer_cache(tmp_path):
     assert tf.summary.FileWriterCache.get(str(tmp_path)) is not a
     tf.summary.FileWriterCache.clear()
     assert len(os.listdir(tmp_path)) >= 1
+
+
+@pytest.mark.cluster
+def test_summaries_fetched_over_grpc_are_bytes(tmp_path):
+    # a chief's summary op run through a grpc:// session: the serialized Summary comes back as
+    # bytes (with its trailing NUL bytes: a histogram's last bucket count 0.0 ends in them)
+    server = tf.train.Server.create_local_server()
+    x = tf.placeholder(tf.float32, [3])
+    tf.summary.scalar("loss", tf.reduce_mean(x))
+    tf.summary.histogram("h", x)
+    merged = tf.summary.merge_all()
+    with tf.Session(server.target) as sess:
+        value = sess.run(merged, {x: [1.0, 2.0, 3.0]})
+        assert value == tf.Session().run(merged, {x: [1.0, 2.0, 3.0]})
+    assert isinstance(value, bytes) and value.endswith(b"\x00")
+    with tf.summary.FileWriter(str(tmp_path)) as w:
+        w.add_summary(value, 1)
+    assert [v.tag for v in _events(tmp_path)[1].summary.value] == ["loss", "h"]
+
+
+def test_namespaces():
+    for name in ("scalar", "histogram", "merge", "merge_all", "FileWriter", "FileWriterCache"):
+        assert callable(getattr(tf.summary, name))
+    assert tf.summary.Summary is tf.Summary and tf.summary.Event is tf.Event
+    assert tf.summary.SessionLog is tf.SessionLog
+    assert tf.HistogramProto().DESCRIPTOR.fields_by_name["bucket_limit"].number == 6
+    assert not hasattr(tf.summary, "summary_iterator")  # TF has it under tf.train only
+    assert callable(tf.train.summary_iterator)
+    for name in ("TFRecordWriter", "tf_record_iterator", "TFRecordOptions"):
+        assert hasattr(tf.python_io, name)
