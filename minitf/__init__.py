@@ -139,6 +139,18 @@ from minitf.version import __version__  # noqa: E402,F401
 
 _sys.modules[__name__ + ".timeline"] = timeline  # `from minitf.timeline import Timeline` too
 
+# -- summaries, event files, TFRecord files: tf.summary, tf.python_io, tf.Summary ... and the
+# pre-1.0 summary names that TF 1.15 no longer has (reference §20.2), kept so that seed 003's
+# `tf.merge_all_summaries()` and the blog posts of that time run.
+from minitf import python_io, summary  # noqa: E402
+from minitf.lib.protobuf.tf_protos_pb2 import Event, HistogramProto, SessionLog, Summary  # noqa: E402
+from minitf.ops.summary_ops import (  # noqa: E402
+    histogram_summary,
+    merge_all_summaries,
+    merge_summary,
+    scalar_summary,
+)
+
 
 def __getattr__(name):
     # ``tf.smi()``: imported on first use, so ``python -m minitf.smi`` does not import it twice.

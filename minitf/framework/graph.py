@@ -53,6 +53,7 @@ class GraphKeys:
     SUMMARY_OP = "summary_op"
     SAVERS = "savers"
     TRAIN_OP = "train_op"
+    SUMMARIES = "summaries"
 
 
 def _user_frame():

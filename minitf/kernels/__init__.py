@@ -9,7 +9,7 @@ surface.  Importing this package registers them all.
 Book section: "Operations and kernels".
 """
 
-from minitf.kernels import (  # noqa: F401  # noqa: F401
+from minitf.kernels import (  # noqa: F401
     array_kernels,
     math_kernels,
     nn_kernels,
@@ -17,5 +17,6 @@ from minitf.kernels import (  # noqa: F401  # noqa: F401
     random_kernels,
     sendrecv_kernels,
     state_kernels,
+    summary_kernels,
     training_kernels,
 )

@@ -1,11 +1,16 @@
 """``tf.train``: cluster description, device placement, optimizers and the global step.
 
 Book sections: "Multiple Devices Across Multiple Servers" (``ClusterSpec``), "Sharding
-Variables Across Multiple Parameter Servers" (``replica_device_setter``) and "Distributing
-TensorFlow" (optimizers, whose updates run on the variables' ps tasks, and the global step).
+Variables Across Multiple Parameter Servers" (``replica_device_setter``), "Distributing
+TensorFlow" (optimizers, whose updates run on the variables' ps tasks, and the global step) and
+"Managing sessions" (coordinators, hooks, summaries).  ``summary_iterator`` reads event files
+back; ``SummaryWriter`` is the pre-1.0 name of ``tf.summary.FileWriter``, gone from TF 1.15 and
+kept here for the blog posts that use it.
 """
 
 from minitf.distributed.cluster_spec import ClusterSpec  # noqa: F401
+from minitf.summary.writer import FileWriter as SummaryWriter  # noqa: F401  (pre-1.0 name)
+from minitf.summary.writer import summary_iterator  # noqa: F401
 
 # -- optimizers, the global step, learning-rate decay (part 2 §17) --------------------------
 from minitf.train.adagrad import AdagradOptimizer  # noqa: F401
