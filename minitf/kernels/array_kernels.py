@@ -92,3 +92,10 @@ register("ExpandDims", _expand_dims, cpu=ALL, gpu=GPU_ARRAY)
 register("ConcatV2", _concat, cpu=ALL, gpu=GPU_ARRAY)
 register("Pack", _pack, cpu=ALL, gpu=GPU_ARRAY)
 register("Fill", _fill, cpu=ALL, gpu=GPU_ARRAY)
+# PlaceholderWithDefault: its input, unless fed (a fed tensor is cut from the step graph)
+register(
+    "PlaceholderWithDefault",
+    lambda op, device: lambda ctx, ins: (ins[0],),
+    cpu=ALL,
+    gpu=GPU_ARRAY,
+)
