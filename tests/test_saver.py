@@ -170,6 +170,23 @@ def test_sharded_over_two_cpus(in_tmp):
     assert tf.train.list_variables("sh") == [("a", [2]), ("c", [])]
 
 
+@pytest.mark.parametrize("sharded", [False, True])
+def test_variables_on_gpus(in_tmp, two_gpus, sharded):
+    with tf.device("/gpu:0"):
+        a = tf.Variable([1.0, 2.0], name="a")
+    with tf.device("/gpu:1"):
+        b = tf.Variable([3.0, 4.0], name="b")
+    saver = tf.train.Saver(sharded=sharded)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        prefix = saver.save(sess, "g")
+        sess.run([a.assign([0.0, 0.0]), b.assign([0.0, 0.0])])
+        saver.restore(sess, prefix)
+        assert [v.tolist() for v in sess.run([a, b])] == [[1.0, 2.0], [3.0, 4.0]]
+    shards = sorted(f for f in os.listdir(".") if ".data-" in f)
+    assert len(shards) == (2 if sharded else 1)
+
+
 # -- the graph and the SaverDef ------------------------------------------------------------------
 
 
@@ -477,3 +494,62 @@ def test_save_and_restore_ops_check_their_arguments(in_tmp):
             sess.run(bad)
         with pytest.raises(tf.errors.UnimplementedError, match="whole tensors only"):
             sess.run(sliced)
+
+
+# -- a cluster: each task writes its own shard ---------------------------------------------------
+
+
+@pytest.fixture
+def ps_and_worker():
+    """Two in-process servers, ``/job:ps/task:0`` and ``/job:worker/task:0``."""
+    from minitf.distributed.local_cluster import free_port
+
+    spec = {"ps": ["localhost:%d" % free_port()], "worker": ["localhost:%d" % free_port()]}
+    tf.config.emulate_gpus(0)
+    try:
+        servers = [tf.train.Server(spec, job_name=j, task_index=0) for j in ("ps", "worker")]
+    finally:
+        tf.config.emulate_gpus(2)
+    yield servers
+    for s in servers:
+        s.stop()
+
+
+@pytest.mark.cluster
+def test_sharded_save_in_a_cluster_each_task_writes_its_shard(tmp_path, ps_and_worker):
+    with tf.device("/job:ps/task:0"):
+        a = tf.Variable([1.0, 2.0], name="a")
+    with tf.device("/job:worker/task:0"):
+        c = tf.Variable(5, name="c")
+    saver = tf.train.Saver(sharded=True)
+    g = tf.get_default_graph()
+    assert g.get_operation_by_name("save/SaveV2").device == "/job:ps/task:0/device:CPU:0"
+    assert g.get_operation_by_name("save/SaveV2_1").device == "/job:worker/task:0/device:CPU:0"
+    prefix = str(tmp_path / "model")
+    with tf.Session(ps_and_worker[1].target) as sess:
+        sess.run(tf.global_variables_initializer())
+        assert saver.save(sess, prefix, global_step=1) == prefix + "-1"
+        sess.run([a.assign([0.0, 0.0]), c.assign(0)])
+        saver.restore(sess, prefix + "-1")
+        assert sess.run(a).tolist() == [1.0, 2.0] and sess.run(c) == 5
+    assert sorted(os.listdir(tmp_path)) == [
+        "checkpoint",
+        "model-1.data-00000-of-00002",
+        "model-1.data-00001-of-00002",
+        "model-1.index",
+        "model-1.meta",
+    ]
+
+
+@pytest.mark.cluster
+def test_saver_over_replica_device_setter_variables(tmp_path, ps_and_worker):
+    with tf.device(tf.train.replica_device_setter(ps_tasks=1)):
+        a = tf.Variable([1.0, 2.0], name="a")
+        step = tf.Variable(0, name="global_step")
+    saver = tf.train.Saver()
+    with tf.Session(ps_and_worker[1].target) as sess:
+        sess.run(tf.global_variables_initializer())
+        assert saver.save(sess, str(tmp_path / "new" / "m"), global_step=step).endswith("m-0")
+        sess.run(a.assign([0.0, 0.0]))
+        saver.restore(sess, tf.train.latest_checkpoint(str(tmp_path / "new")))
+        assert sess.run(a).tolist() == [1.0, 2.0]

@@ -207,6 +207,13 @@ def _write_meta_graph(path: str, graph, saver_def: SaverDef) -> None:
         f.write(meta.SerializeToString())
 
 
+def _as_str(value) -> str:
+    """A fetched string (bytes; a 0-d array over a grpc session) as ``str``."""
+    if isinstance(value, np.ndarray):
+        value = value.item()
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
 def _wrap_restore_error(err: errors.OpError, reason: str) -> errors.OpError:
     """TF's ``_wrap_restore_error_with_msg``: same class, the cause explained first."""
     return type(err)(
@@ -406,7 +413,7 @@ class Saver:
                     "Parent directory of %s doesn't exist, can't save." % save_path
                 ) from None
             raise exc from None
-        path = path.decode("utf-8") if isinstance(path, bytes) else str(path)
+        path = _as_str(path)
         if write_state:
             self._record_last_checkpoint(path)
             checkpoint_management.update_checkpoint_state(
