@@ -54,6 +54,7 @@ from minitf.ops.array_ops import (
     identity,
     ones,
     placeholder,
+    placeholder_with_default,
     reshape,
     stack,
     zeros,

@@ -232,10 +232,12 @@ def test_ops_names_and_saver_def():
 def test_var_list_forms_and_local_variables(in_tmp):
     w, b = _wb()
     tf.Variable(0, name="epochs", collections=[tf.GraphKeys.LOCAL_VARIABLES])
+    extra = tf.Variable(1.0, name="extra", collections=["saveable_objects"])
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
+        sess.run(extra.initializer)
         tf.train.Saver().save(sess, "all", write_meta_graph=False)
-        assert tf.train.list_variables("all") == [("b", []), ("w", [2])]
+        assert tf.train.list_variables("all") == [("b", []), ("extra", []), ("w", [2])]
         tf.train.Saver({"my/w": w}).save(sess, "one", write_meta_graph=False)
         assert tf.train.list_variables("one") == [("my/w", [2])]
         tf.train.Saver([b]).save(sess, "list", write_meta_graph=False)
@@ -471,7 +473,7 @@ def test_corrupt_checkpoint_restore_is_data_loss(in_tmp):
 
 
 def test_placeholder_with_default_and_string_ops():
-    p = array_ops.placeholder_with_default([1.0, 2.0], shape=[2], name="p")
+    p = tf.placeholder_with_default([1.0, 2.0], shape=[2], name="p")
     assert p.op.type == "PlaceholderWithDefault" and p.op.inputs[0].name == "p/input:0"
     joined = io_ops.string_join([tf.constant("a/b"), "_temp/part"])
     name = io_ops.sharded_filename(joined, 1, 3)

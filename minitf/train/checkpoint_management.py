@@ -121,13 +121,10 @@ def get_checkpoint_state(
     return ckpt
 
 
-def _matching(pattern: str) -> list[str]:
-    return glob.glob(glob.escape(pattern)) if os.path.exists(pattern) else []
-
-
 def checkpoint_exists(checkpoint_prefix: str) -> bool:
-    """Whether a V2 checkpoint (``<prefix>.index``) or a V1 one (the prefix itself) exists."""
-    return bool(_matching(checkpoint_prefix + ".index") or glob.glob(checkpoint_prefix))
+    """Whether a V2 checkpoint (``<prefix>.index``) or a V1 one (the prefix itself) exists
+    (both taken as glob patterns, as TF's ``get_matching_files`` does)."""
+    return bool(glob.glob(checkpoint_prefix + ".index") or glob.glob(checkpoint_prefix))
 
 
 def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -> str | None:
