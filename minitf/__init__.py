@@ -60,6 +60,7 @@ from minitf.ops.array_ops import (
     ones,
     ones_like,
     placeholder,
+    placeholder_with_default,
     reshape,
     shape,
     size,

@@ -4,10 +4,12 @@ report_uninitialized_variables, what a SessionManager asks before it calls a mod
 
 import threading
 
+import numpy as np
 import pytest
 
 import minitf as tf
 from minitf.train.coordinator import Coordinator, LooperThread
+from minitf.train.session_manager import SessionManager
 
 
 @pytest.fixture(autouse=True)
@@ -184,6 +186,56 @@ def test_selection_ops():
         pytest.raises(tf.errors.InvalidArgumentError, match=r"indices = 3 is not in \[0, 3\)"),
     ):
         sess.run(bad)
+
+
+def test_session_manager_prepares_a_ready_session():
+    w = tf.Variable([1.0, 2.0], name="w")
+    init = tf.global_variables_initializer()
+    manager = SessionManager(ready_op=tf.report_uninitialized_variables())
+    sess = manager.prepare_session("", init_op=init)
+    np.testing.assert_allclose(sess.run(w), [1.0, 2.0])
+    sess.close()
+    with pytest.raises(RuntimeError, match="no init_op or init_fn or local_init_op was given"):
+        manager.prepare_session("")
+    with pytest.raises(
+        RuntimeError, match="Init operations did not make model ready.*Variables not initialized: w"
+    ):
+        manager.prepare_session("", init_op=tf.no_op())
+    with pytest.raises(
+        ValueError, match="Can not provide both checkpoint_dir and checkpoint_filename_with_path."
+    ):
+        manager.prepare_session(
+            "", init_op=init, saver=object(), checkpoint_dir="a", checkpoint_filename_with_path="b"
+        )
+
+
+def test_session_manager_init_fn_and_local_init():
+    w = tf.Variable(0.0, name="w")
+    counter = tf.Variable(5, name="counter", collections=[tf.GraphKeys.LOCAL_VARIABLES])
+    local_init = tf.local_variables_initializer()
+    manager = SessionManager(
+        ready_op=tf.report_uninitialized_variables(),
+        local_init_op=local_init,
+        ready_for_local_init_op=tf.report_uninitialized_variables(tf.global_variables()),
+    )
+    sess = manager.prepare_session("", init_fn=lambda s: s.run(w.initializer))
+    assert sess.run([w, counter]) == [0.0, 5]
+    sess.close()
+    with pytest.raises(
+        RuntimeError, match="did not make model ready for local_init.*Variables not initialized: w"
+    ):
+        manager.prepare_session("", init_op=tf.no_op())
+    with pytest.raises(ValueError, match="you must also pass a local_init_op"):
+        SessionManager(ready_for_local_init_op=tf.report_uninitialized_variables())
+
+
+def test_wait_for_session_gives_up_after_its_deadline():
+    tf.Variable(0.0, name="w")
+    manager = SessionManager(ready_op=tf.report_uninitialized_variables(), recovery_wait_secs=0.01)
+    with pytest.raises(
+        tf.errors.DeadlineExceededError, match="Session was not ready after waiting 0 secs."
+    ):
+        manager.wait_for_session("", max_wait_secs=0)
 
 
 def test_session_run_hook_pieces():

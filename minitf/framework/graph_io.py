@@ -15,6 +15,7 @@ one kind → ``list``.  An attr whose value has no AttrValue form is left out of
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -219,3 +220,22 @@ def meta_graph_def_proto(
 def meta_graph_def(graph: Graph, saver_def: pb.SaverDef | None = None) -> bytes:
     """The serialized MetaGraphDef of ``graph`` (see :func:`meta_graph_def_proto`)."""
     return meta_graph_def_proto(graph, saver_def).SerializeToString()
+
+
+def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool = True) -> str:
+    """``tf.train.write_graph``: ``graph_or_graph_def`` as a GraphDef file ``logdir/name``
+    (protobuf text format by default, binary with ``as_text=False``); makes ``logdir``.  What
+    a Supervisor and a CheckpointSaverHook leave as ``graph.pbtxt``.  Returns the path."""
+    from google.protobuf import text_format
+
+    msg = graph_or_graph_def
+    if isinstance(graph_or_graph_def, Graph):
+        msg = graph_def_proto(graph_or_graph_def)
+    os.makedirs(logdir, exist_ok=True)
+    path = os.path.join(logdir, name)
+    data = text_format.MessageToString(msg).encode() if as_text else msg.SerializeToString()
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+    return path

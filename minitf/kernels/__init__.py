@@ -11,6 +11,7 @@ Book section: "Operations and kernels".
 
 from minitf.kernels import (  # noqa: F401
     array_kernels,
+    io_kernels,
     math_kernels,
     nn_kernels,
     queue_kernels,

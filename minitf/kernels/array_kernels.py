@@ -223,3 +223,10 @@ register("LogicalNot", _logical_not, cpu="any", gpu="any")
 register("Where", _where, cpu=NUMERIC + (D.bool,), gpu=FLOATS + (D.int32, D.int64, D.bool))
 register("Squeeze", _squeeze, cpu=ALL, gpu=GPU_ARRAY)
 register("GatherV2", _gather, cpu=ALL, gpu=GPU_ARRAY)
+# PlaceholderWithDefault: its input, unless fed (a fed tensor is cut from the step graph)
+register(
+    "PlaceholderWithDefault",
+    lambda op, device: lambda ctx, ins: (ins[0],),
+    cpu=ALL,
+    gpu=GPU_ARRAY,
+)

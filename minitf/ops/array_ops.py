@@ -558,3 +558,30 @@ def boolean_mask(
             )
         indices = squeeze(where_indices(mask), axis=[1])
         return gather(tensor, indices, axis=0)
+
+
+register_op("PlaceholderWithDefault", type_attr="dtype")
+
+
+def placeholder_with_default(
+    input: TensorLike,  # noqa: A002 - TF's name
+    shape: ShapeLike,
+    name: str | None = None,
+) -> Tensor:
+    """``PlaceholderWithDefault``: ``input`` unless a value is fed for it (``tf.train.Saver``
+    feeds its checkpoint path into ``save/Const``, whose default is ``"model"``)."""
+    with name_scope(name, "PlaceholderWithDefault", [input]) as scope:
+        input = convert_to_tensor(input, name="input")  # noqa: A001 - the argument, converted
+        shape = tensor_shape.as_shape(shape)
+        if not shape.is_compatible_with(input.shape):
+            raise shape_error(
+                "PlaceholderWithDefault",
+                scope,
+                [input],
+                "Shapes must be equal rank, but are %s and %s" % (input.shape.ndims, shape.ndims),
+            )
+        dt = input.dtype.base_dtype
+        op = apply_op(
+            "PlaceholderWithDefault", [input], [(dt, shape)], scope, {"dtype": dt, "shape": shape}
+        )
+        return op.outputs[0]
