@@ -9,7 +9,7 @@ scheduler, executor, session).
 import sys as _sys  # noqa: E402
 
 import minitf.kernels  # noqa: F401  (registers the kernels)
-from minitf import config, device_lib, queue, test, train  # noqa: F401  (tf.config, tf.queue ...)
+from minitf import config, device_lib, layers, nn, queue, test, train  # noqa: F401  (tf.nn ...)
 from minitf import distributed as _distributed  # noqa: F401  (registers GRPC_SESSION)
 from minitf.framework import dtypes, errors, tensor_shape  # noqa: F401
 from minitf.framework.device_spec import DeviceSpec
@@ -46,18 +46,24 @@ from minitf.framework.graph import (
     reset_default_graph,
 )
 from minitf.framework.tensor_shape import Dimension, TensorShape
+from minitf.ops import math_ops as _math_ops
+from minitf.ops import nn_ops as _nn_ops
 from minitf.ops.array_ops import (
+    boolean_mask,
     concat,
     constant,
     expand_dims,
     fill,
+    gather,
     identity,
+    logical_not,
     ones,
     ones_like,
     placeholder,
     reshape,
     shape,
     size,
+    squeeze,
     stack,
     stop_gradient,
     tile,
@@ -70,11 +76,13 @@ from minitf.ops.data_flow_ops import FIFOQueue, QueueBase
 from minitf.ops.gradients_impl import AggregationMethod, UnconnectedGradients, gradients
 from minitf.ops.init_ops import (
     constant_initializer,
+    glorot_normal_initializer,
     glorot_uniform_initializer,
     ones_initializer,
     random_normal_initializer,
     random_uniform_initializer,
     truncated_normal_initializer,
+    variance_scaling_initializer,
     zeros_initializer,
 )
 from minitf.ops.math_ops import (
@@ -111,6 +119,7 @@ from minitf.ops.variables import (
     is_variable_initialized,
     local_variables,
     local_variables_initializer,
+    report_uninitialized_variables,
     trainable_variables,
     variables_initializer,
 )
@@ -184,3 +193,15 @@ mul = multiply
 sub = subtract
 neg = negative
 div = truediv
+
+# The ops of an MLP (book: "Training"): tf.exp, tf.argmax, tf.sigmoid, tf.one_hot ...
+abs = _math_ops.abs  # noqa: A001 - TF's name
+argmax = _math_ops.argmax
+equal, not_equal = _math_ops.equal, _math_ops.not_equal
+less, less_equal = _math_ops.less, _math_ops.less_equal
+greater, greater_equal = _math_ops.greater, _math_ops.greater_equal
+exp, log, sqrt, floor = _math_ops.exp, _math_ops.log, _math_ops.sqrt, _math_ops.floor
+maximum, minimum = _math_ops.maximum, _math_ops.minimum
+reduce_max = _math_ops.reduce_max
+where = _math_ops.where
+sigmoid, tanh, one_hot = _nn_ops.sigmoid, _nn_ops.tanh, _nn_ops.one_hot

@@ -32,7 +32,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -148,6 +148,11 @@ def numpy_zip(fn, x, y):
         "mul": np.multiply,
         "realdiv": np.true_divide,
         "floordiv": np.floor_divide,
+        "maximum": np.maximum,
+        "minimum": np.minimum,
+        "relu_grad": lambda g, f: numpy_ops.scalarize(np.where(f > 0, g, np.zeros_like(g))),
+        "sigmoid_grad": lambda y, g: g * y * (1 - y),
+        "tanh_grad": lambda y, g: g * (1 - y * y),
     }[fn](x, y)
 
 
@@ -196,18 +201,43 @@ def test_contract_lists_exactly_what_both_backends_implement():
 # ---------------------------------------------------------------------------------------
 
 
+def numpy_map(fn, x):
+    """numpy's answer for ``map(fn)``: the float-only functions computed in float64 and
+    rounded to ``x``'s dtype."""
+    float_only = {
+        "exp": np.exp,
+        "log": np.log,
+        "sqrt": np.sqrt,
+        "rsqrt": lambda v: 1 / np.sqrt(v),
+        "floor": np.floor,
+        "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+        "tanh": np.tanh,
+    }
+    if fn in float_only:
+        with np.errstate(all="ignore"):
+            return numpy_ops.scalarize(
+                np.asarray(float_only[fn](np.asarray(x, np.float64))).astype(np.result_type(x))
+            )
+    relu = lambda v: np.maximum(v, np.zeros_like(v))  # noqa: E731
+    return {"neg": np.negative, "square": np.square, "abs": np.abs, "relu": relu}[fn](x)
+
+
+@st.composite
+def map_cases(draw):
+    fn = draw(st.sampled_from(tensor_ops.MAP_FNS))
+    dtypes = FLOATS if fn in tensor_ops.FLOAT_MAP_FNS else NUMERIC
+    return fn, draw(st.sampled_from(dtypes).flatmap(host_values))
+
+
 @pytest.mark.parametrize("name", BACKENDS)
 def test_map_matches_numpy(name):
     ops = backend(name)
-    reference = {"neg": np.negative, "square": np.square, "sqrt": np.sqrt}
 
-    @examples(name)
-    @given(st.sampled_from(tensor_ops.MAP_FNS), st.sampled_from(NUMERIC).flatmap(host_values))
-    def check(fn, x):
-        if fn == "sqrt":  # of floats only (the training kernels'), here of |x|
-            assume(np.result_type(x).kind == "f")
-            x = np.abs(x)
-        assert_numpy_answer(ops, ops.map(fn)(ONE, ops.from_host(x)), reference[fn](x))
+    @examples(name, 2)
+    @given(map_cases())
+    def check(case):
+        fn, x = case
+        assert_numpy_answer(ops, ops.map(fn)(ONE, ops.from_host(x)), numpy_map(fn, x))
 
     check()
 

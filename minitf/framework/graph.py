@@ -48,6 +48,11 @@ class GraphKeys:
     GLOBAL_STEP = "global_step"
     INIT_OP = "init_op"
     TRAIN_OP = "train_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    SUMMARY_OP = "summary_op"
+    SAVERS = "savers"
 
 
 def _user_frame():
@@ -433,7 +438,13 @@ class Graph:
         return self._finalized
 
     def finalize(self) -> None:
+        """No op can be added any more (RuntimeError): what a Supervisor and a
+        MonitoredSession do, so that a training loop cannot grow its graph by mistake."""
         self._finalized = True
+
+    def _unsafe_unfinalize(self) -> None:
+        """Undoes ``finalize`` (a MonitoredSession closing over a graph it finalized)."""
+        self._finalized = False
 
     # -- names ---------------------------------------------------------------------------------
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:

@@ -13,6 +13,7 @@ from minitf.kernels import (  # noqa: F401  # noqa: F401
     array_kernels,
     decay_math_kernels,
     math_kernels,
+    nn_kernels,
     queue_kernels,
     random_kernels,
     sendrecv_kernels,

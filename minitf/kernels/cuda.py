@@ -80,8 +80,32 @@ REDUCE_THREADS = 64 if SIMULATOR else 256
 MAX_REDUCE_BLOCKS = 1 if SIMULATOR else 4096
 MAX_MATMUL_BLOCKS = 4 if SIMULATOR else 1024
 
-BINARY_OPS = ("add", "sub", "mul", "realdiv", "floordiv")
-UNARY_OPS = ("neg", "square", "sqrt", "identity")
+BINARY_OPS = (
+    "add",
+    "sub",
+    "mul",
+    "realdiv",
+    "floordiv",
+    "maximum",
+    "minimum",
+    "relu_grad",
+    "sigmoid_grad",
+    "tanh_grad",
+)
+UNARY_OPS = (
+    "neg",
+    "square",
+    "identity",
+    "abs",
+    "relu",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "floor",
+    "sigmoid",
+    "tanh",
+)
 REDUCE_OPS = ("sum", "mean")
 
 
@@ -436,6 +460,8 @@ def _binary_fn(op, out_dtype):
     ctype = _compute_dtype(out_dtype).type
     stype = np.dtype(out_dtype).type
     is_float = np.dtype(ctype).kind == "f"
+    if op in _SELECT_BINARY:
+        return _select_binary_fn(op, ctype)
     if op == "add":
 
         def f(x, y):
@@ -484,6 +510,37 @@ def _binary_fn(op, out_dtype):
     return f
 
 
+_SELECT_BINARY = ("maximum", "minimum", "relu_grad", "sigmoid_grad", "tanh_grad")
+
+
+def _select_binary_fn(op, ctype):
+    """The scalar functions of Maximum, Minimum (a NaN operand wins, as in numpy) and of
+    tf.nn's gradient helpers ``ReluGrad(g, features)``, ``SigmoidGrad(y, g)``,
+    ``TanhGrad(y, g)``, computing in ``ctype``."""
+    if op == "maximum":
+
+        def f(x, y):
+            return ctype(x) if (x > y or x != x) else ctype(y)
+    elif op == "minimum":
+
+        def f(x, y):
+            return ctype(x) if (x < y or x != x) else ctype(y)
+    elif op == "relu_grad":
+
+        def f(x, y):
+            return ctype(x) if y > 0 else ctype(0)
+    elif op == "sigmoid_grad":
+
+        def f(x, y):
+            return ctype(y) * ctype(x) * (ctype(1) - ctype(x))
+    else:  # tanh_grad
+
+        def f(x, y):
+            return ctype(y) * (ctype(1) - ctype(x) * ctype(x))
+
+    return f
+
+
 def _binary_kernel(op, out_dtype, broadcast=False):
     return _elementwise(
         ("binary", op, np.dtype(out_dtype).str), _binary_fn(op, out_dtype), 2, broadcast
@@ -492,6 +549,8 @@ def _binary_kernel(op, out_dtype, broadcast=False):
 
 def _unary_fn(op, ctype):
     """The scalar function of a unary op, computing in numpy scalar type ``ctype``."""
+    if op in _MATH_UNARY:
+        return _math_unary_fn(op, ctype)
     if op == "neg":
 
         def f(x):
@@ -500,12 +559,66 @@ def _unary_fn(op, ctype):
 
         def f(x):
             return ctype(x) * ctype(x)
+    elif op == "abs":
+
+        def f(x):
+            return -ctype(x) if x < 0 else ctype(x)
+    elif op == "relu":
+
+        def f(x):
+            return ctype(x) if (x > 0 or x != x) else ctype(0)
+    else:
+        return _identity
+    return f
+
+
+_MATH_UNARY = ("exp", "log", "sqrt", "rsqrt", "floor", "sigmoid", "tanh")
+
+
+def _math_unary_fn(op, ctype):
+    """The scalar functions of the float-only unary ops (Exp, Log, Sqrt, Rsqrt, Floor,
+    Sigmoid, Tanh).  Domain edges are handled before ``math`` is called (TF gives -inf, inf or
+    nan there, where Python's ``math``, which the simulator runs, would raise)."""
+    if op == "exp":
+
+        def f(x):
+            return ctype(math.inf) if x > 709.0 else ctype(math.exp(x))
+    elif op == "log":
+
+        def f(x):
+            if x < 0:
+                return ctype(math.nan)
+            return ctype(-math.inf) if x == 0 else ctype(math.log(x))
     elif op == "sqrt":
 
         def f(x):
-            return ctype(math.sqrt(ctype(x)))
-    else:
-        return _identity
+            return ctype(math.nan) if x < 0 else ctype(math.sqrt(x))
+    elif op == "rsqrt":
+
+        def f(x):
+            if x < 0:
+                return ctype(math.nan)
+            if x == 0:  # 1 / sqrt(-0.0) is -inf
+                return ctype(math.copysign(math.inf, x))
+            return ctype(1.0 / math.sqrt(x))
+    elif op == "floor":
+
+        def f(x):
+            if math.isinf(x) or math.isnan(x):
+                return ctype(x)
+            return ctype(math.floor(x))
+    elif op == "sigmoid":
+
+        def f(x):
+            if x >= 0:
+                return ctype(1.0 / (1.0 + math.exp(-x)))
+            e = math.exp(x) if x > -745.0 else 0.0
+            return ctype(e / (1.0 + e))
+    else:  # tanh
+
+        def f(x):
+            return ctype(math.tanh(x))
+
     return f
 
 

@@ -1,8 +1,8 @@
-"""Kernels of ``Pow`` and ``Floor`` (``ops/decay_math_ops.py``), host kernels with numpy.
+"""The kernel of ``Pow`` (``ops/decay_math_ops.py``), a host kernel with numpy.
 
-Book section: "Operations and kernels" (the dtypes TF registers them for: ``Pow`` on floats
-and integers on CPUs, floats and int64 on GPUs; ``Floor`` on floats).  A CUDA card runs them on
-host copies (``tensor_ops.host_kernel``).
+Book section: "Operations and kernels" (the dtypes TF registers it for: floats and integers on
+CPUs, floats and int64 on GPUs).  A CUDA card runs it on host copies
+(``tensor_ops.host_kernel``).
 """
 
 import numpy as np
@@ -34,9 +34,4 @@ def _pow(op, device):
     return compute
 
 
-def _floor(op, device):
-    return lambda ctx, ins: (np.floor(ins[0]),)
-
-
 register("Pow", host_kernel(_pow), cpu=FLOATS + (D.int32, D.int64), gpu=FLOATS + (D.int64,))
-register("Floor", host_kernel(_floor), cpu=FLOATS, gpu=FLOATS)

@@ -13,6 +13,7 @@ import numpy as np
 
 from minitf.framework import dtypes as D
 from minitf.framework import errors
+from minitf.kernels.numpy_ops import scalarize
 from minitf.kernels.registry import (
     ALL,
     COMPLEX,
@@ -227,3 +228,144 @@ def _prod(op, device):
 
 
 register("Prod", _prod, cpu=NUMERIC, gpu=GPU_MATH)
+
+
+# -- the math of a small MLP (book: "Training") ------------------------------------------------
+# Elementwise ones go through the backend's map/zip (a CUDA kernel on a card); comparisons,
+# ArgMax, Max and Select compute with numpy on the host (``host_kernel``) on any device.
+
+_UNARY = {"allocates": True, "forwards": (0,)}
+for _op, _fn in (("Exp", "exp"), ("Log", "log"), ("Sqrt", "sqrt"), ("Rsqrt", "rsqrt")):
+    register(_op, _map(_fn), cpu=FLOATS + COMPLEX, gpu=FLOATS, **_UNARY)
+register("Floor", _map("floor"), cpu=FLOATS, gpu=FLOATS, **_UNARY)
+register("Abs", _map("abs"), cpu=FLOATS + INTS, gpu=FLOATS + (D.int32, D.int64), **_UNARY)
+_REAL = FLOATS + INTS
+register("Maximum", _zip("maximum"), cpu=_REAL, gpu=FLOATS + (D.int32, D.int64), **_BINARY)
+register("Minimum", _zip("minimum"), cpu=_REAL, gpu=FLOATS + (D.int32, D.int64), **_BINARY)
+
+
+def _comparison(ufunc):
+    """A broadcasting comparison's host kernel (bool result), with TF's shape error."""
+
+    @host_kernel
+    def factory(op, device):
+        def compute(ctx, ins):
+            x, y = ins
+            error = _shape_error(np.shape, x, y)
+            if error is not None:
+                raise error
+            return (scalarize(ufunc(x, y)),)
+
+        return compute
+
+    return factory
+
+
+_GPU_COMPARE = FLOATS + (D.int32, D.int64)
+for _op, _ufunc in (
+    ("Equal", np.equal),
+    ("NotEqual", np.not_equal),
+    ("Less", np.less),
+    ("LessEqual", np.less_equal),
+    ("Greater", np.greater),
+    ("GreaterEqual", np.greater_equal),
+):
+    _eq = _op in ("Equal", "NotEqual")
+    register(
+        _op,
+        _comparison(_ufunc),
+        cpu=ALL if _eq else _REAL,
+        gpu=_GPU_COMPARE + ((D.bool,) if _eq else ()),
+        allocates=True,
+    )
+
+
+@host_kernel
+def _argmax(op, device):
+    out_type = op.get_attr("output_type").as_numpy_dtype
+
+    def compute(ctx, ins):
+        x, axis = ins
+        x = np.asarray(x)
+        axis = int(axis)
+        if not -max(x.ndim, 1) <= axis < max(x.ndim, 1):
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                "Expected dimension in the range [%d, %d), but got %d" % (-x.ndim, x.ndim, axis),
+            )
+        if x.ndim and x.shape[axis] == 0:
+            raise errors.InvalidArgumentError(
+                None, None, "Reduction axis %d is empty in shape %s" % (axis, shape_text(x.shape))
+            )
+        return (scalarize(np.argmax(x, axis=axis).astype(out_type)),)
+
+    return compute
+
+
+@host_kernel
+def _max(op, device):
+    keep = op.get_attr("keep_dims")
+
+    def compute(ctx, ins):
+        x, axes = ins
+        x = np.asarray(x)
+        rank = max(x.ndim, 1)
+        axis = tuple(sorted({int(a) % rank for a in np.reshape(axes, -1)})) if x.ndim else ()
+        if x.size == 0:  # TF's identity of max: the lowest value of the dtype
+            low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+            dims = enumerate(x.shape)
+            shape = (
+                [1 if i in axis else d for i, d in dims]
+                if keep
+                else [d for i, d in dims if i not in axis]
+            )
+            return (scalarize(np.full(shape, low, x.dtype)),)
+        return (scalarize(np.max(x, axis=axis, keepdims=keep)),)
+
+    return compute
+
+
+register("ArgMax", _argmax, cpu=_REAL, gpu=FLOATS + (D.int32, D.int64), allocates=True)
+register("Max", _max, cpu=_REAL, gpu=FLOATS + (D.int32, D.int64), allocates=True)
+
+
+@host_kernel
+def _select(op, device):
+    def compute(ctx, ins):
+        c, x, y = (np.asarray(v) for v in ins)
+        if x.shape != y.shape:
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                "'then' and 'else' must have the same size.  but are %s and %s"
+                % (shape_text(x.shape), shape_text(y.shape)),
+            )
+        if c.ndim == 1 and x.ndim > 1:
+            if c.shape[0] != x.shape[0]:
+                raise errors.InvalidArgumentError(
+                    None,
+                    None,
+                    "Number of batches of 'then' must match size of 'cond', but saw: %d vs. %d"
+                    % (x.shape[0], c.shape[0]),
+                )
+            c = c.reshape(c.shape + (1,) * (x.ndim - 1))
+        elif c.ndim and c.shape != x.shape:
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                "'cond' and 'then' must have the same size.  but are %s and %s"
+                % (shape_text(c.shape), shape_text(x.shape)),
+            )
+        return (scalarize(np.where(c, x, y)),)
+
+    return compute
+
+
+@host_kernel
+def _where(op, device):
+    return lambda ctx, ins: (np.argwhere(np.asarray(ins[0])).astype(np.int64),)
+
+
+register("Select", _select, cpu=ALL, gpu=GPU_ARRAY, allocates=True)
+register("Where", _where, cpu=NUMERIC + (D.bool,), gpu=FLOATS + (D.int32, D.int64, D.bool))

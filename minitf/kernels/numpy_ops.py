@@ -53,18 +53,82 @@ def _floordiv(x, y):
     return np.floor_divide(x, y)
 
 
+def _into(result, out):
+    """``result`` written into ``out`` (a forwarded buffer), or as it is when there is none."""
+    if out is None:
+        return scalarize(result)
+    out[...] = result
+    return out
+
+
+def _relu_grad(g, features, out=None):
+    """TF's ``ReluGrad``: ``g`` where the features are positive, else 0."""
+    return _into(np.where(features > 0, g, np.zeros_like(g)), out)
+
+
+def _sigmoid_grad(y, g, out=None):
+    """TF's ``SigmoidGrad(y, g)``: ``g * y * (1 - y)``."""
+    return _into(g * y * (1 - y), out)
+
+
+def _tanh_grad(y, g, out=None):
+    """TF's ``TanhGrad(y, g)``: ``g * (1 - y * y)``."""
+    return _into(g * (1 - y * y), out)
+
+
+def _relu(x, out=None):
+    return np.maximum(x, np.zeros_like(x), out=out)
+
+
+def _rsqrt(x, out=None):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(1, np.sqrt(x), out=out, dtype=np.result_type(x))
+
+
+def _sigmoid(x, out=None):
+    """The logistic function, without overflow for large ``|x|``: ``exp(-log(1 + exp(-x)))``."""
+    return np.exp(-np.logaddexp(np.zeros_like(x), -x), out=out)
+
+
+def _quiet(ufunc):
+    """``ufunc`` with numpy's warnings off: TF's log(0) is -inf and sqrt(-1) nan, silently."""
+
+    def f(x, out=None):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return ufunc(x, out=out)
+
+    return f
+
+
 _ZIP = {
     "add": (operator.add, np.add),
     "sub": (operator.sub, np.subtract),
     "mul": (operator.mul, np.multiply),
     "realdiv": (operator.truediv, np.true_divide),
     "floordiv": (_floordiv, None),
+    "maximum": (np.maximum, np.maximum),
+    "minimum": (np.minimum, np.minimum),
+    "relu_grad": (_relu_grad, _relu_grad),
+    "sigmoid_grad": (_sigmoid_grad, _sigmoid_grad),
+    "tanh_grad": (_tanh_grad, _tanh_grad),
 }
-_MAP = {
-    "neg": (operator.neg, np.negative),
-    "square": (lambda x: x * x, np.square),
-    "sqrt": (np.sqrt, np.sqrt),
-}
+_MAP = {"neg": (operator.neg, np.negative), "square": (lambda x: x * x, np.square)}
+_MAP.update(
+    {
+        fn: (f, f)
+        for fn, f in (
+            ("abs", np.absolute),
+            ("relu", _relu),
+            ("exp", _quiet(np.exp)),
+            ("log", _quiet(np.log)),
+            ("sqrt", _quiet(np.sqrt)),
+            ("rsqrt", _rsqrt),
+            ("floor", np.floor),
+            ("sigmoid", _quiet(_sigmoid)),
+            ("tanh", np.tanh),
+        )
+    }
+)
 
 
 def fits(out: Any, shape: tuple, dtype: Any) -> bool:

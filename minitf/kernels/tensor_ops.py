@@ -16,7 +16,6 @@ a tensor of the backend (a numpy value or a device array):
 
 ==========================  ===================================================================
 ``map(fn)``                 ``f(ctx, x, out=None)``: unary elementwise, ``fn`` in ``MAP_FNS``
-                            (``sqrt``: of floats, for the training kernels)
 ``zip(fn)``                 ``f(ctx, x, y, out=None)``: binary elementwise with numpy
                             broadcasting, ``fn`` in ``ZIP_FNS``; ``out`` of either: an input
                             that dies with the op, to write the result into if it fits
@@ -46,8 +45,35 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-ZIP_FNS = ("add", "sub", "mul", "realdiv", "floordiv")
-MAP_FNS = ("neg", "square", "sqrt")
+ZIP_FNS = (
+    "add",
+    "sub",
+    "mul",
+    "realdiv",
+    "floordiv",
+    "maximum",
+    "minimum",
+    # the gradient helpers of tf.nn (same-shape operands): ReluGrad(g, features),
+    # SigmoidGrad(y, g) = g*y*(1-y), TanhGrad(y, g) = g*(1-y*y)
+    "relu_grad",
+    "sigmoid_grad",
+    "tanh_grad",
+)
+MAP_FNS = (
+    "neg",
+    "square",
+    "abs",
+    "relu",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "floor",
+    "sigmoid",
+    "tanh",
+)
+#: the MAP_FNS only defined for floating-point tensors (TF registers no integer kernels)
+FLOAT_MAP_FNS = ("exp", "log", "sqrt", "rsqrt", "floor", "sigmoid", "tanh")
 REDUCE_FNS = ("sum", "mean")
 
 Compute = Callable[..., Any]

@@ -121,18 +121,80 @@ class GlorotUniform(Initializer):
     def __call__(
         self, shape: ShapeLike, dtype: DTypeLike = None, partition_info: Any = None
     ) -> Tensor:
-        dims = list(shape)
-        if not dims:
-            fan_in = fan_out = 1
-        elif len(dims) == 1:
-            fan_in = fan_out = dims[0]
-        else:
-            receptive = 1
-            for d in dims[:-2]:
-                receptive *= d
-            fan_in, fan_out = dims[-2] * receptive, dims[-1] * receptive
+        fan_in, fan_out = _compute_fans(list(shape))
         limit = math.sqrt(6.0 / max(1.0, (fan_in + fan_out)))
         return random_ops.random_uniform(shape, -limit, limit, self._dtype(dtype), seed=self.seed)
+
+
+def _compute_fans(dims):
+    """(fan_in, fan_out) of a weight shape: its last two dimensions times the receptive
+    field (the product of the others); a vector's fans are its length, a scalar's 1."""
+    if not dims:
+        return 1, 1
+    if len(dims) == 1:
+        return dims[0], dims[0]
+    receptive = 1
+    for d in dims[:-2]:
+        receptive *= d
+    return dims[-2] * receptive, dims[-1] * receptive
+
+
+class VarianceScaling(Initializer):
+    """TF 1.15's ``variance_scaling_initializer``: samples of variance ``scale / n`` with ``n``
+    the fan in, the fan out or their mean (``mode``); ``distribution`` "truncated_normal" (the
+    default; "normal" is its old name), "untruncated_normal" or "uniform".  He and Glorot
+    initialisation are instances of it (book: the MLPs of the training examples)."""
+
+    def __init__(
+        self,
+        scale: float = 1.0,
+        mode: str = "fan_in",
+        distribution: str = "truncated_normal",
+        seed: int | None = None,
+        dtype: DTypeLike = dtypes.float32,
+    ) -> None:
+        if scale <= 0.0:
+            raise ValueError("`scale` must be positive float.")
+        if mode not in {"fan_in", "fan_out", "fan_avg"}:
+            raise ValueError("Invalid `mode` argument:", mode)
+        distribution = distribution.lower()
+        if distribution not in {"normal", "uniform", "truncated_normal", "untruncated_normal"}:
+            raise ValueError("Invalid `distribution` argument:", distribution)
+        super().__init__(dtype)
+        self.scale, self.mode, self.distribution, self.seed = scale, mode, distribution, seed
+
+    def __call__(
+        self, shape: ShapeLike, dtype: DTypeLike = None, partition_info: Any = None
+    ) -> Tensor:
+        dtype = self._dtype(dtype)
+        fan_in, fan_out = _compute_fans(list(shape))
+        fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}
+        scale = self.scale / max(1.0, fan[self.mode])
+        if self.distribution in ("normal", "truncated_normal"):
+            # the standard deviation of a unit normal truncated to [-2, 2]
+            stddev = math.sqrt(scale) / 0.87962566103423978
+            return random_ops.truncated_normal(shape, 0.0, stddev, dtype, seed=self.seed)
+        if self.distribution == "untruncated_normal":
+            return random_ops.random_normal(shape, 0.0, math.sqrt(scale), dtype, seed=self.seed)
+        limit = math.sqrt(3.0 * scale)
+        return random_ops.random_uniform(shape, -limit, limit, dtype, seed=self.seed)
+
+
+class GlorotNormal(VarianceScaling):
+    """Truncated normal of variance ``2 / (fan_in + fan_out)`` (``glorot_normal_initializer``)."""
+
+    def __init__(self, seed: int | None = None, dtype: DTypeLike = dtypes.float32) -> None:
+        super().__init__(1.0, "fan_avg", "truncated_normal", seed, dtype)
+
+
+def he_normal(seed: int | None = None) -> VarianceScaling:
+    """He initialisation (for ReLU layers): truncated normal of variance ``2 / fan_in``."""
+    return VarianceScaling(2.0, "fan_in", "truncated_normal", seed)
+
+
+def he_uniform(seed: int | None = None) -> VarianceScaling:
+    """He initialisation, uniform: in ``[-l, l]`` with ``l = sqrt(6 / fan_in)``."""
+    return VarianceScaling(2.0, "fan_in", "uniform", seed)
 
 
 zeros_initializer = Zeros
@@ -142,3 +204,5 @@ random_normal_initializer = RandomNormal
 truncated_normal_initializer = TruncatedNormal
 random_uniform_initializer = RandomUniform
 glorot_uniform_initializer = GlorotUniform
+glorot_normal_initializer = GlorotNormal
+variance_scaling_initializer = VarianceScaling

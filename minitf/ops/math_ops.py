@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import DTypeLike, Tensor, convert_to_tensor, name_scope
-from minitf.ops.array_ops import TensorLike, constant
+from minitf.ops.array_ops import TensorLike, _static_value, constant
 from minitf.ops.op_def import apply_op, register_op, shape_error
 
 for _t in (
@@ -40,8 +40,9 @@ def _check_same_dtype(op_type, x, y):
         )
 
 
-def _binary(op_type, x, y, name):
-    """Builds a broadcasting elementwise op; ``name`` is a scope name (``add/``)."""
+def _binary(op_type, x, y, name, out_dtype=None):
+    """Builds a broadcasting elementwise op; ``name`` is a scope name (``add/``); its output
+    has ``x``'s dtype unless ``out_dtype`` is given (a comparison's bool)."""
     x = convert_to_tensor(x, name="x")
     y = convert_to_tensor(
         y, dtype=x.dtype.base_dtype if not isinstance(y, Tensor) else None, name="y"
@@ -55,7 +56,7 @@ def _binary(op_type, x, y, name):
             op_type, name, [x, y], "Dimensions must be equal, but are %d and %d" % (xd, yd)
         ) from None
     dt = x.dtype.base_dtype
-    return apply_op(op_type, [x, y], [(dt, shape)], name, {"T": dt}).outputs[0]
+    return apply_op(op_type, [x, y], [(out_dtype or dt, shape)], name, {"T": dt}).outputs[0]
 
 
 def _first_mismatch(a, b):
@@ -319,3 +320,210 @@ def _install_operators(cls):
 
 
 _install_operators(Tensor)
+
+
+# -- the math of a small MLP (book: "Training"; TF 1.15 math_ops / gen_math_ops) ---------------
+
+for _t in (
+    "Exp",
+    "Log",
+    "Sqrt",
+    "Rsqrt",
+    "Abs",
+    "Floor",
+    "Maximum",
+    "Minimum",
+    "Equal",
+    "NotEqual",
+    "Less",
+    "LessEqual",
+    "Greater",
+    "GreaterEqual",
+    "ArgMax",
+    "Max",
+    "Select",
+    "Where",
+):
+    register_op(_t)
+
+_FLOAT_TYPES = ("bfloat16", "float16", "float32", "float64", "complex64", "complex128")
+
+
+def check_allowed_dtype(param: str, t: Tensor, allowed: Sequence[str]) -> None:
+    """TF's graph-time TypeError for an input whose dtype the op does not take."""
+    if t.dtype.base_dtype.name not in allowed:
+        raise TypeError(
+            "Value passed to parameter '%s' has DataType %s not in list of allowed values: %s"
+            % (param, t.dtype.base_dtype.name, ", ".join(allowed))
+        )
+
+
+def _float_unary(op_type: str, doc: str) -> Callable[..., Tensor]:
+    def fn(x: TensorLike, name: str | None = None) -> Tensor:
+        x = convert_to_tensor(x, name="x")
+        check_allowed_dtype("x", x, _FLOAT_TYPES)
+        return _unary(op_type, x, name)
+
+    fn.__name__ = op_type.lower()
+    fn.__doc__ = doc
+    return fn
+
+
+exp = _float_unary("Exp", "``Exp``: e to the power ``x``, elementwise (``tf.exp``).")
+log = _float_unary("Log", "``Log``: the natural logarithm, elementwise (``tf.log``).")
+sqrt = _float_unary("Sqrt", "``Sqrt``: the square root, elementwise (``tf.sqrt``).")
+rsqrt = _float_unary("Rsqrt", "``Rsqrt``: ``1 / sqrt(x)``, elementwise (``tf.math.rsqrt``).")
+floor = _float_unary("Floor", "``Floor``: the largest integer not above ``x`` (``tf.floor``).")
+
+
+def abs(x: TensorLike, name: str | None = None) -> Tensor:  # noqa: A001 - TF's name
+    """``Abs``: ``|x|`` elementwise (``tf.abs``; op named ``Abs``)."""
+    with name_scope(name, "Abs", [x]) as scope:
+        return _unary("Abs", convert_to_tensor(x, name="x"), scope)
+
+
+maximum = _binary_fn("Maximum", "Maximum")
+minimum = _binary_fn("Minimum", "Minimum")
+maximum.__doc__ = "``Maximum``: the larger of ``x`` and ``y``, with broadcasting."
+minimum.__doc__ = "``Minimum``: the smaller of ``x`` and ``y``, with broadcasting."
+
+
+def _comparison_fn(op_type: str) -> Callable[..., Tensor]:
+    """A broadcasting comparison (``Equal``, ``Less`` ...) whose output is a bool tensor."""
+
+    def fn(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+        with name_scope(name, op_type, [x, y]) as scope:
+            return _binary(op_type, x, y, scope, out_dtype=dtypes.bool)
+
+    fn.__name__ = op_type
+    fn.__doc__ = "``%s``: elementwise comparison with broadcasting; a bool tensor." % op_type
+    return fn
+
+
+equal = _comparison_fn("Equal")
+not_equal = _comparison_fn("NotEqual")
+less = _comparison_fn("Less")
+less_equal = _comparison_fn("LessEqual")
+greater = _comparison_fn("Greater")
+greater_equal = _comparison_fn("GreaterEqual")
+
+
+def argmax(
+    input: TensorLike,  # noqa: A002 - TF's name
+    axis: int | TensorLike | None = None,
+    name: str | None = None,
+    dimension: int | TensorLike | None = None,
+    output_type: DTypeLike = dtypes.int64,
+) -> Tensor:
+    """``ArgMax``: the index of the largest value along ``axis`` (0 when neither ``axis`` nor
+    its old name ``dimension`` is given); ``output_type`` int64 (default) or int32."""
+    if axis is not None and dimension is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dimension'")
+    axis = dimension if axis is None else axis
+    axis = 0 if axis is None else axis
+    output_type = dtypes.as_dtype(output_type).base_dtype
+    with name_scope(name, "ArgMax", [input]) as scope:
+        x = convert_to_tensor(input, name="input")
+        axis_t = convert_to_tensor(axis, dtype=dtypes.int32, name="dimension")
+        shape = tensor_shape.unknown_shape()
+        static_axis = _static_int(axis_t)
+        rank = x.shape.ndims
+        if rank is not None and static_axis is not None:
+            if not -max(rank, 1) <= static_axis < max(rank, 1):
+                raise shape_error(
+                    "ArgMax",
+                    scope,
+                    [x, axis_t],
+                    "Expected dimension in the range [%d, %d), but got %d"
+                    % (-rank, rank, static_axis),
+                )
+            dims = x.shape.as_list()
+            del dims[static_axis % rank]
+            shape = tensor_shape.TensorShape(dims)
+        elif rank is not None:
+            shape = tensor_shape.unknown_shape(rank=max(rank - 1, 0))
+        attrs = {"T": x.dtype.base_dtype, "Tidx": dtypes.int32, "output_type": output_type}
+        return apply_op("ArgMax", [x, axis_t], [(output_type, shape)], scope, attrs).outputs[0]
+
+
+def _static_int(t):
+    value = _static_value(t)
+    return None if value is None else int(value)
+
+
+def reduce_max(
+    input_tensor: TensorLike,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool | None = None,
+    name: str | None = None,
+    reduction_indices: int | Sequence[int] | None = None,
+    keep_dims: bool | None = None,
+) -> Tensor:
+    """``Max`` over ``axis`` (all axes by default)."""
+    axis = reduction_indices if axis is None else axis
+    keep = bool(keepdims if keepdims is not None else keep_dims)
+    return _reduction("Max", input_tensor, axis, keep, name)
+
+
+def where(
+    condition: TensorLike,
+    x: TensorLike = None,
+    y: TensorLike = None,
+    name: str | None = None,
+) -> Tensor:
+    """TF1's ``tf.where``: ``Select(condition, x, y)`` (elements of ``x`` where ``condition``,
+    else of ``y``); with ``condition`` alone, ``Where``: the coordinates of its true elements
+    (an int64 matrix with one row per true element)."""
+    if x is None and y is None:
+        with name_scope(name, "Where", [condition]) as scope:
+            c = convert_to_tensor(condition, name="condition", preferred_dtype=dtypes.bool)
+            shape = tensor_shape.TensorShape([None, c.shape.ndims])
+            if c.shape.ndims is None:
+                shape = tensor_shape.unknown_shape(rank=2)
+            attrs = {"T": c.dtype.base_dtype}
+            return apply_op("Where", [c], [(dtypes.int64, shape)], scope, attrs).outputs[0]
+    if x is None or y is None:
+        raise ValueError("x and y must both be non-None or both be None.")
+    with name_scope(name, "Select", [condition, x, y]) as scope:
+        c = convert_to_tensor(condition, dtype=dtypes.bool, name="condition")
+        x = convert_to_tensor(x, name="x")
+        y = convert_to_tensor(
+            y, dtype=x.dtype.base_dtype if not isinstance(y, Tensor) else None, name="y"
+        )
+        _check_same_dtype("Select", x, y)
+        shape = _select_shape(scope, c, x, y)
+        dt = x.dtype.base_dtype
+        return apply_op("Select", [c, x, y], [(dt, shape)], scope, {"T": dt}).outputs[0]
+
+
+def _select_shape(scope, c, x, y):
+    """The static shape of ``Select``: ``x`` and ``y`` alike; the condition of their shape, a
+    scalar, or a vector as long as their first dimension."""
+    try:
+        shape = x.shape.merge_with(y.shape)
+    except ValueError:
+        raise shape_error(
+            "Select", scope, [c, x, y], "Shapes %s and %s are not compatible" % (x.shape, y.shape)
+        ) from None
+    cs = c.shape
+    if cs.ndims is None or shape.ndims is None or cs.ndims == 0:
+        return shape
+    if cs.ndims == 1 and shape.ndims > 1:
+        if not cs[0].is_compatible_with(shape[0]):
+            raise shape_error(
+                "Select",
+                scope,
+                [c, x, y],
+                "Dimension 0 in both shapes must be equal, but are %s and %s" % (cs[0], shape[0]),
+            )
+        return shape
+    try:
+        return shape.merge_with(cs)
+    except ValueError:
+        raise shape_error(
+            "Select", scope, [c, x, y], "Shapes %s and %s are not compatible" % (cs, shape)
+        ) from None
+
+
+for _key, _fn in (("lt", less), ("le", less_equal), ("gt", greater), ("ge", greater_equal)):
+    setattr(Tensor, "__%s__" % _key, lambda self, other, _fn=_fn: _fn(self, other))

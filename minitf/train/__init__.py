@@ -6,11 +6,24 @@ TensorFlow" (optimizers, whose updates run on the variables' ps tasks, and the g
 """
 
 from minitf.distributed.cluster_spec import ClusterSpec  # noqa: F401
+from minitf.train.coordinator import Coordinator, LooperThread  # noqa: F401
+from minitf.train.device_setter import replica_device_setter  # noqa: F401
+from minitf.train.queue_runner import (  # noqa: F401
+    QueueRunner,
+    add_queue_runner,
+    start_queue_runners,
+)
+from minitf.train.session_run_hook import (  # noqa: F401
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+)
 
+# isort: split
 # -- optimizers, the global step, learning-rate decay (part 2 §17) --------------------------
 from minitf.train.adagrad import AdagradOptimizer  # noqa: F401
 from minitf.train.adam import AdamOptimizer  # noqa: F401
-from minitf.train.device_setter import replica_device_setter  # noqa: F401
 from minitf.train.gradient_descent import GradientDescentOptimizer  # noqa: F401
 from minitf.train.learning_rate_decay import exponential_decay  # noqa: F401
 from minitf.train.momentum import MomentumOptimizer  # noqa: F401

@@ -47,5 +47,5 @@ def exponential_decay(
         rate = _cast(decay_rate, dtype)
         p = math_ops.truediv(_cast(global_step, dtype), steps)
         if staircase:
-            p = decay_math_ops.floor(p)
+            p = math_ops.floor(p)
         return math_ops.multiply(lr, decay_math_ops.pow(rate, p), name=scope)

@@ -1,0 +1,216 @@
+"""The kernels of ``tf.nn`` (``ops/nn_ops.py``): activations, softmax, losses, bias_add.
+
+Book section: "Training" (the chapter's replicas train an MLP) and "Operations and kernels".
+The elementwise ones (Relu, Sigmoid, Tanh and their gradient helpers) and BiasAdd /
+BiasAddGrad are written against the backend surface (``tensor_ops.py``: ``map``, ``zip``,
+``reduce``), so they run as CUDA kernels on a card.  Softmax, the cross-entropies, L2Loss and
+OneHot compute with numpy on the host (``host_kernel``) on any device, numerically stable:
+every exponential is taken of ``x - max(x)``.  float16 is computed in float32.
+"""
+
+import numpy as np
+
+from minitf.framework import dtypes as D
+from minitf.framework import errors
+from minitf.kernels.math_kernels import _map, _zip
+from minitf.kernels.numpy_ops import scalarize
+from minitf.kernels.registry import ALL, FLOATS, GPU_ARRAY, INTS, register
+from minitf.kernels.tensor_ops import host_kernel, shape_text
+
+_UNARY = {"allocates": True, "forwards": (0,)}
+_SAME_SHAPE = {"allocates": True, "forwards": (0, 1)}
+
+register("Relu", _map("relu"), cpu=FLOATS + INTS, gpu=FLOATS, **_UNARY)
+register("Sigmoid", _map("sigmoid"), cpu=FLOATS, gpu=FLOATS, **_UNARY)
+register("Tanh", _map("tanh"), cpu=FLOATS, gpu=FLOATS, **_UNARY)
+register("ReluGrad", _zip("relu_grad"), cpu=FLOATS + INTS, gpu=FLOATS, **_SAME_SHAPE)
+register("SigmoidGrad", _zip("sigmoid_grad"), cpu=FLOATS, gpu=FLOATS, **_SAME_SHAPE)
+register("TanhGrad", _zip("tanh_grad"), cpu=FLOATS, gpu=FLOATS, **_SAME_SHAPE)
+
+
+def _precise(x):
+    x = np.asarray(x)
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+def log_softmax_rows(x):
+    """``log(softmax(x))`` over the last axis without overflow: ``x - m - log(sum(exp(x -
+    m)))`` with ``m`` the row maximum."""
+    shifted = x - np.max(x, axis=-1, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+
+
+def _softmax_kernel(log):
+    @host_kernel
+    def factory(op, device):
+        def compute(ctx, ins):
+            x = np.asarray(ins[0])
+            if x.ndim < 1:
+                raise errors.InvalidArgumentError(
+                    None, None, "logits must have >= 1 dimension, got %s" % shape_text(x.shape)
+                )
+            out = log_softmax_rows(_precise(x))
+            return ((out if log else np.exp(out)).astype(x.dtype),)
+
+        return compute
+
+    return factory
+
+
+register("Softmax", _softmax_kernel(False), cpu=FLOATS, gpu=FLOATS, allocates=True)
+register("LogSoftmax", _softmax_kernel(True), cpu=FLOATS, gpu=FLOATS, allocates=True)
+
+
+def _bias_add(op, device):
+    backend = device.backend
+    add, shape = backend.zip("add"), backend.shape
+
+    def compute(ctx, ins):
+        value, bias = ins
+        vs, bs = shape(value), shape(bias)
+        if len(vs) < 2:
+            raise errors.InvalidArgumentError(
+                None, None, "Input tensor must be at least 2D: %s" % shape_text(vs)
+            )
+        if len(bs) != 1:
+            raise errors.InvalidArgumentError(None, None, "Biases must be 1D: %s" % shape_text(bs))
+        if bs[0] != vs[-1]:
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                "Must provide as many biases as the last dimension of the input tensor: "
+                "%s vs. %s" % (shape_text(bs), shape_text(vs)),
+            )
+        return (add(ctx, value, bias),)
+
+    return compute
+
+
+def _bias_add_grad(op, device):
+    backend = device.backend
+    total = backend.reduce("sum", False, op.get_attr("T").as_numpy_dtype)
+
+    def compute(ctx, ins):
+        rank = len(backend.shape(ins[0]))
+        if rank < 2:
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                "Input tensor must be at least 2D: %s" % shape_text(backend.shape(ins[0])),
+            )
+        return (total(ctx, ins[0], list(range(rank - 1))),)
+
+    return compute
+
+
+_GPU_FLOATS = FLOATS
+register("BiasAdd", _bias_add, cpu=FLOATS + INTS, gpu=_GPU_FLOATS + (D.int32,), allocates=True)
+register("BiasAddGrad", _bias_add_grad, cpu=FLOATS + INTS, gpu=_GPU_FLOATS, allocates=True)
+
+
+@host_kernel
+def _l2_loss(op, device):
+    def compute(ctx, ins):
+        x = np.asarray(ins[0])
+        p = _precise(x)
+        return (scalarize(np.asarray(np.sum(p * p) / 2).astype(x.dtype)),)
+
+    return compute
+
+
+register("L2Loss", _l2_loss, cpu=FLOATS, gpu=FLOATS, allocates=True)
+
+
+def _check_rows(features, labels, what):
+    if features.ndim != 2:
+        raise errors.InvalidArgumentError(
+            None, None, "logits must be 2-dimensional, got %s" % shape_text(features.shape)
+        )
+    if labels.shape[0] != features.shape[0]:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            "logits and labels must have the same first dimension, got logits shape %s and "
+            "%s shape %s" % (shape_text(features.shape), what, shape_text(labels.shape)),
+        )
+
+
+@host_kernel
+def _sparse_xent(op, device):
+    def compute(ctx, ins):
+        features, labels = np.asarray(ins[0]), np.asarray(ins[1])
+        _check_rows(features, labels, "labels")
+        classes = features.shape[1]
+        bad = (labels < 0) | (labels >= classes)
+        if bad.any():
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                "Received a label value of %d which is outside the valid range of [0, %d).  "
+                "Label values: %s"
+                % (labels[bad][0], classes, " ".join(str(int(v)) for v in labels)),
+            )
+        logp = log_softmax_rows(_precise(features))
+        rows = np.arange(features.shape[0])
+        loss = -logp[rows, labels]
+        backprop = np.exp(logp)
+        backprop[rows, labels] -= 1
+        return loss.astype(features.dtype), backprop.astype(features.dtype)
+
+    return compute
+
+
+@host_kernel
+def _xent(op, device):
+    def compute(ctx, ins):
+        features, labels = np.asarray(ins[0]), np.asarray(ins[1])
+        _check_rows(features, labels, "labels")
+        if labels.shape != features.shape:
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                "logits and labels must be broadcastable: logits_size=%s labels_size=%s"
+                % (shape_text(features.shape), shape_text(labels.shape)),
+            )
+        logp = log_softmax_rows(_precise(features))
+        loss = -np.sum(labels * logp, axis=-1)
+        backprop = np.exp(logp) - labels
+        return loss.astype(features.dtype), backprop.astype(features.dtype)
+
+    return compute
+
+
+_XENT_GPU = (D.float16, D.float32, D.float64)
+register(
+    "SparseSoftmaxCrossEntropyWithLogits", _sparse_xent, cpu=FLOATS, gpu=_XENT_GPU, allocates=True
+)
+register("SoftmaxCrossEntropyWithLogits", _xent, cpu=FLOATS, gpu=_XENT_GPU, allocates=True)
+
+
+@host_kernel
+def _one_hot(op, device):
+    axis = op.get_attr("axis")
+
+    def compute(ctx, ins):
+        indices, depth, on, off = (np.asarray(v) for v in ins)
+        if depth.ndim != 0:
+            raise errors.InvalidArgumentError(
+                None, None, "depth must be a scalar, but got: %s" % shape_text(depth.shape)
+            )
+        if on.ndim != 0 or off.ndim != 0:
+            raise errors.InvalidArgumentError(None, None, "on_value and off_value must be scalars")
+        depth = int(depth)
+        if depth < 0:
+            raise errors.InvalidArgumentError(
+                None, None, "depth must be non-negative, got: %d" % depth
+            )
+        hot = indices[..., None] == np.arange(depth)
+        out = np.where(hot, on, off).astype(on.dtype)
+        if axis != -1:
+            out = np.moveaxis(out, -1, axis)
+        return (scalarize(out),)
+
+    return compute
+
+
+register("OneHot", _one_hot, cpu=ALL, gpu=GPU_ARRAY, allocates=True)

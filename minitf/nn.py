@@ -1,0 +1,31 @@
+"""``tf.nn``: the activations and losses of a small MLP (``ops/nn_ops.py``), under the name
+TF 1.15 gives them (``tf.nn.relu``, ``tf.nn.sparse_softmax_cross_entropy_with_logits`` ...).
+
+Book section: "Training".
+"""
+
+from minitf.ops.nn_ops import (
+    bias_add,
+    dropout,
+    l2_loss,
+    log_softmax,
+    relu,
+    sigmoid,
+    softmax,
+    softmax_cross_entropy_with_logits_v2,
+    sparse_softmax_cross_entropy_with_logits,
+    tanh,
+)
+
+__all__ = [
+    "bias_add",
+    "dropout",
+    "l2_loss",
+    "log_softmax",
+    "relu",
+    "sigmoid",
+    "softmax",
+    "softmax_cross_entropy_with_logits_v2",
+    "sparse_softmax_cross_entropy_with_logits",
+    "tanh",
+]

@@ -1,0 +1,501 @@
+"""``tf.nn``: the activations, losses and helpers of a small MLP, with TF 1.15's op types,
+default names, static shapes and error texts (reference/tf1_semantics_part2.md §16.2).
+
+Book section: "Training" (the chapter's replicas train a network: dense layers with ReLU, a
+softmax cross-entropy loss) and the MNIST examples it refers back to.  The kernels live in
+``kernels/nn_kernels.py``, the gradients in ``ops/nn_grad.py``.  ``one_hot`` (TF's
+``array_ops.one_hot``) is built here too, next to the losses that use its encoding.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from minitf.framework import dtypes, tensor_shape
+from minitf.framework.graph import DTypeLike, Tensor, convert_to_tensor, name_scope
+from minitf.ops import array_ops, math_ops, random_ops
+from minitf.ops.array_ops import TensorLike
+from minitf.ops.math_ops import check_allowed_dtype
+from minitf.ops.op_def import apply_op, register_op, shape_error
+
+for _t in (
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "Softmax",
+    "LogSoftmax",
+    "BiasAdd",
+    "L2Loss",
+    "ReluGrad",
+    "SigmoidGrad",
+    "TanhGrad",
+    "BiasAddGrad",
+    "SparseSoftmaxCrossEntropyWithLogits",
+    "SoftmaxCrossEntropyWithLogits",
+    "OneHot",
+):
+    register_op(_t)
+
+_FLOATS = ("bfloat16", "float16", "float32", "float64")
+_FLOATS_COMPLEX = _FLOATS + ("complex64", "complex128")
+
+
+def _same_shape_op(op_type, x, name, allowed=None, param="x"):
+    """An op with one input whose output has the input's dtype and shape."""
+    x = convert_to_tensor(x, name=param)
+    if allowed is not None:
+        check_allowed_dtype(param, x, allowed)
+    dt = x.dtype.base_dtype
+    return apply_op(op_type, [x], [(dt, x.shape)], name or op_type, {"T": dt}).outputs[0]
+
+
+def relu(features: TensorLike, name: str | None = None) -> Tensor:
+    """``Relu``: ``max(features, 0)``."""
+    return _same_shape_op("Relu", features, name, param="features")
+
+
+def sigmoid(x: TensorLike, name: str | None = None) -> Tensor:
+    """``Sigmoid``: ``1 / (1 + exp(-x))`` (``tf.sigmoid``, ``tf.nn.sigmoid``; scope
+    ``Sigmoid``)."""
+    with name_scope(name, "Sigmoid", [x]) as scope:
+        return _same_shape_op("Sigmoid", x, scope, _FLOATS_COMPLEX)
+
+
+def tanh(x: TensorLike, name: str | None = None) -> Tensor:
+    """``Tanh``: the hyperbolic tangent (``tf.tanh``, ``tf.nn.tanh``; scope ``Tanh``)."""
+    with name_scope(name, "Tanh", [x]) as scope:
+        return _same_shape_op("Tanh", x, scope, _FLOATS_COMPLEX)
+
+
+def _softmax(op_type, logits, axis, dim, name):
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dim'")
+    axis = -1 if axis is None and dim is None else (dim if axis is None else axis)
+    logits = convert_to_tensor(logits, name="logits")
+    check_allowed_dtype("logits", logits, ("float16", "bfloat16", "float32", "float64"))
+    rank = logits.shape.ndims
+    with name_scope(name, op_type, [logits]) as scope:
+        return _softmax_op(op_type, logits, axis, rank, scope)
+
+
+def _softmax_op(op_type, logits, axis, rank, scope):
+    if rank == 0:
+        raise shape_error(op_type, scope, [logits], "Shape must be at least rank 1 but is rank 0")
+    if axis != -1 and (rank is None or axis % rank != rank - 1):
+        raise ValueError(
+            "minitf: tf.nn.%s computes over the last axis only (got axis=%r for rank %s)"
+            % ("softmax" if op_type == "Softmax" else "log_softmax", axis, rank)
+        )
+    return _same_shape_op(op_type, logits, scope, param="logits")
+
+
+def softmax(
+    logits: TensorLike, axis: int | None = None, name: str | None = None, dim: int | None = None
+) -> Tensor:
+    """``Softmax`` over the last axis: ``exp(x) / sum(exp(x))`` (``dim``: ``axis``'s old
+    name)."""
+    return _softmax("Softmax", logits, axis, dim, name)
+
+
+def log_softmax(
+    logits: TensorLike, axis: int | None = None, name: str | None = None, dim: int | None = None
+) -> Tensor:
+    """``LogSoftmax`` over the last axis: ``x - log(sum(exp(x)))``."""
+    return _softmax("LogSoftmax", logits, axis, dim, name)
+
+
+def bias_add(
+    value: TensorLike,
+    bias: TensorLike,
+    data_format: str | None = None,
+    name: str | None = None,
+) -> Tensor:
+    """``BiasAdd`` (scope ``BiasAdd``): ``value + bias`` along the last dimension (NHWC)."""
+    if data_format not in (None, "NHWC"):
+        raise ValueError("minitf: tf.nn.bias_add supports data_format 'NHWC' only")
+    with name_scope(name, "BiasAdd", [value, bias]) as scope:
+        value = convert_to_tensor(value, name="input")
+        bias = convert_to_tensor(bias, dtype=value.dtype.base_dtype, name="bias")
+        vs, bs = value.shape, bias.shape
+        if bs.ndims is not None and bs.ndims != 1:
+            raise shape_error(
+                "BiasAdd", scope, [value, bias], "Shape must be rank 1 but is rank %d" % bs.ndims
+            )
+        if vs.ndims is not None and vs.ndims < 2:
+            raise shape_error(
+                "BiasAdd",
+                scope,
+                [value, bias],
+                "Shape must be at least rank 2 but is rank %d" % vs.ndims,
+            )
+        shape = vs
+        if vs.ndims is not None and bs.ndims is not None:
+            last, n = vs[-1], bs[0]
+            if not last.is_compatible_with(n):
+                raise shape_error(
+                    "BiasAdd",
+                    scope,
+                    [value, bias],
+                    "Dimensions must be equal, but are %s and %s" % (last, n),
+                )
+            shape = tensor_shape.TensorShape(vs.as_list()[:-1] + [last.merge_with(n).value])
+        dt = value.dtype.base_dtype
+        attrs = {"T": dt, "data_format": "NHWC"}
+        return apply_op("BiasAdd", [value, bias], [(dt, shape)], scope, attrs).outputs[0]
+
+
+def bias_add_grad(
+    out_backprop: TensorLike, data_format: str = "NHWC", name: str | None = None
+) -> Tensor:
+    """``BiasAddGrad``: the sum of ``out_backprop`` over every axis but the last."""
+    g = convert_to_tensor(out_backprop, name="out_backprop")
+    shape = tensor_shape.unknown_shape(rank=1)
+    with name_scope(name, "BiasAddGrad", [g]) as scope:
+        if g.shape.ndims is not None:
+            if g.shape.ndims < 2:
+                reason = "Shape must be at least rank 2 but is rank %d" % g.shape.ndims
+                raise shape_error("BiasAddGrad", scope, [g], reason)
+            shape = tensor_shape.TensorShape([g.shape[-1]])
+        dt = g.dtype.base_dtype
+        attrs = {"T": dt, "data_format": data_format}
+        return apply_op("BiasAddGrad", [g], [(dt, shape)], scope, attrs).outputs[0]
+
+
+def _grad_helper(op_type, a, b, name, names):
+    a = convert_to_tensor(a, name=names[0])
+    b = convert_to_tensor(b, dtype=a.dtype.base_dtype, name=names[1])
+    with name_scope(name, op_type, [a, b]) as scope:
+        try:
+            shape = a.shape.merge_with(b.shape)
+        except ValueError:
+            reason = "Shapes %s and %s are not compatible" % (a.shape, b.shape)
+            raise shape_error(op_type, scope, [a, b], reason) from None
+        dt = a.dtype.base_dtype
+        return apply_op(op_type, [a, b], [(dt, shape)], scope, {"T": dt}).outputs[0]
+
+
+def relu_grad(gradients: TensorLike, features: TensorLike, name: str | None = None) -> Tensor:
+    """``ReluGrad``: ``gradients`` where ``features > 0``, else 0."""
+    return _grad_helper("ReluGrad", gradients, features, name, ("gradients", "features"))
+
+
+def sigmoid_grad(y: TensorLike, dy: TensorLike, name: str | None = None) -> Tensor:
+    """``SigmoidGrad``: ``dy * y * (1 - y)``, ``y`` the sigmoid's output."""
+    return _grad_helper("SigmoidGrad", y, dy, name, ("y", "dy"))
+
+
+def tanh_grad(y: TensorLike, dy: TensorLike, name: str | None = None) -> Tensor:
+    """``TanhGrad``: ``dy * (1 - y * y)``, ``y`` the tanh's output."""
+    return _grad_helper("TanhGrad", y, dy, name, ("y", "dy"))
+
+
+def l2_loss(t: TensorLike, name: str | None = None) -> Tensor:
+    """``L2Loss``: ``sum(t ** 2) / 2``, a scalar (weight decay)."""
+    t = convert_to_tensor(t, name="t")
+    check_allowed_dtype("t", t, ("float16", "bfloat16", "float32", "float64"))
+    dt = t.dtype.base_dtype
+    return apply_op(
+        "L2Loss", [t], [(dt, tensor_shape.scalar())], name or "L2Loss", {"T": dt}
+    ).outputs[0]
+
+
+# -- cross-entropy losses -------------------------------------------------------------------
+
+
+def _ensure_xent_args(name, sentinel, labels, logits):
+    if sentinel is not None:
+        raise ValueError("Only call `%s` with named arguments (labels=..., logits=..., ...)" % name)
+    if labels is None or logits is None:
+        raise ValueError("Both labels and logits must be provided.")
+
+
+def _sparse_xent_op(logits, labels, name):
+    """The fused ``SparseSoftmaxCrossEntropyWithLogits`` op: (loss [batch], backprop)."""
+    with name_scope(name, "SparseSoftmaxCrossEntropyWithLogits", [logits, labels]) as scope:
+        return _sparse_xent_in_scope(logits, labels, scope)
+
+
+def _sparse_xent_in_scope(logits, labels, op_name):
+    fs, ls = logits.shape, labels.shape
+    for t, rank in ((logits, 2), (labels, 1)):
+        if t.shape.ndims is not None and t.shape.ndims != rank:
+            raise shape_error(
+                "SparseSoftmaxCrossEntropyWithLogits",
+                op_name,
+                [logits, labels],
+                "Shape must be rank %d but is rank %d" % (rank, t.shape.ndims),
+            )
+    batch = fs[0] if fs.ndims is not None else tensor_shape.Dimension(None)
+    if ls.ndims is not None:
+        if not batch.is_compatible_with(ls[0]):
+            raise shape_error(
+                "SparseSoftmaxCrossEntropyWithLogits",
+                op_name,
+                [logits, labels],
+                "Dimensions must be equal, but are %s and %s" % (batch, ls[0]),
+            )
+        batch = batch.merge_with(ls[0])
+    classes = fs[1].value if fs.ndims is not None else None
+    dt = logits.dtype.base_dtype
+    op = apply_op(
+        "SparseSoftmaxCrossEntropyWithLogits",
+        [logits, labels],
+        [
+            (dt, tensor_shape.TensorShape([batch])),
+            (dt, tensor_shape.TensorShape([batch.value, classes])),
+        ],
+        op_name,
+        {"T": dt, "Tlabels": labels.dtype.base_dtype},
+    )
+    return op.outputs[0]
+
+
+def sparse_softmax_cross_entropy_with_logits(
+    _sentinel: None = None,
+    labels: TensorLike = None,
+    logits: TensorLike = None,
+    name: str | None = None,
+) -> Tensor:
+    """The softmax cross-entropy of ``logits`` [..., classes] against class indices
+    ``labels`` [...]: ``SparseSoftmaxCrossEntropyWithLogits`` in the scope of the same name
+    (logits of rank > 2 are reshaped to 2-D around it); a loss per example."""
+    _ensure_xent_args("sparse_softmax_cross_entropy_with_logits", _sentinel, labels, logits)
+    with name_scope(name, "SparseSoftmaxCrossEntropyWithLogits", [labels, logits]):
+        labels = convert_to_tensor(labels)
+        logits = convert_to_tensor(logits)
+        check_allowed_dtype("labels", labels, ("int32", "int64"))
+        half = logits.dtype.base_dtype == dtypes.float16
+        precise = math_ops.cast(logits, dtypes.float32) if half else logits
+        ls, fs = labels.shape, logits.shape
+        if fs.ndims == 0:
+            raise ValueError("Logits cannot be scalars - received shape %s." % fs)
+        if fs.ndims is not None and ls.ndims is not None and ls.ndims != fs.ndims - 1:
+            raise ValueError(
+                "Rank mismatch: Rank of labels (received %s) should equal rank of logits "
+                "minus 1 (received %s)." % (ls.ndims, fs.ndims)
+            )
+        if ls.is_fully_defined() and fs.is_fully_defined() and ls != fs[:-1]:
+            raise ValueError(
+                "Shape mismatch: The shape of labels (received %s) should equal the shape "
+                "of logits except for the last dimension (received %s)." % (ls, fs)
+            )
+        if fs.ndims == 2:
+            cost = _sparse_xent_op(precise, labels, name)
+        else:
+            cost = _sparse_xent_flattened(precise, labels, name)
+        return math_ops.cast(cost, dtypes.float16) if half else cost
+
+
+def _sparse_xent_flattened(logits, labels, name):
+    """Logits of rank other than 2: flattened to [-1, classes] and the loss reshaped back to
+    the labels' shape (minitf needs both static shapes for it)."""
+    fs, ls = logits.shape, labels.shape
+    if fs.ndims is None or fs[-1].value is None or not ls.is_fully_defined():
+        raise ValueError(
+            "minitf: logits of rank other than 2 need a known rank and number of classes, "
+            "and labels of a fully defined shape (got %s and %s)" % (fs, ls)
+        )
+    flat_logits = array_ops.reshape(logits, [-1, fs[-1].value])
+    flat_labels = array_ops.reshape(labels, [-1])
+    cost = _sparse_xent_op(flat_logits, flat_labels, name)
+    return array_ops.reshape(cost, ls.as_list())
+
+
+def _xent_op(logits, labels, name):
+    """The fused ``SoftmaxCrossEntropyWithLogits`` op on 2-D operands: (loss, backprop)."""
+    for t in (logits, labels):
+        if t.shape.ndims is not None and t.shape.ndims != 2:
+            raise shape_error(
+                "SoftmaxCrossEntropyWithLogits",
+                name,
+                [logits, labels],
+                "Shape must be rank 2 but is rank %d" % t.shape.ndims,
+            )
+    try:
+        shape = logits.shape.merge_with(labels.shape)
+    except ValueError:
+        a, b = math_ops._first_mismatch(logits.shape, labels.shape)
+        raise shape_error(
+            "SoftmaxCrossEntropyWithLogits",
+            name,
+            [logits, labels],
+            "Dimensions must be equal, but are %d and %d" % (a, b),
+        ) from None
+    dt = logits.dtype.base_dtype
+    op = apply_op(
+        "SoftmaxCrossEntropyWithLogits",
+        [logits, labels],
+        [(dt, tensor_shape.TensorShape(shape.as_list()[:1])), (dt, shape)],
+        name,
+        {"T": dt},
+    )
+    return op.outputs[0]
+
+
+def softmax_cross_entropy_with_logits_v2(
+    labels: TensorLike,
+    logits: TensorLike,
+    axis: int | None = None,
+    name: str | None = None,
+    dim: int | None = None,
+) -> Tensor:
+    """The softmax cross-entropy of ``logits`` against probability distributions ``labels``
+    (gradients flow into both): scope ``softmax_cross_entropy_with_logits``, operands
+    flattened to 2-D (``Reshape``, ``Reshape_1``), the fused op named like the scope, the loss
+    reshaped to the batch shape (``Reshape_2``)."""
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dim'")
+    axis = -1 if axis is None and dim is None else (dim if axis is None else axis)
+    with name_scope(name, "softmax_cross_entropy_with_logits", [logits, labels]) as scope:
+        logits = convert_to_tensor(logits, name="logits")
+        labels = convert_to_tensor(labels, name="labels")
+        half = logits.dtype.base_dtype == dtypes.float16
+        precise = math_ops.cast(logits, dtypes.float32) if half else logits
+        labels = math_ops.cast(labels, precise.dtype)
+        fs = logits.shape
+        if fs.ndims == 0:
+            raise ValueError("Logits cannot be scalars - received shape %s." % fs)
+        last = fs.ndims is not None and axis % fs.ndims == fs.ndims - 1
+        if fs.ndims is None or fs[-1].value is None or not last:
+            raise ValueError(
+                "minitf: softmax cross-entropy needs logits of known rank and number of "
+                "classes, over the last axis (got shape %s, axis %r)" % (fs, axis)
+            )
+        classes = fs[-1].value
+        flat_logits = array_ops.reshape(precise, [-1, classes])
+        flat_labels = array_ops.reshape(labels, [-1, classes])
+        cost = _xent_op(flat_logits, flat_labels, scope)
+        batch = fs.as_list()[:-1]
+        if any(d is None for d in batch[1:]):
+            raise ValueError("minitf: only the first dimension of the logits may be unknown")
+        cost = array_ops.reshape(cost, [-1 if d is None else d for d in batch])
+        return math_ops.cast(cost, dtypes.float16) if half else cost
+
+
+# -- dropout and one_hot -----------------------------------------------------------------------
+
+
+def dropout(
+    x: TensorLike,
+    keep_prob: TensorLike = None,
+    noise_shape: TensorLike = None,
+    seed: int | None = None,
+    name: str | None = None,
+    rate: TensorLike = None,
+) -> Tensor:
+    """Dropout as TF 1.15 builds it (scope ``dropout``): each element is kept with
+    probability ``1 - rate`` (``keep_prob``: the old, deprecated argument) and scaled by
+    ``1 / (1 - rate)``: ``x * scale * Cast(random_uniform(noise_shape) >= rate)``."""
+    if keep_prob is not None and rate is not None:
+        raise ValueError("Cannot specify both 'rate' and 'keep_prob'")
+    if keep_prob is not None:
+        try:
+            rate = 1.0 - keep_prob
+        except TypeError:
+            raise ValueError(
+                "keep_prob must be a floating point number or Tensor (got %r)" % (keep_prob,)
+            ) from None
+    if rate is None:
+        raise ValueError("You must provide a rate to dropout.")
+    with name_scope(name, "dropout", [x]):
+        x = convert_to_tensor(x, name="x")
+        if not x.dtype.is_floating:
+            raise ValueError(
+                "x has to be a floating point tensor since it's going to be scaled. Got a %s "
+                "tensor instead." % x.dtype
+            )
+        if isinstance(rate, numbers.Real) and not isinstance(rate, bool):
+            if not 0 <= rate < 1:
+                raise ValueError(
+                    "rate must be a scalar tensor or a float in the range [0, 1), got %g" % rate
+                )
+            if rate == 0:
+                return x
+        rate = convert_to_tensor(rate, dtype=x.dtype.base_dtype, name="rate")
+        if not rate.shape.is_compatible_with(tensor_shape.scalar()):
+            raise ValueError(
+                "Shapes %s and %s are incompatible" % (rate.shape, tensor_shape.scalar())
+            )
+        random_tensor = random_ops.random_uniform(
+            _noise_shape(x, noise_shape), seed=seed, dtype=x.dtype.base_dtype
+        )
+        scale = 1 / (1 - rate)
+        keep_mask = random_tensor >= rate
+        ret = x * scale * math_ops.cast(keep_mask, x.dtype.base_dtype)
+        ret.set_shape(x.shape)
+        return ret
+
+
+def _noise_shape(x, noise_shape):
+    """The shape of dropout's random tensor: ``x``'s, or ``noise_shape`` with its unknown
+    dimensions taken from ``x``'s static shape."""
+    if noise_shape is None:
+        if not x.shape.is_fully_defined():
+            raise ValueError(
+                "minitf: dropout of a tensor of partly unknown shape %s needs noise_shape" % x.shape
+            )
+        return x.shape.as_list()
+    if isinstance(noise_shape, Tensor):
+        return noise_shape
+    dims = tensor_shape.as_shape(noise_shape).as_list()
+    if x.shape.ndims == len(dims):
+        dims = [xd if nd is None else nd for nd, xd in zip(dims, x.shape.as_list())]
+    return dims
+
+
+def one_hot(
+    indices: TensorLike,
+    depth: TensorLike,
+    on_value: TensorLike = None,
+    off_value: TensorLike = None,
+    axis: int | None = None,
+    dtype: DTypeLike = None,
+    name: str | None = None,
+) -> Tensor:
+    """``OneHot`` (TF's ``array_ops.one_hot``, scope ``one_hot``): ``on_value`` where the
+    new ``axis`` (default -1) equals the index, ``off_value`` elsewhere (1 and 0 of ``dtype``,
+    float32 by default)."""
+    with name_scope(name, "one_hot", [indices, depth, on_value, off_value]) as scope:
+        dtype = dtypes.as_dtype(dtype).base_dtype if dtype is not None else None
+        on_dt = convert_to_tensor(on_value).dtype.base_dtype if on_value is not None else None
+        off_dt = convert_to_tensor(off_value).dtype.base_dtype if off_value is not None else None
+        for given, what in ((on_dt, "on_value"), (off_dt, "off_value")):
+            if given is not None and dtype is not None and given != dtype:
+                raise TypeError(
+                    "dtype {0} of {1} does not match dtype parameter {2}".format(given, what, dtype)
+                )
+        dtype = dtype or on_dt or off_dt or dtypes.float32
+        on = convert_to_tensor(1 if on_value is None else on_value, dtype, name="on_value")
+        off = convert_to_tensor(0 if off_value is None else off_value, dtype, name="off_value")
+        if on.dtype.base_dtype != off.dtype.base_dtype:
+            raise TypeError(
+                "dtype {0} of on_value does not match dtype {1} of off_value".format(
+                    on.dtype.base_dtype, off.dtype.base_dtype
+                )
+            )
+        return _one_hot_op(indices, depth, on, off, -1 if axis is None else axis, scope)
+
+
+def _one_hot_op(indices, depth, on, off, axis, scope):
+    indices = convert_to_tensor(indices, name="indices")
+    depth = convert_to_tensor(depth, dtype=dtypes.int32, name="depth")
+    check_allowed_dtype("indices", indices, ("uint8", "int32", "int64"))
+    ins = [indices, depth, on, off]
+    shape = tensor_shape.unknown_shape()
+    rank = indices.shape.ndims
+    if axis < -1 or (rank is not None and axis > rank):
+        raise shape_error(
+            "OneHot",
+            scope,
+            ins,
+            "Expected axis to be -1 or between [0, %s).  But received: %d"
+            % (rank + 1 if rank is not None else "?", axis),
+        )
+    if rank is not None:
+        d = array_ops._static_value(depth)
+        dims = indices.shape.as_list()
+        dims.insert(rank if axis == -1 else axis, None if d is None else int(d))
+        shape = tensor_shape.TensorShape(dims)
+    dt = on.dtype.base_dtype
+    attrs = {"T": dt, "TI": indices.dtype.base_dtype, "axis": axis}
+    return apply_op("OneHot", ins, [(dt, shape)], scope, attrs).outputs[0]
