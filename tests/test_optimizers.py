@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.ops import decay_math_ops
+from minitf.ops import math_ops
 from minitf.train import training_util
 
 
@@ -526,19 +526,21 @@ def test_decayed_rate_drives_an_optimizer():
     assert sess.run(b) == pytest.approx(0.0) and tf.train.global_step(sess, gs) == 2
 
 
-def test_pow():
-    x = decay_math_ops.pow(tf.constant([2.0, 3.0]), 2.0)
-    y = decay_math_ops.pow(tf.constant([[2], [3]]), tf.constant([1, 2]))
-    assert x.op.name == "Pow" and y.shape.as_list() == [2, 2]
-    bad = decay_math_ops.pow(tf.constant(2), tf.constant(-1))
+def test_pow_and_floor():
+    x = math_ops.pow(tf.constant([2.0, 3.0]), 2.0)
+    y = math_ops.pow(tf.constant([[2], [3]]), tf.constant([1, 2]))
+    f = math_ops.floor(tf.constant([-1.5, 2.5]))
+    assert x.op.name == "Pow" and f.op.name == "Floor" and y.shape.as_list() == [2, 2]
+    bad = math_ops.pow(tf.constant(2), tf.constant(-1))
     sess = tf.Session()
     np.testing.assert_allclose(sess.run(x), [4.0, 9.0])
     np.testing.assert_array_equal(sess.run(y), [[2, 4], [3, 9]])
+    np.testing.assert_array_equal(sess.run(f), [-2.0, 2.0])
     with pytest.raises(tf.errors.InvalidArgumentError, match="negative integer powers"):
         sess.run(bad)
     p, q = tf.placeholder(tf.float32), tf.placeholder(tf.float32)
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"Incompatible shapes: \[2\] vs"):
-        sess.run(decay_math_ops.pow(p, q), {p: [1.0, 2.0], q: [1.0, 2.0, 3.0]})
+        sess.run(math_ops.pow(p, q), {p: [1.0, 2.0], q: [1.0, 2.0, 3.0]})
 
 
 # -- between-graph replication on a cluster --------------------------------------------------------

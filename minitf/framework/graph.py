@@ -47,12 +47,13 @@ class GraphKeys:
     QUEUE_RUNNERS = "queue_runners"
     GLOBAL_STEP = "global_step"
     INIT_OP = "init_op"
-    TRAIN_OP = "train_op"
     LOCAL_INIT_OP = "local_init_op"
     READY_OP = "ready_op"
     READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
     SUMMARY_OP = "summary_op"
     SAVERS = "savers"
+    TRAIN_OP = "train_op"
+    SUMMARIES = "summaries"
 
 
 def _user_frame():

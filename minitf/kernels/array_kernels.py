@@ -11,7 +11,7 @@ import numpy as np
 from minitf.framework import dtypes as D
 from minitf.framework import errors
 from minitf.kernels.numpy_ops import scalarize
-from minitf.kernels.registry import ALL, GPU_ARRAY, register
+from minitf.kernels.registry import ALL, FLOATS, GPU_ARRAY, NUMERIC, register
 from minitf.kernels.tensor_ops import host_kernel, shape_text
 
 
@@ -181,7 +181,7 @@ def _logical_not(op, device):
 
 @host_kernel
 def _where(op, device):
-    return lambda ctx, ins: (np.argwhere(ins[0]).astype(np.int64),)
+    return lambda ctx, ins: (np.argwhere(np.asarray(ins[0])).astype(np.int64),)
 
 
 @host_kernel
@@ -220,6 +220,6 @@ def _gather(op, device):
 
 
 register("LogicalNot", _logical_not, cpu="any", gpu="any")
-register("Where", _where, cpu=ALL, gpu=GPU_ARRAY)
+register("Where", _where, cpu=NUMERIC + (D.bool,), gpu=FLOATS + (D.int32, D.int64, D.bool))
 register("Squeeze", _squeeze, cpu=ALL, gpu=GPU_ARRAY)
 register("GatherV2", _gather, cpu=ALL, gpu=GPU_ARRAY)

@@ -492,9 +492,11 @@ def where_indices(condition: TensorLike, name: str | None = None) -> Tensor:
     """``Where`` with one argument (``tf.where(condition)``): the coordinates of the true
     elements, an int64 matrix with one row per element."""
     with name_scope(name, "Where", [condition]) as scope:
-        c = convert_to_tensor(condition, dtype=dtypes.bool, name="condition")
+        c = convert_to_tensor(condition, name="condition", preferred_dtype=dtypes.bool)
         shape = tensor_shape.TensorShape([None, c.shape.ndims])
-        attrs = {"T": dtypes.bool}
+        if c.shape.ndims is None:
+            shape = tensor_shape.unknown_shape(rank=2)
+        attrs = {"T": c.dtype.base_dtype}
         return apply_op("Where", [c], [(dtypes.int64, shape)], scope, attrs).outputs[0]
 
 

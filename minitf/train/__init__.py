@@ -1,34 +1,38 @@
 """``tf.train``: cluster description, device placement, optimizers and the global step.
 
 Book sections: "Multiple Devices Across Multiple Servers" (``ClusterSpec``), "Sharding
-Variables Across Multiple Parameter Servers" (``replica_device_setter``) and "Distributing
-TensorFlow" (optimizers, whose updates run on the variables' ps tasks, and the global step).
+Variables Across Multiple Parameter Servers" (``replica_device_setter``), "Distributing
+TensorFlow" (optimizers, whose updates run on the variables' ps tasks, and the global step) and
+"Managing sessions" (coordinators, hooks, summaries).  ``summary_iterator`` reads event files
+back; ``SummaryWriter`` is the pre-1.0 name of ``tf.summary.FileWriter``, gone from TF 1.15 and
+kept here for the blog posts that use it.
 """
 
 from minitf.distributed.cluster_spec import ClusterSpec  # noqa: F401
+from minitf.summary.writer import FileWriter as SummaryWriter  # noqa: F401  (pre-1.0 name)
+from minitf.summary.writer import summary_iterator  # noqa: F401
+
+# -- optimizers, the global step, learning-rate decay (part 2 §17) --------------------------
+from minitf.train.adagrad import AdagradOptimizer  # noqa: F401
+from minitf.train.adam import AdamOptimizer  # noqa: F401
 from minitf.train.coordinator import Coordinator, LooperThread  # noqa: F401
 from minitf.train.device_setter import replica_device_setter  # noqa: F401
+from minitf.train.gradient_descent import GradientDescentOptimizer  # noqa: F401
+from minitf.train.learning_rate_decay import exponential_decay  # noqa: F401
+from minitf.train.momentum import MomentumOptimizer  # noqa: F401
+from minitf.train.optimizer import Optimizer  # noqa: F401
 from minitf.train.queue_runner import (  # noqa: F401
     QueueRunner,
     add_queue_runner,
     start_queue_runners,
 )
+from minitf.train.rmsprop import RMSPropOptimizer  # noqa: F401
 from minitf.train.session_run_hook import (  # noqa: F401
     SessionRunArgs,
     SessionRunContext,
     SessionRunHook,
     SessionRunValues,
 )
-
-# isort: split
-# -- optimizers, the global step, learning-rate decay (part 2 §17) --------------------------
-from minitf.train.adagrad import AdagradOptimizer  # noqa: F401
-from minitf.train.adam import AdamOptimizer  # noqa: F401
-from minitf.train.gradient_descent import GradientDescentOptimizer  # noqa: F401
-from minitf.train.learning_rate_decay import exponential_decay  # noqa: F401
-from minitf.train.momentum import MomentumOptimizer  # noqa: F401
-from minitf.train.optimizer import Optimizer  # noqa: F401
-from minitf.train.rmsprop import RMSPropOptimizer  # noqa: F401
 from minitf.train.training_util import (  # noqa: F401
     assert_global_step,
     create_global_step,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from minitf.framework.graph import Tensor, convert_to_tensor, name_scope
-from minitf.ops import decay_math_ops, math_ops
+from minitf.ops import math_ops
 
 
 def _cast(x, dtype):
@@ -48,4 +48,4 @@ def exponential_decay(
         p = math_ops.truediv(_cast(global_step, dtype), steps)
         if staircase:
             p = math_ops.floor(p)
-        return math_ops.multiply(lr, decay_math_ops.pow(rate, p), name=scope)
+        return math_ops.multiply(lr, math_ops.pow(rate, p), name=scope)
