@@ -257,6 +257,18 @@ def test_gating_and_colocating_gradients():
     assert gv[0][0].op.get_attr("_class") == [b"loc:@MatMul"]
 
 
+def test_momentum_hyperparameters_as_callables_and_tensors():
+    w, b, loss = _model()
+    momentum = tf.placeholder(tf.float32, [], name="mu")
+    opt = tf.train.MomentumOptimizer(lambda: 0.1, momentum)
+    train = opt.minimize(loss, var_list=[b])
+    assert "Momentum/learning_rate" in _names()
+    sess = _session()
+    sess.run(train, {momentum: 0.0})
+    sess.run(train, {momentum: 0.5})  # accum = 0.5 * 1.0 + 0.8 = 1.3
+    assert sess.run(b) == pytest.approx(0.4 - 0.13)
+
+
 def test_second_optimizer_gets_numbered_slots():
     w, b, loss = _model()
     first, second = tf.train.MomentumOptimizer(0.1, 0.9), tf.train.MomentumOptimizer(0.1, 0.9)
@@ -615,5 +627,5 @@ def test_training_on_an_emulated_gpu_equals_the_cpu():
 def test_training_on_the_cuda_backend_equals_the_cpu(monkeypatch):
     """The same on the CUDA backend (Numba's simulator): slots live on the card."""
     monkeypatch.setenv("MINITF_GPU_BACKEND", "cudasim")
-    for got, want in zip(_adam_steps("/gpu:0"), _adam_steps("/cpu:0")):
+    for got, want in zip(_adam_steps("/gpu:0", steps=1), _adam_steps("/cpu:0", steps=1)):
         np.testing.assert_allclose(got, want, rtol=1e-5)

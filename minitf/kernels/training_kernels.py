@@ -42,6 +42,7 @@ class _Math:
         )
         self.square = backend.map("square")
         self.sqrt = backend.map("sqrt")
+        self.rsqrt = backend.map("rsqrt")
         self.one = backend.constant(np.asarray(1, np_dtype))
 
 
@@ -111,7 +112,7 @@ def _adagrad(ctx, m, attrs, var, accum, lr, grad):
     if attrs["update_slots"]:
         accum = m.add(ctx, accum, m.square(ctx, grad), out=accum)
     t = m.mul(ctx, grad, lr)
-    t = m.div(ctx, t, m.sqrt(ctx, accum), out=t)
+    t = m.mul(ctx, t, m.rsqrt(ctx, accum), out=t)
     return [m.sub(ctx, var, t, out=var), accum]
 
 
