@@ -284,3 +284,42 @@ def test_select_gradients(x0, data):
     assert gradient_error(lambda x: tf.where(cond, x, zeros), x0) < 1e-5
     assert gradient_error(lambda x: tf.where(cond, zeros, x * 2.0), x0) < 1e-5
     assert gradient_error(lambda x: tf.where(rows, x, zeros), x0) < 1e-5
+
+
+def _mlp_gradients(device, xs, ys):
+    """An MLP's loss gradients (every op of this module on the way) computed on ``device``."""
+    with tf.Graph().as_default():
+        tf.set_random_seed(3)
+        with tf.device(device):
+            x = tf.placeholder(tf.float32, [5, 3], name="X")
+            y = tf.placeholder(tf.int64, [5], name="y")
+            keep = tf.placeholder(tf.float32, [], name="keep")
+            h = tf.nn.dropout(tf.layers.dense(x, 4, activation=tf.nn.relu), keep_prob=keep)
+            logits = tf.layers.dense(h, 3, activation=tf.tanh)
+            sparse = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            dense = tf.nn.softmax_cross_entropy_with_logits_v2(
+                labels=tf.one_hot(y, 3), logits=tf.sigmoid(logits)
+            )
+            extra = tf.reduce_sum(tf.nn.log_softmax(logits) * tf.nn.softmax(logits))
+            extra += tf.reduce_sum(tf.reduce_max(tf.exp(logits), 1))
+            extra += tf.reduce_sum(tf.maximum(logits, 0.1)) + tf.nn.l2_loss(logits)
+            loss = tf.reduce_mean(sparse) + tf.reduce_mean(dense) + extra
+            grads = tf.gradients(loss, tf.trainable_variables())
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            return sess.run(grads, {x: xs, y: ys, keep: 1.0})
+
+
+@pytest.mark.cudasim
+@pytest.mark.usefixtures("fast_thread_switching")
+def test_mlp_gradients_on_a_card_equal_the_cpus(monkeypatch):
+    """The whole MLP, forward and backward, pinned to a GPU whose kernels run under Numba's
+    simulator, gives the CPU's gradients."""
+    monkeypatch.setenv("MINITF_GPU_BACKEND", "cudasim")
+    xs = np.random.RandomState(0).randn(5, 3).astype(np.float32)
+    ys = np.array([0, 1, 2, 0, 1])
+    on_cpu = _mlp_gradients("/cpu:0", xs, ys)
+    on_gpu = _mlp_gradients("/gpu:0", xs, ys)
+    assert [g.shape for g in on_gpu] == [(3, 4), (4,), (4, 3), (3,)]
+    for a, b in zip(on_gpu, on_cpu):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -76,6 +76,10 @@ def test_unary_ops_names_and_dtype_errors():
     assert tf.exp(x, name="e").name == "e:0"
     assert tf.abs(x).name == "Abs:0" and tf.sigmoid(x).name == "Sigmoid:0"
     assert tf.nn.sigmoid is tf.sigmoid and tf.nn.tanh is tf.tanh
+    inputs = [f([1.0]).op.inputs[0].name for f in (tf.exp, tf.nn.relu, tf.nn.l2_loss, tf.sigmoid)]
+    assert inputs == ["Exp/x:0", "Relu/features:0", "L2Loss/t:0", "Sigmoid_1/x:0"]
+    with pytest.raises(TypeError, match="complex128 not in list of allowed values: bfloat16, "):
+        tf.floor(tf.constant([1j]))
     with pytest.raises(TypeError) as e:
         tf.exp(tf.constant([1, 2]))
     assert str(e.value) == (

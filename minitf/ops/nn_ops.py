@@ -51,7 +51,8 @@ def _same_shape_op(op_type, x, name, allowed=None, param="x"):
 
 def relu(features: TensorLike, name: str | None = None) -> Tensor:
     """``Relu``: ``max(features, 0)``."""
-    return _same_shape_op("Relu", features, name, param="features")
+    with name_scope(name, "Relu", [features]) as scope:
+        return _same_shape_op("Relu", features, scope, param="features")
 
 
 def sigmoid(x: TensorLike, name: str | None = None) -> Tensor:
@@ -71,7 +72,7 @@ def _softmax(op_type, logits, axis, dim, name):
     if axis is not None and dim is not None:
         raise ValueError("Cannot specify both 'axis' and 'dim'")
     axis = -1 if axis is None and dim is None else (dim if axis is None else axis)
-    logits = convert_to_tensor(logits, name="logits")
+    logits = convert_to_tensor(logits)
     check_allowed_dtype("logits", logits, ("float16", "bfloat16", "float32", "float64"))
     rank = logits.shape.ndims
     with name_scope(name, op_type, [logits]) as scope:
@@ -191,12 +192,11 @@ def tanh_grad(y: TensorLike, dy: TensorLike, name: str | None = None) -> Tensor:
 
 def l2_loss(t: TensorLike, name: str | None = None) -> Tensor:
     """``L2Loss``: ``sum(t ** 2) / 2``, a scalar (weight decay)."""
-    t = convert_to_tensor(t, name="t")
-    check_allowed_dtype("t", t, ("float16", "bfloat16", "float32", "float64"))
-    dt = t.dtype.base_dtype
-    return apply_op(
-        "L2Loss", [t], [(dt, tensor_shape.scalar())], name or "L2Loss", {"T": dt}
-    ).outputs[0]
+    with name_scope(name, "L2Loss", [t]) as scope:
+        t = convert_to_tensor(t, name="t")
+        check_allowed_dtype("t", t, ("float16", "bfloat16", "float32", "float64"))
+        dt = t.dtype.base_dtype
+        return apply_op("L2Loss", [t], [(dt, tensor_shape.scalar())], scope, {"T": dt}).outputs[0]
 
 
 # -- cross-entropy losses -------------------------------------------------------------------
