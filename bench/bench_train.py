@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 os.environ.setdefault("MINITF_EMULATED_GPUS", "0")
 
 SIZES = (784, 300, 100, 10)
-BATCH, LR, BATCHES = 128, 0.05, 8
+BATCH, LR, BATCHES = 128, 0.02, 8
 
 
 def make_data(seed=0):

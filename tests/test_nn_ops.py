@@ -76,6 +76,10 @@ def test_unary_ops_names_and_dtype_errors():
     assert tf.exp(x, name="e").name == "e:0"
     assert tf.abs(x).name == "Abs:0" and tf.sigmoid(x).name == "Sigmoid:0"
     assert tf.nn.sigmoid is tf.sigmoid and tf.nn.tanh is tf.tanh
+    inputs = [f([1.0]).op.inputs[0].name for f in (tf.exp, tf.nn.relu, tf.nn.l2_loss, tf.sigmoid)]
+    assert inputs == ["Exp/x:0", "Relu/features:0", "L2Loss/t:0", "Sigmoid_1/x:0"]
+    with pytest.raises(TypeError, match="complex128 not in list of allowed values: bfloat16, "):
+        tf.floor(tf.constant([1j]))
     with pytest.raises(TypeError) as e:
         tf.exp(tf.constant([1, 2]))
     assert str(e.value) == (
@@ -525,7 +529,7 @@ def _gpu_graph():
             "sigmoid": tf.sigmoid(x),
             "tanh": tf.tanh(x),
             "exp": tf.exp(x),
-            "max": tf.maximum(x, 0.3),
+            "maximum": tf.maximum(x, 0.3),
             "bias": tf.nn.bias_add(x, [1.0, 2.0, 3.0]),
             "bias_grad": nn_ops.bias_add_grad(x),
             "relu_grad": nn_ops.relu_grad(x, x),
@@ -533,13 +537,22 @@ def _gpu_graph():
             "xent": tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[2, 0], logits=x),
             "argmax": tf.argmax(x, 1),
             "onehot": tf.one_hot([1, 0], 3),
+            "sigmoid_grad": nn_ops.sigmoid_grad(x, x),
+            "tanh_grad": nn_ops.tanh_grad(x, x),
+            "log_softmax": tf.nn.log_softmax(x),
+            "l2": tf.nn.l2_loss(x),
+            "less": tf.less(x, 0.5),
+            "max": tf.reduce_max(x, 0),
+            "select": tf.where(tf.greater(x, 0.0), x, -x),
+            "log": tf.log(tf.abs(x)),
+            "sqrt": tf.sqrt(tf.abs(x)),
         }
     expected = {
         "relu": np.maximum(xs, 0),
         "sigmoid": np_sigmoid(xs),
         "tanh": np.tanh(xs),
         "exp": np.exp(xs),
-        "max": np.maximum(xs, 0.3),
+        "maximum": np.maximum(xs, 0.3),
         "bias": xs + [1, 2, 3],
         "bias_grad": xs.sum(0),
         "relu_grad": np.where(xs > 0, xs, 0),
@@ -547,6 +560,15 @@ def _gpu_graph():
         "xent": -np.log(np_softmax(xs))[[0, 1], [2, 0]],
         "argmax": xs.argmax(1),
         "onehot": np.eye(3)[[1, 0]],
+        "sigmoid_grad": xs * xs * (1 - xs),
+        "tanh_grad": xs * (1 - xs * xs),
+        "log_softmax": np.log(np_softmax(xs)),
+        "l2": (xs**2).sum() / 2,
+        "less": xs < 0.5,
+        "max": xs.max(0),
+        "select": np.abs(xs),
+        "log": np.log(np.abs(xs)),
+        "sqrt": np.sqrt(np.abs(xs)),
     }
     return outs, expected
 
@@ -587,3 +609,33 @@ def test_dense_input_checks():
     with pytest.raises(ValueError, match="takes 2-D inputs"):
         tf.layers.dense(tf.zeros([2, 2, 2]), 2)
     assert tf.get_default_graph().get_operations()[-1].type != "MatMul"
+
+
+def test_deprecated_xent_stops_the_labels_gradient_in_its_own_scope():
+    loss = tf.nn.softmax_cross_entropy_with_logits(
+        labels=[[0.0, 0.5, 0.5]], logits=[[1.0, 2.0, 3.0]]
+    )
+    assert loss.name == "softmax_cross_entropy_with_logits_sg/Reshape_2:0"
+    ops = {op.name: op.type for op in tf.get_default_graph().get_operations()}
+    assert ops["softmax_cross_entropy_with_logits_sg/labels_stop_gradient"] == "StopGradient"
+    assert ops["softmax_cross_entropy_with_logits_sg"] == "SoftmaxCrossEntropyWithLogits"
+    np.testing.assert_allclose(run(loss), [0.9076059], rtol=1e-6)
+    with pytest.raises(ValueError, match="Only call `softmax_cross_entropy_with_logits` with"):
+        tf.nn.softmax_cross_entropy_with_logits([[1.0]], [[1.0]])
+
+
+def test_dropout_and_sparse_xent_of_unknown_shapes():
+    x = tf.placeholder(tf.float32, [None, 4])
+    d = tf.nn.dropout(x, rate=0.25, seed=1)
+    assert d.shape.as_list() == [None, 4]
+    assert tf.get_default_graph().get_operation_by_name("dropout/Shape").type == "Shape"
+    logits = tf.placeholder(tf.float32, [None, None, 3])
+    labels = tf.placeholder(tf.int32, [None, None])
+    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    assert loss.shape.as_list() == [None, None]
+    lv = np.random.RandomState(1).randn(2, 2, 3).astype(np.float32)
+    yv = np.array([[0, 2], [1, 1]])
+    vd, vl = run([d, loss], {x: np.ones((3, 4)), logits: lv, labels: yv})
+    assert vd.shape == (3, 4) and set(np.unique(vd)) <= {0.0, np.float32(4.0 / 3.0)}
+    expected = -np.log(np.take_along_axis(np_softmax(lv), yv[..., None], -1))[..., 0]
+    np.testing.assert_allclose(vl, expected, rtol=1e-5)

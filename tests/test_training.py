@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
+from test_blog_examples import average_gradients
 
 import minitf as tf
 from minitf.distributed import LocalCluster
@@ -42,6 +43,46 @@ def mlp(x):
 
 
 # -- seed 003: one tower per GPU, gradients averaged -----------------------------------------
+
+
+def test_seed_003_towers_train_the_digits_mlp(two_gpus):
+    (x_train, y_train), (x_test, y_test) = digits()
+    optimizer = tf.train.AdamOptimizer(0.01)
+    global_step = tf.train.get_or_create_global_step()
+    tower_grads, inputs = [], []
+    for i in range(2):
+        with tf.device("/gpu:{}".format(i)):
+            with tf.name_scope("tower_{}".format(i)):
+                x = tf.placeholder(tf.float32, [None, 64], name="x")
+                y = tf.placeholder(tf.int64, [None], name="y")
+                with tf.variable_scope("model", reuse=tf.AUTO_REUSE):
+                    logits = mlp(x)
+                loss = tf.reduce_mean(
+                    tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+                )
+                grads = optimizer.compute_gradients(loss)
+                tower_grads.append(grads)
+                inputs.append((x, y))
+    grads = average_gradients(tower_grads)
+    train_op = optimizer.apply_gradients(grads, global_step=global_step)
+    with tf.variable_scope("model", reuse=True):
+        x_eval = tf.placeholder(tf.float32, [None, 64])
+        accuracy = tf.reduce_mean(
+            tf.cast(tf.equal(tf.argmax(mlp(x_eval), 1), tf.constant(y_test)), tf.float32)
+        )
+    assert grads[0][0].op.type == "Mean" and grads[0][1].op.name == "model/hidden/kernel"
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        rng = np.random.default_rng(1)
+        for _ in range(200):
+            feed = {}
+            for x, y in inputs:
+                idx = rng.integers(0, len(x_train), 64)
+                feed[x], feed[y] = x_train[idx], y_train[idx]
+            sess.run(train_op, feed)
+        acc = sess.run(accuracy, {x_eval: x_test})
+        assert sess.run(global_step) == 200
+    assert acc > 0.9
 
 
 # -- MonitoredTrainingSession (§20.6) ------------------------------------------------------

@@ -140,7 +140,7 @@ register(
     "FloorDiv",
     _zip("floordiv"),
     cpu=FLOATS + INTS,
-    gpu=FLOATS + (D.int64,),
+    gpu=FLOATS + (D.int32, D.int64),  # TF's int32 one keeps its operands in host memory
     allocates=True,
     forwards=(0, 1),
 )

@@ -21,10 +21,10 @@ from typing import Any
 
 from minitf.framework import dtypes
 from minitf.framework.graph import Operation, Tensor, convert_to_tensor, name_scope
-from minitf.ops import array_grad, array_ops, control_flow_ops, math_grad, math_ops
+from minitf.ops import array_grad, array_ops, control_flow_ops, math_grad, math_ops, nn_grad
 from minitf.ops.op_def import get_gradient_function, graph_of
 
-del array_grad, math_grad  # imported for their RegisterGradient calls
+del array_grad, math_grad, nn_grad  # imported for their RegisterGradient calls
 
 
 class AggregationMethod:

@@ -180,5 +180,118 @@ def _mean_grad(op, grad):
     else:
         in_size = math_ops.reduce_prod(array_ops.shape(op.inputs[0]))
         out_size = math_ops.reduce_prod(array_ops.shape(op.outputs[0]))
-        factor = math_ops.cast(math_ops.floordiv(in_size, out_size), sum_grad.dtype)
+        safe = math_ops.maximum(out_size, 1)  # TF's _safe_shape_div: no division by 0
+        factor = math_ops.cast(math_ops.floordiv(in_size, safe), sum_grad.dtype)
     return math_ops.truediv(sum_grad, factor), None
+
+
+# -- the math of a small MLP (the nn engineer's ops) --------------------------------------------
+
+for _t in (
+    "ArgMax",
+    "Equal",
+    "NotEqual",
+    "Less",
+    "LessEqual",
+    "Greater",
+    "GreaterEqual",
+    "Where",
+):
+    NotDifferentiable(_t)
+
+
+@RegisterGradient("Floor")
+def _floor_grad(op, grad):
+    """Floor is flat almost everywhere: TF hands back no gradient."""
+    return None
+
+
+@RegisterGradient("Exp")
+def _exp_grad(op, grad):
+    """d(eˣ) = g·eˣ, the op's own output, once g is there (``mul``)."""
+    y = op.outputs[0]
+    with op.graph.control_dependencies([grad]):
+        return grad * y
+
+
+@RegisterGradient("Log")
+def _log_grad(op, grad):
+    """d(log x) = g / x, once g is there."""
+    x = op.inputs[0]
+    with op.graph.control_dependencies([grad]):
+        return _realdiv(grad, x)
+
+
+@RegisterGradient("Sqrt")
+def _sqrt_grad(op, grad):
+    """d(√x) = g·0.5/√x, from the op's output."""
+    y = op.outputs[0]
+    half = array_ops.constant(0.5, dtype=y.dtype.base_dtype)
+    return _realdiv(math_ops.multiply(grad, half), y)
+
+
+@RegisterGradient("Rsqrt")
+def _rsqrt_grad(op, grad):
+    """d(x^-½) = g·(-0.5)·y³ with y the op's output."""
+    y = op.outputs[0]
+    factor = array_ops.constant(-0.5, dtype=y.dtype.base_dtype)
+    cube = math_ops.multiply(math_ops.multiply(y, y), y)
+    return math_ops.multiply(math_ops.multiply(grad, factor), cube)
+
+
+@RegisterGradient("Abs")
+def _abs_grad(op, grad):
+    """d|x| = g·sign(x) (0 at 0)."""
+    x = op.inputs[0]
+    dt = x.dtype.base_dtype
+    zero = array_ops.constant(0, dtype=dt)
+    sign = math_ops.subtract(
+        math_ops.cast(math_ops.greater(x, zero), dt), math_ops.cast(math_ops.less(x, zero), dt)
+    )
+    return math_ops.multiply(grad, sign)
+
+
+def _maximum_minimum_grad(op, grad, selector):
+    """The gradient goes to x where ``selector(x, y)`` (x >= y for Maximum, x <= y for
+    Minimum), else to y, each reduced over the axes it was broadcast along."""
+    x, y = op.inputs
+    zeros = array_ops.zeros_like(grad)
+    xmask = selector(x, y)
+    xgrad = math_ops.where(xmask, grad, zeros)
+    ygrad = math_ops.where(xmask, zeros, grad)
+    if _same_static_shapes(x, y, grad):
+        return xgrad, ygrad
+    return _reduced_to_inputs(op, xgrad, ygrad)
+
+
+@RegisterGradient("Maximum")
+def _maximum_grad(op, grad):
+    return _maximum_minimum_grad(op, grad, math_ops.greater_equal)
+
+
+@RegisterGradient("Minimum")
+def _minimum_grad(op, grad):
+    return _maximum_minimum_grad(op, grad, math_ops.less_equal)
+
+
+@RegisterGradient("Max")
+def _max_grad(op, grad):
+    """The gradient shared equally by the elements equal to the maximum they reduced to."""
+    x = op.inputs[0]
+    rank, axes, kept = _kept_dims_and_axes(op)
+    if None in kept:
+        keep = np.array([0 if i in axes else 1 for i in range(rank)], dtype=np.int32)
+        kept = math_ops.add(math_ops.multiply(array_ops.shape(x), keep), 1 - keep)
+    y = array_ops.reshape(op.outputs[0], kept)
+    grad = array_ops.reshape(grad, kept)
+    indicators = math_ops.cast(math_ops.equal(y, x), grad.dtype.base_dtype)
+    selected = array_ops.reshape(math_ops.reduce_sum(indicators, axes), kept)
+    return math_ops.multiply(math_ops.divide(indicators, selected), grad), None
+
+
+@RegisterGradient("Select")
+def _select_grad(op, grad):
+    """The gradient to x where the condition holds, to y elsewhere; none to the condition."""
+    c, x = op.inputs[0], op.inputs[1]
+    zeros = array_ops.zeros_like(x)
+    return None, math_ops.where(c, grad, zeros), math_ops.where(c, zeros, grad)

@@ -358,11 +358,12 @@ def check_allowed_dtype(param: str, t: Tensor, allowed: Sequence[str]) -> None:
         )
 
 
-def _float_unary(op_type: str, doc: str) -> Callable[..., Tensor]:
+def _float_unary(op_type: str, doc: str, allowed=_FLOAT_TYPES) -> Callable[..., Tensor]:
     def fn(x: TensorLike, name: str | None = None) -> Tensor:
-        x = convert_to_tensor(x, name="x")
-        check_allowed_dtype("x", x, _FLOAT_TYPES)
-        return _unary(op_type, x, name)
+        with name_scope(name, op_type, [x]) as scope:
+            x = convert_to_tensor(x, name="x")
+            check_allowed_dtype("x", x, allowed)
+            return _unary(op_type, x, scope)
 
     fn.__name__ = op_type.lower()
     fn.__doc__ = doc
@@ -373,7 +374,11 @@ exp = _float_unary("Exp", "``Exp``: e to the power ``x``, elementwise (``tf.exp`
 log = _float_unary("Log", "``Log``: the natural logarithm, elementwise (``tf.log``).")
 sqrt = _float_unary("Sqrt", "``Sqrt``: the square root, elementwise (``tf.sqrt``).")
 rsqrt = _float_unary("Rsqrt", "``Rsqrt``: ``1 / sqrt(x)``, elementwise (``tf.math.rsqrt``).")
-floor = _float_unary("Floor", "``Floor``: the largest integer not above ``x`` (``tf.floor``).")
+floor = _float_unary(
+    "Floor",
+    "``Floor``: the largest integer not above ``x`` (``tf.floor``).",
+    _FLOAT_TYPES[:4],
+)
 
 
 def abs(x: TensorLike, name: str | None = None) -> Tensor:  # noqa: A001 - TF's name

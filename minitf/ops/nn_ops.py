@@ -51,7 +51,8 @@ def _same_shape_op(op_type, x, name, allowed=None, param="x"):
 
 def relu(features: TensorLike, name: str | None = None) -> Tensor:
     """``Relu``: ``max(features, 0)``."""
-    return _same_shape_op("Relu", features, name, param="features")
+    with name_scope(name, "Relu", [features]) as scope:
+        return _same_shape_op("Relu", features, scope, param="features")
 
 
 def sigmoid(x: TensorLike, name: str | None = None) -> Tensor:
@@ -71,7 +72,7 @@ def _softmax(op_type, logits, axis, dim, name):
     if axis is not None and dim is not None:
         raise ValueError("Cannot specify both 'axis' and 'dim'")
     axis = -1 if axis is None and dim is None else (dim if axis is None else axis)
-    logits = convert_to_tensor(logits, name="logits")
+    logits = convert_to_tensor(logits)
     check_allowed_dtype("logits", logits, ("float16", "bfloat16", "float32", "float64"))
     rank = logits.shape.ndims
     with name_scope(name, op_type, [logits]) as scope:
@@ -191,12 +192,11 @@ def tanh_grad(y: TensorLike, dy: TensorLike, name: str | None = None) -> Tensor:
 
 def l2_loss(t: TensorLike, name: str | None = None) -> Tensor:
     """``L2Loss``: ``sum(t ** 2) / 2``, a scalar (weight decay)."""
-    t = convert_to_tensor(t, name="t")
-    check_allowed_dtype("t", t, ("float16", "bfloat16", "float32", "float64"))
-    dt = t.dtype.base_dtype
-    return apply_op(
-        "L2Loss", [t], [(dt, tensor_shape.scalar())], name or "L2Loss", {"T": dt}
-    ).outputs[0]
+    with name_scope(name, "L2Loss", [t]) as scope:
+        t = convert_to_tensor(t, name="t")
+        check_allowed_dtype("t", t, ("float16", "bfloat16", "float32", "float64"))
+        dt = t.dtype.base_dtype
+        return apply_op("L2Loss", [t], [(dt, tensor_shape.scalar())], scope, {"T": dt}).outputs[0]
 
 
 # -- cross-entropy losses -------------------------------------------------------------------
@@ -266,6 +266,7 @@ def sparse_softmax_cross_entropy_with_logits(
         check_allowed_dtype("labels", labels, ("int32", "int64"))
         half = logits.dtype.base_dtype == dtypes.float16
         precise = math_ops.cast(logits, dtypes.float32) if half else logits
+        labels_shape = array_ops.shape(labels)
         ls, fs = labels.shape, logits.shape
         if fs.ndims == 0:
             raise ValueError("Logits cannot be scalars - received shape %s." % fs)
@@ -274,7 +275,7 @@ def sparse_softmax_cross_entropy_with_logits(
                 "Rank mismatch: Rank of labels (received %s) should equal rank of logits "
                 "minus 1 (received %s)." % (ls.ndims, fs.ndims)
             )
-        if ls.is_fully_defined() and fs.is_fully_defined() and ls != fs[:-1]:
+        if ls.is_fully_defined() and fs[:-1].is_fully_defined() and ls != fs[:-1]:
             raise ValueError(
                 "Shape mismatch: The shape of labels (received %s) should equal the shape "
                 "of logits except for the last dimension (received %s)." % (ls, fs)
@@ -282,23 +283,26 @@ def sparse_softmax_cross_entropy_with_logits(
         if fs.ndims == 2:
             cost = _sparse_xent_op(precise, labels, name)
         else:
-            cost = _sparse_xent_flattened(precise, labels, name)
+            cost = _sparse_xent_flattened(precise, labels, labels_shape, name)
         return math_ops.cast(cost, dtypes.float16) if half else cost
 
 
-def _sparse_xent_flattened(logits, labels, name):
+def _sparse_xent_flattened(logits, labels, labels_shape, name):
     """Logits of rank other than 2: flattened to [-1, classes] and the loss reshaped back to
-    the labels' shape (minitf needs both static shapes for it)."""
-    fs, ls = logits.shape, labels.shape
-    if fs.ndims is None or fs[-1].value is None or not ls.is_fully_defined():
+    the labels' shape (``labels_shape``, their ``Shape``); minitf needs the number of classes
+    statically."""
+    fs = logits.shape
+    if fs.ndims is None or fs[-1].value is None:
         raise ValueError(
-            "minitf: logits of rank other than 2 need a known rank and number of classes, "
-            "and labels of a fully defined shape (got %s and %s)" % (fs, ls)
+            "minitf: logits of rank other than 2 need a known rank and number of classes "
+            "(got %s)" % fs
         )
     flat_logits = array_ops.reshape(logits, [-1, fs[-1].value])
     flat_labels = array_ops.reshape(labels, [-1])
     cost = _sparse_xent_op(flat_logits, flat_labels, name)
-    return array_ops.reshape(cost, ls.as_list())
+    cost = array_ops.reshape(cost, labels_shape)
+    cost.set_shape(labels.shape)
+    return cost
 
 
 def _xent_op(logits, labels, name):
@@ -372,6 +376,26 @@ def softmax_cross_entropy_with_logits_v2(
         return math_ops.cast(cost, dtypes.float16) if half else cost
 
 
+def softmax_cross_entropy_with_logits(
+    _sentinel: None = None,
+    labels: TensorLike = None,
+    logits: TensorLike = None,
+    dim: int = -1,
+    name: str | None = None,
+    axis: int | None = None,
+) -> Tensor:
+    """The deprecated softmax cross-entropy: no gradient flows into ``labels``
+    (``StopGradient`` ``labels_stop_gradient``), all in scope
+    ``softmax_cross_entropy_with_logits_sg``; otherwise ``..._v2``."""
+    if axis is not None and dim != -1:
+        raise ValueError("Cannot specify both 'axis' and 'dim'")
+    axis = dim if axis is None else axis
+    _ensure_xent_args("softmax_cross_entropy_with_logits", _sentinel, labels, logits)
+    with name_scope(name, "softmax_cross_entropy_with_logits_sg", [logits, labels]) as scope:
+        labels = array_ops.stop_gradient(labels, name="labels_stop_gradient")
+    return softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits, axis=axis, name=scope)
+
+
 # -- dropout and one_hot -----------------------------------------------------------------------
 
 
@@ -427,14 +451,10 @@ def dropout(
 
 
 def _noise_shape(x, noise_shape):
-    """The shape of dropout's random tensor: ``x``'s, or ``noise_shape`` with its unknown
-    dimensions taken from ``x``'s static shape."""
+    """The shape of dropout's random tensor: ``x``'s (a ``Shape`` op), or ``noise_shape`` with
+    its unknown dimensions taken from ``x``'s static shape."""
     if noise_shape is None:
-        if not x.shape.is_fully_defined():
-            raise ValueError(
-                "minitf: dropout of a tensor of partly unknown shape %s needs noise_shape" % x.shape
-            )
-        return x.shape.as_list()
+        return array_ops.shape(x)
     if isinstance(noise_shape, Tensor):
         return noise_shape
     dims = tensor_shape.as_shape(noise_shape).as_list()
