@@ -5,17 +5,20 @@
 * :class:`MemoryView` -- each card's memory by process (Figure 12-4);
 * :class:`ClusterView` -- machines, tasks, where variables live, bytes between tasks
   (Figure 12-6);
+* :class:`TrainingCurves` -- loss, accuracy ... against the step, redrawn while training
+  (matplotlib; a PNG, not SVG);
 * :class:`PlacementExplorer`, :class:`StepThrough` -- live widgets (``minitf.viz.widgets``,
   imported on first use so ``import minitf`` never needs ipywidgets).
 
-All give SVG (``_repr_svg_``, so a notebook draws them; ``.save("x.svg")``), always the same
-text for the same input.
+The views give SVG (``_repr_svg_``, so a notebook draws them; ``.save("x.svg")``), always the
+same text for the same input.
 """
 
 from minitf.viz.cluster_view import ClusterView
 from minitf.viz.graph_view import GraphView
 from minitf.viz.memory_view import MemoryView
 from minitf.viz.timeline_view import TimelineView
+from minitf.viz.training_curves import TrainingCurves
 
 __all__ = [
     "ClusterView",
@@ -24,6 +27,7 @@ __all__ = [
     "PlacementExplorer",
     "StepThrough",
     "TimelineView",
+    "TrainingCurves",
 ]
 
 

@@ -1,0 +1,101 @@
+"""Live training curves: loss, accuracy or any metric against the step, redrawn in place.
+
+Book section: "Training" (what every parallel-training lesson watches: does the loss go down,
+and as fast with 2 replicas as with 1?).  Drawn with matplotlib, as every notebook reader
+knows it; in a notebook the picture is one output that updates while the loop runs (a display
+handle, at most every ``redraw_secs``), and the last picture stays in the saved notebook as a
+PNG, so it shows without a live kernel::
+
+    curves = TrainingCurves("loss", "accuracy", title="digits MLP")
+    for step in tqdm(range(300)):
+        loss_value, acc = sess.run([train, loss, accuracy], feed)[1:]
+        curves.add(step, loss=loss_value, accuracy=acc)
+    curves.close()     # the final picture, every point drawn
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+class TrainingCurves:
+    """One panel per metric, each metric's values against the step."""
+
+    def __init__(
+        self,
+        *metrics: str,
+        title: str | None = None,
+        redraw_secs: float = 0.5,
+        display: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not metrics:
+            raise ValueError("TrainingCurves needs at least one metric name, e.g. 'loss'")
+        self.metrics = list(metrics)
+        self.title = title
+        self.history: dict[str, tuple[list, list]] = {m: ([], []) for m in metrics}
+        self._redraw_secs, self._clock = redraw_secs, clock
+        self._last_draw: float | None = None
+        self._handle = None
+        self._want_display = display
+        self.draws = 0
+
+    def add(self, step: int, **values: float) -> None:
+        """Records the metrics' values at ``step``; redraws when ``redraw_secs`` passed."""
+        unknown = sorted(set(values) - set(self.metrics))
+        if unknown:
+            raise ValueError(
+                "unknown metric %s: this TrainingCurves draws %s" % (unknown, self.metrics)
+            )
+        for name, value in values.items():
+            steps, vals = self.history[name]
+            steps.append(int(step))
+            vals.append(float(value))
+        now = self._clock()
+        if self._last_draw is None or now - self._last_draw >= self._redraw_secs:
+            self._last_draw = now
+            self._show()
+
+    def close(self) -> None:
+        """Draws the final picture (every point recorded)."""
+        self._show()
+
+    def figure(self) -> Any:
+        """A matplotlib Figure of the curves so far (no pyplot state is touched)."""
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(4.2 * len(self.metrics), 3.0), layout="constrained")
+        for i, name in enumerate(self.metrics):
+            ax = fig.add_subplot(1, len(self.metrics), i + 1)
+            steps, vals = self.history[name]
+            ax.plot(steps, vals, color="C%d" % i)
+            ax.set_xlabel("step")
+            ax.set_title(name if not vals else "%s: %.4g" % (name, vals[-1]))
+            ax.grid(alpha=0.3)
+        if self.title:
+            fig.suptitle(self.title)
+        return fig
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.figure().savefig(buf, format="png", dpi=80)
+        return buf.getvalue()
+
+    def _show(self):
+        self.draws += 1
+        if not self._want_display:
+            return
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+        except ImportError:
+            return
+        if get_ipython() is None:  # a script: nothing to draw into
+            return
+        if self._handle is None:
+            self._handle = display(self, display_id=True)
+        else:
+            self._handle.update(self)
