@@ -430,3 +430,34 @@ def test_a_killed_chief_resumes_from_its_last_checkpoint(tmp_path):
         assert out[:2] == ["start", str(saved_step)]
         steps = [int(s) for s in out[3::2]]
         assert steps == [saved_step + 1, saved_step + 2, saved_step + 3]
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_a_lost_ps_is_recovered_from_the_last_checkpoint(tmp_path):
+    """MonitoredSession: the ps dies and comes back empty; the next run fails with
+    UnavailableError or AbortedError, the session is made again, restored from the last
+    checkpoint, and training goes on from that step."""
+    ckpt = str(tmp_path / "ckpt")
+    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.device(
+            tf.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:0")
+        ):
+            gs = tf.train.get_or_create_global_step()
+            w = tf.Variable(5.0, name="w")
+            train = tf.train.GradientDescentOptimizer(0.1).minimize(tf.square(w), global_step=gs)
+        with tf.train.MonitoredTrainingSession(
+            master=cluster.target("worker", 0),
+            checkpoint_dir=ckpt,
+            save_checkpoint_steps=3,
+            save_summaries_steps=None,
+            save_summaries_secs=None,
+            log_step_count_steps=0,
+        ) as sess:
+            for _ in range(4):
+                sess.run(train)
+            assert sess.run(gs) == 4
+            cluster.restart("ps", 0)  # its variables are gone
+            sess.run(train)  # recovered: restored at step 3, then one step
+            assert sess.run(gs) == 4
+            np.testing.assert_allclose(sess.run(w), 5.0 * 0.8**4, rtol=1e-5)
