@@ -639,3 +639,30 @@ def test_dropout_and_sparse_xent_of_unknown_shapes():
     assert vd.shape == (3, 4) and set(np.unique(vd)) <= {0.0, np.float32(4.0 / 3.0)}
     expected = -np.log(np.take_along_axis(np_softmax(lv), yv[..., None], -1))[..., 0]
     np.testing.assert_allclose(vl, expected, rtol=1e-5)
+
+
+def test_argument_errors():
+    x = tf.constant([[1.0, 2.0]])
+    with pytest.raises(ValueError, match="Cannot specify both 'axis' and 'dim'"):
+        tf.nn.softmax(x, axis=-1, dim=-1)
+    with pytest.raises(ValueError, match="Cannot specify both 'axis' and 'dim'"):
+        tf.nn.softmax_cross_entropy_with_logits_v2(labels=x, logits=x, axis=-1, dim=-1)
+    with pytest.raises(ValueError, match="supports data_format 'NHWC' only"):
+        tf.nn.bias_add(x, [1.0, 2.0], data_format="NCHW")
+    with pytest.raises(ValueError, match="Cannot specify both 'rate' and 'keep_prob'"):
+        tf.nn.dropout(x, keep_prob=0.5, rate=0.5)
+    with pytest.raises(ValueError, match="keep_prob must be a floating point number or Tensor"):
+        tf.nn.dropout(x, keep_prob="half")
+    with pytest.raises(TypeError, match="dtype <dtype: 'float32'> of on_value does not match "):
+        tf.one_hot([0], 2, on_value=1.0, off_value=0)
+    with pytest.raises(TypeError, match="parameter 'labels' has DataType float32"):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[1.0], logits=x)
+    with pytest.raises(
+        ValueError, match="Shape mismatch: The shape of labels \\(received \\(2,\\)"
+    ):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0, 1], logits=x)
+    with pytest.raises(ValueError, match="Dimensions must be equal, but are 2 and 3"):
+        tf.nn.softmax_cross_entropy_with_logits_v2(labels=[[1.0, 0.0, 0.0]], logits=x)
+    p = tf.placeholder(tf.float32, [None, None])
+    with pytest.raises(errors.InvalidArgumentError, match="Reduction axis 1 is empty"):
+        run(tf.argmax(p, 1), {p: np.zeros((2, 0))})
