@@ -49,17 +49,22 @@ from minitf.framework.tensor_shape import Dimension, TensorShape
 from minitf.ops import math_ops as _math_ops
 from minitf.ops import nn_ops as _nn_ops
 from minitf.ops.array_ops import (
+    boolean_mask,
     concat,
     constant,
     expand_dims,
     fill,
+    gather,
     identity,
+    logical_not,
     ones,
     ones_like,
     placeholder,
+    placeholder_with_default,
     reshape,
     shape,
     size,
+    squeeze,
     stack,
     stop_gradient,
     tile,
@@ -115,6 +120,7 @@ from minitf.ops.variables import (
     is_variable_initialized,
     local_variables,
     local_variables_initializer,
+    report_uninitialized_variables,
     trainable_variables,
     variables_initializer,
 )
@@ -133,6 +139,18 @@ from minitf.runtime.session import InteractiveSession, Session
 from minitf.version import __version__  # noqa: E402,F401
 
 _sys.modules[__name__ + ".timeline"] = timeline  # `from minitf.timeline import Timeline` too
+
+# -- summaries, event files, TFRecord files: tf.summary, tf.python_io, tf.Summary ... and the
+# pre-1.0 summary names that TF 1.15 no longer has (reference §20.2), kept so that seed 003's
+# `tf.merge_all_summaries()` and the blog posts of that time run.
+from minitf import python_io, summary  # noqa: E402
+from minitf.lib.protobuf.tf_protos_pb2 import Event, HistogramProto, SessionLog, Summary  # noqa: E402
+from minitf.ops.summary_ops import (  # noqa: E402
+    histogram_summary,
+    merge_all_summaries,
+    merge_summary,
+    scalar_summary,
+)
 
 
 def __getattr__(name):
@@ -198,6 +216,7 @@ greater, greater_equal = _math_ops.greater, _math_ops.greater_equal
 exp, log, sqrt, rsqrt = _math_ops.exp, _math_ops.log, _math_ops.sqrt, _math_ops.rsqrt
 floor = _math_ops.floor
 maximum, minimum = _math_ops.maximum, _math_ops.minimum
+pow = _math_ops.pow  # noqa: A001 - TF's name
 reduce_max = _math_ops.reduce_max
 where = _math_ops.where
 sigmoid, tanh, one_hot = _nn_ops.sigmoid, _nn_ops.tanh, _nn_ops.one_hot

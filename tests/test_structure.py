@@ -11,7 +11,8 @@ counted as importing its parent packages too (Python runs their ``__init__`` fir
 would put every module in a cycle with ``minitf/__init__.py``).
 
 Layers, lowest first (README "Layout"): ``framework`` < ``ops`` < ``kernels`` < ``runtime`` <
-``distributed`` < ``train``, ``viz``.  A module may import its own layer and those below.  The
+``distributed`` < ``train``, ``viz``, ``summary``.  A module may import its own layer and those
+below.  The
 top-level modules (``minitf/__init__.py``, ``config``, ``smi``, ``server``, ``test``,
 ``device_lib``, ...) are the API surface above every layer: they may import anything, and of
 them a layer may import only ``minitf.config``.
@@ -32,6 +33,7 @@ LAYERS = {
     "distributed": 4,
     "train": 5,
     "viz": 5,
+    "summary": 5,
 }
 LAYERS_MAY_IMPORT = {"config"}  # the top-level modules a layer may import
 

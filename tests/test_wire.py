@@ -191,6 +191,8 @@ def test_scalars_strings_and_byte_order():
     assert s.dtype == object and s.item() == "héllo".encode("utf-8")
     u = wire.proto_to_tensor(wire.tensor_to_proto(np.array([["a", "bc"]])))
     assert u.tolist() == [[b"a", b"bc"]]
+    # a bare bytes scalar keeps its trailing NUL bytes (a serialized Summary can end in them)
+    assert wire.proto_to_tensor(wire.tensor_to_proto(b"ab\x00\x00")).item() == b"ab\x00\x00"
     # little-endian raw bytes, whatever the sender's byte order
     big = np.array([1, 2], dtype=">i4")
     msg = wire.tensor_to_proto(big)

@@ -192,10 +192,12 @@ class GrpcSession:
 
 
 def _fetched(value, was_fed):
-    """A fetched value as the client hands it back: a computed scalar as a numpy scalar (a fed
-    one stays the 0-d array it was fed as, as in TF)."""
-    if not was_fed and isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype != object:
-        return value[()]
+    """A fetched value as the client hands it back: a computed scalar as a numpy scalar, a
+    string scalar as its bytes (a serialized summary; as a direct session gives it), while a fed
+    one stays the 0-d array it was fed as, as in TF."""
+    if not was_fed and isinstance(value, np.ndarray) and value.ndim == 0:
+        if value.dtype != object or isinstance(value[()], bytes):
+            return value[()]
     return value
 
 

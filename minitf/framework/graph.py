@@ -47,6 +47,13 @@ class GraphKeys:
     QUEUE_RUNNERS = "queue_runners"
     GLOBAL_STEP = "global_step"
     INIT_OP = "init_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    SUMMARY_OP = "summary_op"
+    SAVERS = "savers"
+    TRAIN_OP = "train_op"
+    SUMMARIES = "summaries"
 
 
 def _user_frame():
@@ -432,7 +439,13 @@ class Graph:
         return self._finalized
 
     def finalize(self) -> None:
+        """No op can be added any more (RuntimeError): what a Supervisor and a
+        MonitoredSession do, so that a training loop cannot grow its graph by mistake."""
         self._finalized = True
+
+    def _unsafe_unfinalize(self) -> None:
+        """Undoes ``finalize`` (a MonitoredSession closing over a graph it finalized)."""
+        self._finalized = False
 
     # -- names ---------------------------------------------------------------------------------
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:

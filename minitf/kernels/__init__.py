@@ -9,12 +9,15 @@ surface.  Importing this package registers them all.
 Book section: "Operations and kernels".
 """
 
-from minitf.kernels import (  # noqa: F401  # noqa: F401
+from minitf.kernels import (  # noqa: F401
     array_kernels,
+    io_kernels,
     math_kernels,
     nn_kernels,
     queue_kernels,
     random_kernels,
     sendrecv_kernels,
     state_kernels,
+    summary_kernels,
+    training_kernels,
 )

@@ -11,7 +11,7 @@ import numpy as np
 from minitf.framework import dtypes as D
 from minitf.framework import errors
 from minitf.kernels.numpy_ops import scalarize
-from minitf.kernels.registry import ALL, GPU_ARRAY, register
+from minitf.kernels.registry import ALL, FLOATS, GPU_ARRAY, NUMERIC, register
 from minitf.kernels.tensor_ops import host_kernel, shape_text
 
 
@@ -172,3 +172,61 @@ register(
 _PASS = lambda op, device: lambda ctx, ins: (ins[0],)  # noqa: E731
 register("StopGradient", _PASS, cpu=ALL, gpu=GPU_ARRAY)
 register("PreventGradient", _PASS, cpu=ALL, gpu=GPU_ARRAY)
+
+
+@host_kernel
+def _logical_not(op, device):
+    return lambda ctx, ins: (np.logical_not(ins[0]),)
+
+
+@host_kernel
+def _where(op, device):
+    return lambda ctx, ins: (np.argwhere(np.asarray(ins[0])).astype(np.int64),)
+
+
+@host_kernel
+def _squeeze(op, device):
+    axes = tuple(op.get_attr("squeeze_dims"))
+
+    def compute(ctx, ins):
+        x = np.asarray(ins[0])
+        picked = tuple(a % max(x.ndim, 1) for a in axes)
+        bad = [a for a in picked if x.shape[a] != 1]
+        if bad:
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                "Can not squeeze dim[%d], expected a dimension of 1, got %d"
+                % (bad[0], x.shape[bad[0]]),
+            )
+        return (np.squeeze(x, axis=picked or None),)
+
+    return compute
+
+
+@host_kernel
+def _gather(op, device):
+    def compute(ctx, ins):
+        params, indices, axis = np.asarray(ins[0]), np.asarray(ins[1]), int(ins[2])
+        limit = params.shape[axis]
+        bad = indices[(indices < 0) | (indices >= limit)]
+        if bad.size:
+            raise errors.InvalidArgumentError(
+                None, None, "indices = %d is not in [0, %d)" % (bad.reshape(-1)[0], limit)
+            )
+        return (np.take(params, indices, axis=axis),)
+
+    return compute
+
+
+register("LogicalNot", _logical_not, cpu="any", gpu="any")
+register("Where", _where, cpu=NUMERIC + (D.bool,), gpu=FLOATS + (D.int32, D.int64, D.bool))
+register("Squeeze", _squeeze, cpu=ALL, gpu=GPU_ARRAY)
+register("GatherV2", _gather, cpu=ALL, gpu=GPU_ARRAY)
+# PlaceholderWithDefault: its input, unless fed (a fed tensor is cut from the step graph)
+register(
+    "PlaceholderWithDefault",
+    lambda op, device: lambda ctx, ins: (ins[0],),
+    cpu=ALL,
+    gpu=GPU_ARRAY,
+)

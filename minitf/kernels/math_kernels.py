@@ -140,7 +140,7 @@ register(
     "FloorDiv",
     _zip("floordiv"),
     cpu=FLOATS + INTS,
-    gpu=FLOATS + (D.int64,),
+    gpu=FLOATS + (D.int32, D.int64),  # TF's int32 one keeps its operands in host memory
     allocates=True,
     forwards=(0, 1),
 )
@@ -362,10 +362,29 @@ def _select(op, device):
     return compute
 
 
-@host_kernel
-def _where(op, device):
-    return lambda ctx, ins: (np.argwhere(np.asarray(ins[0])).astype(np.int64),)
-
-
 register("Select", _select, cpu=ALL, gpu=GPU_ARRAY, allocates=True)
-register("Where", _where, cpu=NUMERIC + (D.bool,), gpu=FLOATS + (D.int32, D.int64, D.bool))
+
+
+@host_kernel
+def _pow(op, device):
+    def compute(ctx, ins):
+        x, y = ins
+        try:
+            shape = np.broadcast_shapes(np.shape(x), np.shape(y))
+        except ValueError:
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                "Incompatible shapes: %s vs. %s"
+                % (shape_text(np.shape(x)), shape_text(np.shape(y))),
+            ) from None
+        if np.issubdtype(np.result_type(y), np.integer) and np.any(np.asarray(y) < 0):
+            raise errors.InvalidArgumentError(
+                None, None, "Integers to negative integer powers are not allowed"
+            )
+        return (np.asarray(np.power(x, y)).reshape(shape),)
+
+    return compute
+
+
+register("Pow", _pow, cpu=FLOATS + (D.int32, D.int64), gpu=FLOATS + (D.int64,))

@@ -16,6 +16,7 @@ a tensor of the backend (a numpy value or a device array):
 
 ==========================  ===================================================================
 ``map(fn)``                 ``f(ctx, x, out=None)``: unary elementwise, ``fn`` in ``MAP_FNS``
+                            (``sqrt``: of floats, for the training kernels)
 ``zip(fn)``                 ``f(ctx, x, y, out=None)``: binary elementwise with numpy
                             broadcasting, ``fn`` in ``ZIP_FNS``; ``out`` of either: an input
                             that dies with the op, to write the result into if it fits

@@ -13,6 +13,8 @@ from minitf.ops.op_def import NotDifferentiable, RegisterGradient
 for _t in ("Shape", "Size", "ZerosLike", "OnesLike", "BroadcastGradientArgs", "StopGradient"):
     NotDifferentiable(_t)
 NotDifferentiable("Const")
+NotDifferentiable("LogicalNot")
+NotDifferentiable("Where")
 NotDifferentiable("Placeholder")
 
 

@@ -37,6 +37,9 @@ register_op("Pack")
 for _t in ("Shape", "Size", "ZerosLike", "OnesLike", "Tile", "StopGradient", "PreventGradient"):
     register_op(_t)
 register_op("BroadcastGradientArgs")
+for _t in ("LogicalNot", "Where", "Squeeze"):
+    register_op(_t)
+register_op("GatherV2", type_attr="Tparams")
 
 
 def _const_array(value, dtype, shape, verify_shape):
@@ -471,3 +474,114 @@ def prevent_gradient(
         dt = x.dtype.base_dtype
         attrs = {"T": dt, "message": message}
         return apply_op("PreventGradient", [x], [(dt, x.shape)], scope, attrs).outputs[0]
+
+
+# -- selecting elements ---------------------------------------------------------------------
+# Book section: "Managing sessions" (``report_uninitialized_variables`` picks the names of the
+# variables not yet initialised with ``boolean_mask``).
+
+
+def logical_not(x: TensorLike, name: str | None = None) -> Tensor:
+    """``LogicalNot``: elementwise ``not`` of a bool tensor."""
+    with name_scope(name, "LogicalNot", [x]) as scope:
+        x = convert_to_tensor(x, dtype=dtypes.bool, name="x")
+        return apply_op("LogicalNot", [x], [(dtypes.bool, x.shape)], scope).outputs[0]
+
+
+def where_indices(condition: TensorLike, name: str | None = None) -> Tensor:
+    """``Where`` with one argument (``tf.where(condition)``): the coordinates of the true
+    elements, an int64 matrix with one row per element."""
+    with name_scope(name, "Where", [condition]) as scope:
+        c = convert_to_tensor(condition, name="condition", preferred_dtype=dtypes.bool)
+        shape = tensor_shape.TensorShape([None, c.shape.ndims])
+        if c.shape.ndims is None:
+            shape = tensor_shape.unknown_shape(rank=2)
+        attrs = {"T": c.dtype.base_dtype}
+        return apply_op("Where", [c], [(dtypes.int64, shape)], scope, attrs).outputs[0]
+
+
+def squeeze(
+    input: TensorLike,  # noqa: A002 - TF's argument name
+    axis: Sequence[int] | None = None,
+    name: str | None = None,
+) -> Tensor:
+    """``Squeeze``: drops size-1 dimensions (those of ``axis``, or every one)."""
+    with name_scope(name, "Squeeze", [input]) as scope:
+        x = convert_to_tensor(input, name="input")
+        axes = [] if axis is None else [int(a) for a in ([axis] if isinstance(axis, int) else axis)]
+        out = tensor_shape.unknown_shape()
+        if x.shape.ndims is not None:
+            rank, dims = x.shape.ndims, x.shape.as_list()
+            picked = {a % rank for a in axes}
+            for a in picked:
+                if dims[a] is not None and dims[a] != 1:
+                    raise shape_error(
+                        "Squeeze",
+                        scope,
+                        [x],
+                        "Can not squeeze dim[%d], expected a dimension of 1, got %d" % (a, dims[a]),
+                    )
+            drop = picked if axes else {i for i, d in enumerate(dims) if d == 1}
+            out = tensor_shape.TensorShape([d for i, d in enumerate(dims) if i not in drop])
+        attrs = {"T": x.dtype.base_dtype, "squeeze_dims": axes}
+        return apply_op("Squeeze", [x], [(x.dtype.base_dtype, out)], scope, attrs).outputs[0]
+
+
+def gather(
+    params: TensorLike, indices: TensorLike, axis: int = 0, name: str | None = None
+) -> Tensor:
+    """``GatherV2``: the slices of ``params`` along ``axis`` at ``indices``."""
+    with name_scope(name, "GatherV2", [params, indices]) as scope:
+        p = convert_to_tensor(params, name="params")
+        i = convert_to_tensor(indices, name="indices")
+        a = convert_to_tensor(axis, dtype=dtypes.int32, name="axis")
+        out = tensor_shape.unknown_shape()
+        if p.shape.ndims is not None and i.shape.ndims is not None:
+            dims = p.shape.as_list()
+            out = tensor_shape.TensorShape(dims[:axis] + i.shape.as_list() + dims[axis + 1 :])
+        attrs = {"Tparams": p.dtype.base_dtype, "Tindices": i.dtype.base_dtype}
+        return apply_op("GatherV2", [p, i, a], [(p.dtype.base_dtype, out)], scope, attrs).outputs[0]
+
+
+def boolean_mask(
+    tensor: TensorLike, mask: TensorLike, name: str = "boolean_mask", axis: int | None = None
+) -> Tensor:
+    """The elements (rows) of ``tensor`` where the 1-D bool ``mask`` is true:
+    ``Where`` → ``Squeeze`` → ``GatherV2``, as TF builds it for a 1-D mask."""
+    with name_scope(name, "boolean_mask", [tensor, mask]):
+        tensor = convert_to_tensor(tensor, name="tensor")
+        mask = convert_to_tensor(mask, dtype=dtypes.bool, name="mask")
+        if mask.shape.ndims != 1 or axis not in (None, 0):
+            raise ValueError(
+                "minitf's boolean_mask takes a 1-D mask over axis 0, got a mask of shape %s"
+                % mask.shape
+            )
+        indices = squeeze(where_indices(mask), axis=[1])
+        return gather(tensor, indices, axis=0)
+
+
+register_op("PlaceholderWithDefault", type_attr="dtype")
+
+
+def placeholder_with_default(
+    input: TensorLike,  # noqa: A002 - TF's name
+    shape: ShapeLike,
+    name: str | None = None,
+) -> Tensor:
+    """``PlaceholderWithDefault``: ``input`` unless a value is fed for it (``tf.train.Saver``
+    feeds its checkpoint path into ``save/Const``, whose default is ``"model"``)."""
+    with name_scope(name, "PlaceholderWithDefault", [input]) as scope:
+        input = convert_to_tensor(input, name="input")  # noqa: A001 - the argument, converted
+        shape = tensor_shape.as_shape(shape)
+        if not shape.is_compatible_with(input.shape):
+            raise shape_error(
+                "PlaceholderWithDefault",
+                scope,
+                [input],
+                "Shapes must be equal rank, but are %s and %s" % (input.shape.ndims, shape.ndims),
+            )
+        dt = input.dtype.base_dtype
+        op = apply_op(
+            "PlaceholderWithDefault", [input], [(dt, shape)], scope, {"dtype": dt, "shape": shape}
+        )
+        return op.outputs[0]

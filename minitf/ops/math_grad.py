@@ -180,7 +180,8 @@ def _mean_grad(op, grad):
     else:
         in_size = math_ops.reduce_prod(array_ops.shape(op.inputs[0]))
         out_size = math_ops.reduce_prod(array_ops.shape(op.outputs[0]))
-        factor = math_ops.cast(math_ops.floordiv(in_size, out_size), sum_grad.dtype)
+        safe = math_ops.maximum(out_size, 1)  # TF's _safe_shape_div: no division by 0
+        factor = math_ops.cast(math_ops.floordiv(in_size, safe), sum_grad.dtype)
     return math_ops.truediv(sum_grad, factor), None
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import DTypeLike, Tensor, convert_to_tensor, name_scope
+from minitf.ops import array_ops
 from minitf.ops.array_ops import TensorLike, _static_value, constant
 from minitf.ops.op_def import apply_op, register_op, shape_error
 
@@ -342,7 +343,6 @@ for _t in (
     "ArgMax",
     "Max",
     "Select",
-    "Where",
 ):
     register_op(_t)
 
@@ -480,13 +480,7 @@ def where(
     else of ``y``); with ``condition`` alone, ``Where``: the coordinates of its true elements
     (an int64 matrix with one row per true element)."""
     if x is None and y is None:
-        with name_scope(name, "Where", [condition]) as scope:
-            c = convert_to_tensor(condition, name="condition", preferred_dtype=dtypes.bool)
-            shape = tensor_shape.TensorShape([None, c.shape.ndims])
-            if c.shape.ndims is None:
-                shape = tensor_shape.unknown_shape(rank=2)
-            attrs = {"T": c.dtype.base_dtype}
-            return apply_op("Where", [c], [(dtypes.int64, shape)], scope, attrs).outputs[0]
+        return array_ops.where_indices(condition, name=name)
     if x is None or y is None:
         raise ValueError("x and y must both be non-None or both be None.")
     with name_scope(name, "Select", [condition, x, y]) as scope:
@@ -532,3 +526,13 @@ def _select_shape(scope, c, x, y):
 
 for _key, _fn in (("lt", less), ("le", less_equal), ("gt", greater), ("ge", greater_equal)):
     setattr(Tensor, "__%s__" % _key, lambda self, other, _fn=_fn: _fn(self, other))
+
+
+register_op("Pow")
+
+
+def pow(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:  # noqa: A001 - TF's name
+    """``Pow``: ``x ** y`` elementwise, with numpy-style broadcasting (what
+    ``tf.train.exponential_decay`` raises its decay rate with)."""
+    with name_scope(name, "Pow", [x]) as scope:
+        return _binary("Pow", x, y, scope)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
-from minitf.framework import tensor_shape
+from minitf.framework import dtypes, tensor_shape
 from minitf.framework.device_spec import DeviceSpec
 from minitf.framework.graph import (
     DTypeLike,
@@ -217,3 +217,24 @@ def local_variables_initializer() -> Operation:
 
 def is_variable_initialized(variable: Variable) -> Tensor:
     return state_ops.is_variable_initialized(variable)
+
+
+def report_uninitialized_variables(
+    var_list: list | None = None, name: str = "report_uninitialized_variables"
+) -> Tensor:
+    """The names of the variables of ``var_list`` (default: global and local) that hold no
+    value yet, a 1-D string tensor computed on the CPU: what a Supervisor or a
+    MonitoredSession asks before it calls a model ready ("Managing sessions")."""
+    if var_list is None:
+        var_list = global_variables() + local_variables()
+        if not var_list:
+            g = get_default_graph()
+            var_list = [op.outputs[0] for op in g.get_operations() if op.type == "VariableV2"]
+    with name_scope(name):
+        checks = [state_ops.is_variable_initialized(v) for v in var_list]
+        with get_default_graph().device("/cpu:0"):
+            if not var_list:
+                return array_ops.constant([], dtype=dtypes.string)
+            missing = array_ops.logical_not(array_ops.stack(checks))
+            names = array_ops.constant([v.op.name for v in var_list])
+            return array_ops.boolean_mask(names, missing)

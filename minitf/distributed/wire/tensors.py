@@ -129,7 +129,11 @@ def _tensor_dims(msg, max_bytes, itemsize):
 
 def _normalize(value):
     """(dtype name, ndarray) for a value to send: numeric/bool arrays keep their type (it must be
-    a minitf dtype); str/bytes (and arrays of them) become an object array of bytes."""
+    a minitf dtype); str/bytes (and arrays of them) become an object array of bytes.  A bare
+    str/bytes goes into an object array as it is (numpy's fixed-width ``S`` type would drop its
+    trailing NUL bytes, which serialized protos such as summaries can end with)."""
+    if isinstance(value, (bytes, str)):
+        value = np.array(value, dtype=object)
     arr = np.asarray(value)
     if arr.dtype.kind in "USO":
         flat = arr.reshape(-1)
