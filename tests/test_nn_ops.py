@@ -130,6 +130,8 @@ def test_comparison_operators_and_shape_errors():
     x = tf.constant([1.0, 2.0, 3.0])
     assert (x >= 2.0).op.type == "GreaterEqual" and (x < 2.0).op.type == "Less"
     np.testing.assert_array_equal(run([x > 2.0, x <= 2.0])[0], [False, False, True])
+    v = tf.Variable([1.0, 3.0])
+    assert (v > 2.0).op.type == "Greater" and (v <= 2.0).op.type == "LessEqual"
     with pytest.raises(ValueError) as e:
         tf.equal(tf.constant([1.0, 2.0]), x)
     assert str(e.value) == (
