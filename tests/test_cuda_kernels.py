@@ -275,6 +275,7 @@ def unary_cases(draw):
 
 @FEW
 @given(unary_cases())
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 def test_unary_matches_numpy(launcher, case):
     op, host = case
     out = run(launcher, lambda s, x: K.unary(s, op, x), host)

@@ -13,7 +13,7 @@ from hypothesis.extra import numpy as hnp
 
 import minitf as tf
 from minitf.framework import errors
-from minitf.ops import init_ops, math_ops, nn_ops
+from minitf.ops import init_ops, nn_ops
 
 FEW = settings(max_examples=15, deadline=None)
 
@@ -49,7 +49,7 @@ UNARY = {
     "exp": (tf.exp, "Exp", np.exp),
     "log": (tf.log, "Log", np.log),
     "sqrt": (tf.sqrt, "Sqrt", np.sqrt),
-    "rsqrt": (math_ops.rsqrt, "Rsqrt", lambda v: 1 / np.sqrt(v)),
+    "rsqrt": (tf.rsqrt, "Rsqrt", lambda v: 1 / np.sqrt(v)),
     "abs": (tf.abs, "Abs", np.abs),
     "floor": (tf.floor, "Floor", np.floor),
     "relu": (tf.nn.relu, "Relu", lambda v: np.maximum(v, 0)),
@@ -130,6 +130,8 @@ def test_comparison_operators_and_shape_errors():
     x = tf.constant([1.0, 2.0, 3.0])
     assert (x >= 2.0).op.type == "GreaterEqual" and (x < 2.0).op.type == "Less"
     np.testing.assert_array_equal(run([x > 2.0, x <= 2.0])[0], [False, False, True])
+    v = tf.Variable([1.0, 3.0])
+    assert (v > 2.0).op.type == "Greater" and (v <= 2.0).op.type == "LessEqual"
     with pytest.raises(ValueError) as e:
         tf.equal(tf.constant([1.0, 2.0]), x)
     assert str(e.value) == (
@@ -639,3 +641,30 @@ def test_dropout_and_sparse_xent_of_unknown_shapes():
     assert vd.shape == (3, 4) and set(np.unique(vd)) <= {0.0, np.float32(4.0 / 3.0)}
     expected = -np.log(np.take_along_axis(np_softmax(lv), yv[..., None], -1))[..., 0]
     np.testing.assert_allclose(vl, expected, rtol=1e-5)
+
+
+def test_argument_errors():
+    x = tf.constant([[1.0, 2.0]])
+    with pytest.raises(ValueError, match="Cannot specify both 'axis' and 'dim'"):
+        tf.nn.softmax(x, axis=-1, dim=-1)
+    with pytest.raises(ValueError, match="Cannot specify both 'axis' and 'dim'"):
+        tf.nn.softmax_cross_entropy_with_logits_v2(labels=x, logits=x, axis=-1, dim=-1)
+    with pytest.raises(ValueError, match="supports data_format 'NHWC' only"):
+        tf.nn.bias_add(x, [1.0, 2.0], data_format="NCHW")
+    with pytest.raises(ValueError, match="Cannot specify both 'rate' and 'keep_prob'"):
+        tf.nn.dropout(x, keep_prob=0.5, rate=0.5)
+    with pytest.raises(ValueError, match="keep_prob must be a floating point number or Tensor"):
+        tf.nn.dropout(x, keep_prob="half")
+    with pytest.raises(TypeError, match="dtype <dtype: 'float32'> of on_value does not match "):
+        tf.one_hot([0], 2, on_value=1.0, off_value=0)
+    with pytest.raises(TypeError, match="parameter 'labels' has DataType float32"):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[1.0], logits=x)
+    with pytest.raises(
+        ValueError, match="Shape mismatch: The shape of labels \\(received \\(2,\\)"
+    ):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0, 1], logits=x)
+    with pytest.raises(ValueError, match="Dimensions must be equal, but are 2 and 3"):
+        tf.nn.softmax_cross_entropy_with_logits_v2(labels=[[1.0, 0.0, 0.0]], logits=x)
+    p = tf.placeholder(tf.float32, [None, None])
+    with pytest.raises(errors.InvalidArgumentError, match="Reduction axis 1 is empty"):
+        run(tf.argmax(p, 1), {p: np.zeros((2, 0))})

@@ -229,6 +229,8 @@ def map_cases(draw):
     return fn, draw(st.sampled_from(dtypes).flatmap(host_values))
 
 
+# exp of float16 overflows to inf on both backends; the simulator's store says so
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 @pytest.mark.parametrize("name", BACKENDS)
 def test_map_matches_numpy(name):
     ops = backend(name)

@@ -524,8 +524,13 @@ def _select_shape(scope, c, x, y):
         ) from None
 
 
-for _key, _fn in (("lt", less), ("le", less_equal), ("gt", greater), ("ge", greater_equal)):
-    setattr(Tensor, "__%s__" % _key, lambda self, other, _fn=_fn: _fn(self, other))
+def _install_comparisons(cls):
+    """Gives ``cls`` (Tensor, Variable) TF's ``<``, ``<=``, ``>``, ``>=`` (``Less`` ...)."""
+    for key, fn in (("lt", less), ("le", less_equal), ("gt", greater), ("ge", greater_equal)):
+        setattr(cls, "__%s__" % key, lambda self, other, fn=fn: fn(self, other))
+
+
+_install_comparisons(Tensor)
 
 
 register_op("Pow")

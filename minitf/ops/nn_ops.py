@@ -367,7 +367,8 @@ def softmax_cross_entropy_with_logits_v2(
             )
         classes = fs[-1].value
         flat_logits = array_ops.reshape(precise, [-1, classes])
-        flat_labels = array_ops.reshape(labels, [-1, classes])
+        lc = labels.shape[-1].value if labels.shape.ndims else None
+        flat_labels = array_ops.reshape(labels, [-1, classes if lc is None else lc])
         cost = _xent_op(flat_logits, flat_labels, scope)
         batch = fs.as_list()[:-1]
         if any(d is None for d in batch[1:]):
@@ -485,14 +486,12 @@ def one_hot(
                     "dtype {0} of {1} does not match dtype parameter {2}".format(given, what, dtype)
                 )
         dtype = dtype or on_dt or off_dt or dtypes.float32
+        if on_dt is not None and off_dt is not None and on_dt != off_dt:
+            raise TypeError(
+                "dtype {0} of on_value does not match dtype {1} of off_value".format(on_dt, off_dt)
+            )
         on = convert_to_tensor(1 if on_value is None else on_value, dtype, name="on_value")
         off = convert_to_tensor(0 if off_value is None else off_value, dtype, name="off_value")
-        if on.dtype.base_dtype != off.dtype.base_dtype:
-            raise TypeError(
-                "dtype {0} of on_value does not match dtype {1} of off_value".format(
-                    on.dtype.base_dtype, off.dtype.base_dtype
-                )
-            )
         return _one_hot_op(indices, depth, on, off, -1 if axis is None else axis, scope)
 
 

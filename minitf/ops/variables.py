@@ -177,6 +177,7 @@ def _variable_to_tensor(v, dtype=None, name=None, as_ref=False):
 
 register_tensor_conversion_function(Variable, _variable_to_tensor)
 math_ops._install_operators(Variable)
+math_ops._install_comparisons(Variable)
 
 
 def global_variables(scope: str | None = None) -> list[Variable]:
