@@ -75,6 +75,35 @@ def test_the_graph_under_replica_device_setter(caplog):
     assert sync.ready_for_local_init_op.op.name.startswith("report_uninitialized_variables")
 
 
+def test_one_accumulator_per_variable_on_its_ps_task():
+    """Two ps tasks: gs on ps0, w on ps1, b on ps0; each accumulator, apply, take and
+    SetGlobalStep is where its variable is; the chief init groups one NoOp per device."""
+    with tf.device(tf.train.replica_device_setter(ps_tasks=2, worker_device=WORKER)):
+        gs = tf.train.get_or_create_global_step()
+        w = tf.Variable([1.0, 2.0], name="w")
+        b = tf.Variable(0.5, name="b")
+        loss = tf.reduce_sum(tf.square(w)) + b
+        sync = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 2)
+        sync.minimize(loss, global_step=gs)
+    op = tf.get_default_graph().get_operation_by_name
+    for suffix, var, device in (("", "w", "/job:ps/task:1"), ("_1", "b", PS)):
+        acc = op("sync_replicas/conditional_accumulator" + suffix)
+        assert acc.get_attr("shared_name") == var + ":0/grad_accum" and acc.device == device
+        for name in ("ResourceAccumulatorApplyGradient", "ResourceAccumulatorTakeGradient"):
+            assert op("sync_replicas/%s%s" % (name, suffix)).device == device
+        assert op("sync_replicas/SetGlobalStep" + suffix).device == device
+    assert acc.get_attr("shape").as_list() == [] and op(
+        "sync_replicas/conditional_accumulator"
+    ).get_attr("shape").as_list() == [2]
+    deps = [c.name for c in sync.chief_init_op.control_inputs]
+    assert deps == [
+        "sync_replicas/group_deps/NoOp",
+        "sync_replicas/group_deps/NoOp_1",
+        "sync_replicas/group_deps/NoOp_2",
+    ]
+    assert [op(d).device for d in deps] == [PS, "/job:ps/task:1", WORKER]
+
+
 def test_the_token_queue_and_the_dummy_queue_of_1_15():
     sync, train, gs, w = _sync_graph()
     op = tf.get_default_graph().get_operation_by_name
@@ -289,6 +318,9 @@ def test_the_hook_in_a_monitored_training_session(thread_errors):
 
 def test_the_hook_of_another_replica_runs_the_local_step_init():
     sync, train, gs, w = _sync_graph(replicas=2, total=2, setter=False)
+    chief = sync.make_session_run_hook(is_chief=True, num_tokens=0)
+    chief.begin()
+    assert chief._init_tokens_op.name == "no_init_tokens"
     hook = sync.make_session_run_hook(is_chief=False)
     hook.begin()
     coord = tf.train.Coordinator()
@@ -311,7 +343,7 @@ def test_the_hook_of_another_replica_runs_the_local_step_init():
 # -- a cluster: a ps and two workers --------------------------------------------------------------
 
 
-def _worker(task, servers, last_step):
+def _worker(task, servers, last_step, workers=2):
     """What each worker process runs (§18.1 with the sync optimizer): its own graph, the
     hook and StopAtStepHook in a MonitoredTrainingSession on its own server."""
     graph = tf.Graph()
@@ -321,7 +353,8 @@ def _worker(task, servers, last_step):
         )
         with tf.device(setter):
             gs, w, loss = _model()
-            sync = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 2)
+            gd = tf.train.GradientDescentOptimizer(0.1)
+            sync = tf.train.SyncReplicasOptimizer(gd, 2, total_num_replicas=workers)
             train = sync.minimize(loss, global_step=gs)
         hooks = [
             sync.make_session_run_hook(is_chief=(task == 0)),
@@ -339,25 +372,27 @@ def _worker(task, servers, last_step):
 
 
 @pytest.mark.cluster
-def test_synchronous_training_on_a_cluster(thread_errors):
-    """ps0 + two workers, ``replicas_to_aggregate=2``: each global step applies the mean of two
-    gradients computed at the same w, so w = 0.8 ** N exactly; both workers stop at step N.
-    The chief's runner is still waiting in TakeGrad when its session closes (as in TF); the
-    servers' stop ends it, and its thread hands that error to the stopped coordinator."""
+@pytest.mark.parametrize("workers", [2, 3])
+def test_synchronous_training_on_a_cluster(thread_errors, workers):
+    """ps0 + two workers (or three: one spare), ``replicas_to_aggregate=2``: each global step
+    applies the mean of two fresh gradients, computed at the same w, so w = 0.8 ** N exactly;
+    every worker stops at step N.  The chief's runner is still waiting in TakeGrad when its
+    session closes (as in TF); the servers' stop ends it, and its thread hands that error to
+    the stopped coordinator."""
     from minitf.distributed.local_cluster import free_port
 
     last_step = 6
     spec = {
         "ps": ["localhost:%d" % free_port()],
-        "worker": ["localhost:%d" % free_port() for _ in range(2)],
+        "worker": ["localhost:%d" % free_port() for _ in range(workers)],
     }
     before = set(threading.enumerate())
     servers = [
         tf.train.Server(spec, job_name=j, task_index=i) for j in spec for i in range(len(spec[j]))
     ]
     try:
-        chief = _worker(0, servers, last_step)  # initialises first: the other need not poll
-        other = _worker(1, servers, last_step)
+        # the chief initialises first: the others need not poll for a ready model
+        replicas = [_worker(i, servers, last_step, workers) for i in range(workers)]
         runs = {}
 
         def loop(task, graph, sess, train):
@@ -369,16 +404,17 @@ def test_synchronous_training_on_a_cluster(thread_errors):
 
         threads = [
             threading.Thread(target=loop, args=(i, g, s, t))
-            for i, (g, s, t, _, _) in enumerate((chief, other))
+            for i, (g, s, t, _, _) in enumerate(replicas)
         ]
         for t in threads:
             t.start()
         for t in threads:
             t.join(60)
-        assert not any(t.is_alive() for t in threads) and sorted(runs) == [0, 1]
-        # every step takes two fresh gradients (one per run); every run takes a token: 2 at
-        # first, then 2 per step (the second round's gradients, tagged 0, are stale)
-        assert 2 * last_step <= runs[0] + runs[1] <= 2 * last_step + 2
+        assert not any(t.is_alive() for t in threads) and sorted(runs) == list(range(workers))
+        # every step takes two fresh gradients (one per run, the rest are stale); every run
+        # takes a token: 2 at first, then one per worker and step
+        assert 2 * last_step <= sum(runs.values()) <= 2 + workers * last_step
+        other = replicas[1]
         graph, _, _, w, gs = other
         with graph.as_default(), tf.Session(servers[2].target) as sess:
             assert sess.run(gs) == last_step
