@@ -343,7 +343,7 @@ def test_the_hook_of_another_replica_runs_the_local_step_init():
 # -- a cluster: a ps and two workers --------------------------------------------------------------
 
 
-def _worker(task, servers, last_step, workers=2):
+def _worker(task, target, last_step, workers=2):
     """What each worker process runs (§18.1 with the sync optimizer): its own graph, the
     hook and StopAtStepHook in a MonitoredTrainingSession on its own server."""
     graph = tf.Graph()
@@ -362,13 +362,46 @@ def _worker(task, servers, last_step, workers=2):
         ]
         config = tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:%d" % task])
         sess = tf.train.MonitoredTrainingSession(
-            master=servers[1 + task].target,
+            master=target,
             is_chief=(task == 0),
             hooks=hooks,
             config=config,
             stop_grace_period_secs=0.2,
         )
     return graph, sess, train, w, gs
+
+
+def _train_replicas(targets, last_step):
+    """Every replica's training loop on its own thread (the chief's session is made first, so
+    the others find the model ready at once); returns {task: runs} once all stopped."""
+    workers = len(targets)
+    replicas = [_worker(i, targets[i], last_step, workers) for i in range(workers)]
+    runs = {}
+
+    def loop(task, graph, sess, train):
+        with graph.as_default(), sess:
+            runs[task] = 0
+            while not sess.should_stop():
+                sess.run(train)
+                runs[task] += 1
+
+    threads = [
+        threading.Thread(target=loop, args=(i, g, s, t))
+        for i, (g, s, t, _, _) in enumerate(replicas)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads) and sorted(runs) == list(range(workers))
+    # every step takes two fresh gradients (one per run, the rest are stale); every run takes
+    # a token: 2 at first, then one per worker and step
+    assert 2 * last_step <= sum(runs.values()) <= 2 + workers * last_step
+    graph, _, _, w, gs = replicas[-1]
+    with graph.as_default(), tf.Session(targets[-1]) as sess:
+        assert sess.run(gs) == last_step
+        assert sess.run(w) == pytest.approx(0.8**last_step, rel=1e-6)
+    return runs
 
 
 @pytest.mark.cluster
@@ -381,7 +414,6 @@ def test_synchronous_training_on_a_cluster(thread_errors, workers):
     the stopped coordinator."""
     from minitf.distributed.local_cluster import free_port
 
-    last_step = 6
     spec = {
         "ps": ["localhost:%d" % free_port()],
         "worker": ["localhost:%d" % free_port() for _ in range(workers)],
@@ -391,34 +423,7 @@ def test_synchronous_training_on_a_cluster(thread_errors, workers):
         tf.train.Server(spec, job_name=j, task_index=i) for j in spec for i in range(len(spec[j]))
     ]
     try:
-        # the chief initialises first: the others need not poll for a ready model
-        replicas = [_worker(i, servers, last_step, workers) for i in range(workers)]
-        runs = {}
-
-        def loop(task, graph, sess, train):
-            with graph.as_default(), sess:
-                runs[task] = 0
-                while not sess.should_stop():
-                    sess.run(train)
-                    runs[task] += 1
-
-        threads = [
-            threading.Thread(target=loop, args=(i, g, s, t))
-            for i, (g, s, t, _, _) in enumerate(replicas)
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        assert not any(t.is_alive() for t in threads) and sorted(runs) == list(range(workers))
-        # every step takes two fresh gradients (one per run, the rest are stale); every run
-        # takes a token: 2 at first, then one per worker and step
-        assert 2 * last_step <= sum(runs.values()) <= 2 + workers * last_step
-        other = replicas[1]
-        graph, _, _, w, gs = other
-        with graph.as_default(), tf.Session(servers[2].target) as sess:
-            assert sess.run(gs) == last_step
-            assert sess.run(w) == pytest.approx(0.8**last_step, rel=1e-6)
+        _train_replicas([s.target for s in servers[1:]], last_step=6)
     finally:
         for s in servers:
             s.stop()
@@ -426,9 +431,30 @@ def test_synchronous_training_on_a_cluster(thread_errors, workers):
     assert _runner_ended_by(thread_errors, tf.errors.UnavailableError, tf.errors.CancelledError)
 
 
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_synchronous_training_with_server_processes(thread_errors):
+    """The same with a LocalCluster: the ps and both workers are processes; the accumulators
+    and the token queue live in the ps process."""
+    from minitf.distributed.local_cluster import LocalCluster
+
+    before = set(threading.enumerate())
+    with LocalCluster({"ps": 1, "worker": 2}) as cluster:
+        runs = _train_replicas([cluster.target("worker", i) for i in range(2)], last_step=4)
+    assert sum(runs.values()) >= 8
+    assert wait_until(lambda: set(threading.enumerate()) <= before | _daemons(), 10)
+    assert _runner_ended_by(thread_errors, tf.errors.UnavailableError, tf.errors.CancelledError)
+
+
 def _daemons():
-    """Process-wide helper threads minitf keeps once made (the step watchdog)."""
-    return {t for t in threading.enumerate() if t.name == "minitf-step-watchdog"}
+    """Process-wide helper threads kept once made: minitf's step watchdog and gRPC's own
+    threads of the cached channels to other processes' masters."""
+    return {
+        t
+        for t in threading.enumerate()
+        if t.name == "minitf-step-watchdog"
+        or getattr(getattr(t, "_target", None), "__module__", "").startswith("grpc")
+    }
 
 
 def _async_worker(task, servers, last_step):
