@@ -67,6 +67,7 @@ def test_ops_and_default_names():
     num = acc.num_accumulated()
     set_step = acc.set_global_step(5)
     assert acc.name == "acc" and acc.dtype == tf.float32
+    assert isinstance(acc, tf.ConditionalAccumulatorBase)
     assert acc.accumulator_ref.op.type == "ResourceConditionalAccumulator"
     assert acc.accumulator_ref.dtype == tf.resource
     op = acc.accumulator_ref.op

@@ -18,6 +18,8 @@ from helpers import wait_until
 
 WORKER = "/job:worker/task:0"
 PS = "/job:ps/task:0"
+# every run that may wait for a token or a gradient fails instead of hanging if none comes
+WITHIN = tf.RunOptions(timeout_in_ms=30000)
 
 
 def _model():
@@ -26,13 +28,13 @@ def _model():
     return gs, w, tf.square(w)
 
 
-def _sync_graph(replicas=2, total=3, setter=True, opt=None):
+def _sync_graph(replicas=2, total=3, setter=True):
     """§18.5's graph: w = 1.0, loss = w², GD(0.1) wrapped; under replica_device_setter."""
     scope = tf.train.replica_device_setter(ps_tasks=1, worker_device=WORKER) if setter else None
     with tf.device(scope):
         gs, w, loss = _model()
         sync = tf.train.SyncReplicasOptimizer(
-            opt or tf.train.GradientDescentOptimizer(0.1), replicas, total
+            tf.train.GradientDescentOptimizer(0.1), replicas, total
         )
         train = sync.minimize(loss, global_step=gs)
     return sync, train, gs, w
@@ -230,7 +232,7 @@ def _run_replicas(sess, train, n):
     out = [None] * n
 
     def step(i):
-        out[i] = sess.run(train)
+        out[i] = sess.run(train, options=WITHIN)
 
     threads = [threading.Thread(target=step, args=(i,)) for i in range(n)]
     for t in threads:
@@ -260,7 +262,7 @@ def test_two_replicas_by_hand_in_a_local_session():
         assert _run_replicas(sess, train, 2) == [0, 0]
         assert wait_until(lambda: sess.run(gs) == 1)
         assert sess.run(w) == _gd_step(1.0) == np.float32(0.8)
-        assert sess.run(train) == 1  # its gradient, tagged 0, was stale
+        assert sess.run(train, options=WITHIN) == 1  # its gradient, tagged 0, was stale
         assert sess.run(num).num_accumulated() == 0 and sess.run(gs) == 1
         assert sorted(_run_replicas(sess, train, 2)) == [1, 2]
         assert wait_until(lambda: sess.run(gs) == 2)
@@ -308,7 +310,7 @@ def test_the_hook_in_a_monitored_training_session(thread_errors):
         hooks=hooks + [final], stop_grace_period_secs=0.1
     ) as sess:
         while not sess.should_stop():
-            sess.run(train)
+            sess.run(train, options=WITHIN)
             runs += 1
     assert final.values[0] == pytest.approx(0.64) and final.values[1] == 2
     assert runs >= 4
@@ -382,7 +384,7 @@ def _train_replicas(targets, last_step):
         with graph.as_default(), sess:
             runs[task] = 0
             while not sess.should_stop():
-                sess.run(train)
+                sess.run(train, options=WITHIN)
                 runs[task] += 1
 
     threads = [
