@@ -48,6 +48,7 @@ from minitf.framework.graph import (
 from minitf.framework.tensor_shape import Dimension, TensorShape
 from minitf.ops import math_ops as _math_ops
 from minitf.ops import nn_ops as _nn_ops
+from minitf.ops.accumulator_ops import ConditionalAccumulator, ConditionalAccumulatorBase
 from minitf.ops.array_ops import (
     boolean_mask,
     concat,

@@ -10,6 +10,7 @@ Book section: "Operations and kernels".
 """
 
 from minitf.kernels import (  # noqa: F401
+    accumulator_kernels,
     array_kernels,
     io_kernels,
     math_kernels,

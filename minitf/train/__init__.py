@@ -75,6 +75,7 @@ from minitf.train.session_run_hook import (  # noqa: F401
     SessionRunValues,
 )
 from minitf.train.supervisor import Supervisor  # noqa: F401
+from minitf.train.sync_replicas_optimizer import SyncReplicasOptimizer  # noqa: F401
 from minitf.train.training_util import (  # noqa: F401
     assert_global_step,
     create_global_step,
