@@ -12,8 +12,10 @@ Book section: "Operations and kernels".
 from minitf.kernels import (  # noqa: F401  # noqa: F401
     array_kernels,
     math_kernels,
+    parsing_kernels,
     queue_kernels,
     random_kernels,
+    reader_kernels,
     sendrecv_kernels,
     state_kernels,
 )

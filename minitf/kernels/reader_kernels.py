@@ -1,0 +1,460 @@
+"""Reader kernels: the reader resources and the asynchronous ``ReaderReadV2``.
+
+Book section: "Loading Data Directly from the Graph" (TF's core/kernels/reader_base.cc and
+``text_line_reader_op.cc``, ``fixed_length_record_reader_op.cc``, ``tf_record_reader_op.cc``,
+``whole_file_read_ops.cc``, ``identity_reader_op.cc``).  A reader op (``TextLineReaderV2``
+...) finds or makes its :class:`Reader` at its first run, as a queue op does: private
+(``_<n>_<op name>``, one per session) unless it has a ``shared_name``.  A reader holds a
+*work unit* (a file name dequeued from the filename queue) and a record source over that file.
+
+``ReaderReadV2`` is asynchronous like the queue kernels: a read that needs a new file name
+becomes a dequeue attempt of the queue and holds no thread while it waits.  Reads of one reader
+are served one at a time in arrival order (TF holds the reader's mutex across the whole read).
+Files are read whole when their work unit starts and closed at once, so a reader never keeps a
+file handle open between reads.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections import deque
+
+import numpy as np
+
+from minitf.framework import dtypes, errors
+from minitf.kernels.queue_kernels import _private_ids
+from minitf.kernels.registry import register
+from minitf.lib import crc
+
+
+def _invalid(text):
+    return errors.InvalidArgumentError(None, None, text)
+
+
+def _load(path):
+    """The whole file, with TF's errors for what cannot be opened."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise errors.NotFoundError(None, None, "%s; No such file or directory" % path) from None
+    except IsADirectoryError:
+        raise errors.FailedPreconditionError(None, None, "%s; Is a directory" % path) from None
+    except PermissionError:
+        raise errors.PermissionDeniedError(None, None, "%s; Permission denied" % path) from None
+
+
+# -- record sources: one per work unit; ``next()`` -> (record or None, at_end) -----------------
+
+
+class _TextLines:
+    """TextLineReader: lines split on ``\\n`` (one trailing ``\\r`` dropped); the last line
+    counts without a newline; header lines are skipped but counted in the keys."""
+
+    def __init__(self, work, skip_header_lines):
+        self.work, self.data, self.pos, self.line = work, _load(work), 0, 0
+        while self.line < skip_header_lines and self._line() is not None:
+            self.line += 1
+
+    def _line(self):
+        if self.pos >= len(self.data):
+            return None
+        end = self.data.find(b"\n", self.pos)
+        last = end < 0
+        text = self.data[self.pos :] if last else self.data[self.pos : end]
+        self.pos = len(self.data) if last else end + 1
+        if text.endswith(b"\r"):
+            text = text[:-1]
+        return None if last and not text else text
+
+    def next(self):
+        text = self._line()
+        if text is None:
+            return None, True
+        self.line += 1
+        return ("%s:%d" % (self.work, self.line), text), False
+
+
+class _FixedLength:
+    """FixedLengthRecordReader: record k is ``record_bytes`` bytes at ``header + k * hop``,
+    produced only while ``record_bytes + footer_bytes`` bytes remain from its start."""
+
+    def __init__(self, work, record, header, footer, hop):
+        self.work, self.data = work, _load(work)
+        self.record, self.footer, self.hop = record, footer, hop or record
+        self.start, self.index = header, 0
+
+    def next(self):
+        if self.start + self.record + self.footer > len(self.data) or (
+            self.index and self.hop == 0
+        ):
+            return None, True
+        value = self.data[self.start : self.start + self.record]
+        key = "%s:%d" % (self.work, self.index)
+        self.start += self.hop
+        self.index += 1
+        return (key, value), False
+
+
+def _record_at(data, offset):
+    """TFRecord framing (part 2 §14.2): the payload of the record at ``offset`` and the next
+    offset; DataLossError for a truncated or corrupted record.  (Kept small and separate so the
+    shared ``minitf.lib.tf_record`` framing can take its place.)"""
+    if len(data) - offset < 12:
+        raise errors.DataLossError(None, None, "truncated record at %d" % offset)
+    header = data[offset : offset + 8]
+    (length,) = struct.unpack("<Q", header)
+    (length_crc,) = struct.unpack("<I", data[offset + 8 : offset + 12])
+    if crc.masked_value(header) != length_crc:
+        raise errors.DataLossError(None, None, "corrupted record at %d" % offset)
+    end = offset + 12 + length
+    if len(data) < end + 4:
+        raise errors.DataLossError(None, None, "truncated record at %d" % offset)
+    payload = data[offset + 12 : end]
+    (data_crc,) = struct.unpack("<I", data[end : end + 4])
+    if crc.masked_value(payload) != data_crc:
+        raise errors.DataLossError(None, None, "corrupted record at %d" % offset)
+    return payload, end + 4
+
+
+class _TFRecords:
+    """TFRecordReader: keys are byte offsets; a bad record fails every later read too."""
+
+    def __init__(self, work):
+        self.work, self.data, self.offset = work, _load(work), 0
+
+    def next(self):
+        if self.offset == len(self.data):
+            return None, True
+        payload, after = _record_at(self.data, self.offset)
+        key = "%s:%d" % (self.work, self.offset)
+        self.offset = after
+        return (key, payload), False
+
+
+class _WholeFile:
+    """WholeFileReader: one record, the file name and the whole contents."""
+
+    def __init__(self, work):
+        self.record = (work, _load(work))
+
+    def next(self):
+        return self.record, True
+
+
+class _Identity:
+    """IdentityReader: one record, the work item as key and value (no file)."""
+
+    def __init__(self, work):
+        self.record = (work, work.encode("utf-8", "surrogateescape"))
+
+    def next(self):
+        return self.record, True
+
+
+# -- the reader resource -----------------------------------------------------------------------
+
+
+class _Read:
+    """One waiting ``read`` / ``read_up_to``: its queue, how many records, what it has."""
+
+    __slots__ = ("queue", "n", "callback", "keys", "values", "attempt", "work", "sync", "lock")
+
+    def __init__(self, queue, n, callback):
+        self.queue, self.n, self.callback = queue, n, callback
+        self.keys, self.values = [], []
+        self.attempt = None  # the dequeue attempt of a file name, while it waits
+        self.work = None  # (tuple, error) the dequeue ended with, until handled
+        self.sync = False  # the dequeue is being submitted by the serving thread
+        self.lock = threading.Lock()
+
+
+class Reader:
+    """A reader's state (TF's ``ReaderBase``): the current work unit and its record source, the
+    counters, and the reads waiting their turn.  ``open_source(work)`` makes the source."""
+
+    def __init__(self, name, open_source):
+        self.name = name
+        self._open_source = open_source
+        self._lock = threading.Lock()
+        self._reads = deque()  # waiting reads; the head is being served
+        self._serving = False
+        self._source = None
+        self.work_started = self.work_finished = self.records_produced = 0
+
+    def __repr__(self):
+        return "<Reader '%s' produced=%d>" % (self.name, self.records_produced)
+
+    def pending(self):
+        """How many reads wait (the one being served included)."""
+        with self._lock:
+            return len(self._reads)
+
+    def read(self, queue, n, callback) -> _Read:
+        """Starts a read of up to ``n`` records of one file; ``callback(keys_values, error)``."""
+        request = _Read(queue, n, callback)
+        with self._lock:
+            self._reads.append(request)
+            if self._serving:
+                return request
+            self._serving = True
+        self._serve()
+        return request
+
+    def cancel(self, request):
+        """Ends a read that still waits (the step was cancelled)."""
+        with self._lock:
+            if request not in self._reads:
+                return
+            waiting = request is not self._reads[0]
+            if waiting:
+                self._reads.remove(request)
+            attempt = request.attempt
+        if waiting:
+            request.callback(None, _cancelled())
+        elif attempt is not None:
+            request.queue.cancel(attempt)  # the dequeue's callback ends the read
+
+    def reset(self):
+        """``ReaderResetV2``: forgets the work unit and the counters."""
+        with self._lock:
+            self._source = None
+            self.work_started = self.work_finished = self.records_produced = 0
+
+    # -- serving the head read ------------------------------------------------------------------
+    def _serve(self):
+        """Serves the head read until it must wait for a file name or no read is left."""
+        while True:
+            with self._lock:
+                if not self._reads:
+                    self._serving = False
+                    return
+                head = self._reads[0]
+            if not self._advance(head):
+                return  # waiting for the queue: the dequeue's callback serves again
+            with self._lock:
+                self._reads.popleft()
+
+    def _advance(self, request):
+        """Moves ``request`` on; True when it ended (its callback called)."""
+        while True:
+            if self._source is None:
+                if not self._next_work(request):
+                    return False
+                if request.work is not None:
+                    error = self._start_work(request)
+                    if error is not None:
+                        return self._end(request, error)
+                continue
+            try:
+                record, at_end = self._source.next()
+            except errors.OpError as e:
+                return self._end(request, e)
+            if record is not None:
+                request.keys.append(record[0])
+                request.values.append(record[1])
+                self.records_produced += 1
+            if at_end:
+                self._source = None
+                self.work_finished = self.work_started
+            if len(request.keys) == request.n or (at_end and request.keys):
+                return self._end(request, None)
+
+    def _end(self, request, error):
+        if error is not None:
+            request.callback(None, error)
+        else:
+            request.callback((request.keys, request.values), None)
+        return True
+
+    def _next_work(self, request):
+        """Asks the queue for a file name; True when the answer is there already."""
+        with request.lock:
+            request.sync = True
+        request.attempt = request.queue.dequeue(1, lambda r, e: self._on_work(request, r, e))
+        with request.lock:
+            request.sync = False
+            return request.work is not None
+
+    def _on_work(self, request, result, error):
+        with request.lock:
+            request.work = (result, error)
+            request.attempt = None
+            if request.sync:
+                return  # the serving thread goes on with it
+        error = self._start_work(request)
+        if error is not None:
+            self._end(request, error)
+        elif not self._advance(request):
+            return
+        with self._lock:
+            self._reads.popleft()
+        self._serve()
+
+    def _start_work(self, request):
+        """The dequeued file name becomes the work unit; the error to end the read with."""
+        (result, error), request.work = request.work, None
+        if error is not None:
+            return error
+        if len(result) != 1:
+            return _invalid("Expected single component queue")
+        if request.queue.component_types[0] != dtypes.string:
+            return _invalid("Expected queue with single string component")
+        item = np.asarray(result[0], dtype=object)
+        if item.size != 1:
+            return _invalid("Expected to dequeue a one-element string tensor")
+        work = item.reshape(-1)[0]
+        if isinstance(work, bytes):
+            work = work.decode("utf-8", "surrogateescape")
+        self.work_started += 1
+        try:
+            self._source = self._open_source(str(work))
+        except errors.OpError as e:
+            self.work_started -= 1
+            return e
+        return None
+
+
+def _cancelled():
+    return errors.CancelledError(None, None, "Dequeue operation was cancelled")
+
+
+# -- kernels -----------------------------------------------------------------------------------
+
+
+def _non_negative(op, *attrs):
+    """TF's constructor checks: ``skip_header_lines must be >= 0 not -1``."""
+    for attr in attrs:
+        value = op.get_attr(attr)
+        if value < 0:
+            raise _invalid("%s must be >= 0 not %d" % (attr, value))
+
+
+def _uncompressed(op, attr):
+    kind = op.get_attr(attr)
+    if kind:
+        raise errors.UnimplementedError(
+            None,
+            None,
+            "%s: minitf reads uncompressed files only (%s '%s' is not supported; use '')"
+            % (op.type, attr, kind),
+        )
+
+
+def _text_line_source(op):
+    _non_negative(op, "skip_header_lines")
+    skip = op.get_attr("skip_header_lines")
+    return lambda work: _TextLines(work, skip)
+
+
+def _fixed_length_source(op):
+    _non_negative(op, "header_bytes", "record_bytes", "footer_bytes", "hop_bytes")
+    _uncompressed(op, "encoding")
+    sizes = [op.get_attr(a) for a in ("record_bytes", "header_bytes", "footer_bytes", "hop_bytes")]
+    return lambda work: _FixedLength(work, *sizes)
+
+
+def _tf_record_source(op):
+    _uncompressed(op, "compression_type")
+    return _TFRecords
+
+
+_SOURCES = {
+    "TextLineReaderV2": _text_line_source,
+    "FixedLengthRecordReaderV2": _fixed_length_source,
+    "TFRecordReaderV2": _tf_record_source,
+    "WholeFileReaderV2": lambda op: _WholeFile,
+    "IdentityReaderV2": lambda op: _Identity,
+}
+
+
+def _reader_op(op, device):
+    """A reader op: its reader, found or made at the kernel's first run (like ``FIFOQueueV2``:
+    private ``_<n>_<op name>`` unless ``shared_name``; its container left to the resource
+    manager's default)."""
+    held = []
+    lock = threading.Lock()
+
+    def compute(ctx, ins):
+        with lock:
+            if not held:
+                open_source = _SOURCES[op.type](op)
+                shared = op.get_attr("shared_name")
+                if not shared:
+                    held.append(Reader("_%d_%s" % (next(_private_ids), op.name), open_source))
+                else:
+                    rm = device.resource_manager
+                    container = op.get_attr("container")
+                    held.append(
+                        rm.lookup_or_create(container, shared, lambda: Reader(shared, open_source))
+                    )
+        return (held[0],)
+
+    return compute
+
+
+def _as_strings(texts):
+    return np.array(
+        [t.encode("utf-8", "surrogateescape") if isinstance(t, str) else t for t in texts],
+        dtype=object,
+    ).reshape(len(texts))
+
+
+def _read(up_to):
+    """``ReaderReadV2`` (one record, scalars) and ``ReaderReadUpToV2`` (vectors)."""
+
+    def factory(op, device):
+        def compute(ctx, ins, done):
+            reader, queue = ins[0], ins[1]
+            n = int(ins[2]) if up_to else 1
+            if up_to and n <= 0:  # TF: nothing for 0; a negative count crashes its process
+                if n == 0:
+                    done((_as_strings([]), _as_strings([])))
+                else:
+                    done(None, _invalid("num_records must be >= 0, not %d" % n))
+                return
+            token, ended = [], []
+
+            def callback(result, error):
+                ended.append(True)
+                if token:
+                    ctx.remove_on_cancel(token[0])
+                if error is not None:
+                    done(None, error)
+                    return
+                keys, values = _as_strings(result[0]), _as_strings(result[1])
+                done((keys, values) if up_to else (keys[0], values[0]))
+
+            request = reader.read(queue, n, callback)
+            if not ended:
+                token.append(ctx.on_cancel(lambda error: reader.cancel(request)))
+
+        return compute
+
+    return factory
+
+
+def _reset(op, device):
+    def compute(ctx, ins):
+        ins[0].reset()
+        return ()
+
+    return compute
+
+
+for _op_type in _SOURCES:
+    register(_op_type, _reader_op, cpu="any")
+register("ReaderReadV2", _read(False), cpu="any", is_async=True)
+register("ReaderReadUpToV2", _read(True), cpu="any", is_async=True)
+register(
+    "ReaderNumRecordsProducedV2",
+    lambda op, device: lambda ctx, ins: (np.int64(ins[0].records_produced),),
+    cpu="any",
+)
+register(
+    "ReaderNumWorkUnitsCompletedV2",
+    lambda op, device: lambda ctx, ins: (np.int64(ins[0].work_finished),),
+    cpu="any",
+)
+register("ReaderResetV2", _reset, cpu="any")
