@@ -490,6 +490,43 @@ def test_reads_of_one_reader_wait_their_turn_and_end_with_the_session(files):
     assert r.pending() == 0
 
 
+def test_threads_sharing_one_reader_get_every_record_once(files):
+    """Reads of one reader are served one at a time: four threads running the same read
+    share the records of the files between them, none lost or repeated."""
+    names = [
+        files("f%d.txt" % i, b"".join(b"%d-%d\n" % (i, j) for j in range(20))) for i in range(5)
+    ]
+    q, init = filename_queue(names)
+    reader = tf.TextLineReader()
+    key, value = reader.read(q)
+    got, lock = [], threading.Lock()
+
+    def body(sess):
+        while True:
+            try:
+                k, v = sess.run([key, value])
+            except tf.errors.OutOfRangeError:
+                return
+            with lock:
+                got.append((k.decode().rsplit("/", 1)[1], v))
+
+    with tf.Session() as s:
+        for op in init:
+            s.run(op)
+        threads = [threading.Thread(target=body, args=(s,)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert not any(t.is_alive() for t in threads)
+        assert s.run([reader.num_records_produced(), reader.num_work_units_completed()]) == [
+            100,
+            5,
+        ]
+    expected = [("f%d.txt:%d" % (i, j + 1), b"%d-%d" % (i, j)) for i in range(5) for j in range(20)]
+    assert sorted(got) == sorted(expected)
+
+
 def test_operation_timeout_ends_a_waiting_read():
     config = tf.ConfigProto(operation_timeout_in_ms=200)
     q = tf.FIFOQueue(2, tf.string, shapes=[[]], name="fq")

@@ -159,7 +159,18 @@ class _Identity:
 class _Read:
     """One waiting ``read`` / ``read_up_to``: its queue, how many records, what it has."""
 
-    __slots__ = ("queue", "n", "callback", "keys", "values", "attempt", "work", "sync", "lock")
+    __slots__ = (
+        "queue",
+        "n",
+        "callback",
+        "keys",
+        "values",
+        "attempt",
+        "work",
+        "sync",
+        "cancelled",
+        "lock",
+    )
 
     def __init__(self, queue, n, callback):
         self.queue, self.n, self.callback = queue, n, callback
@@ -167,6 +178,7 @@ class _Read:
         self.attempt = None  # the dequeue attempt of a file name, while it waits
         self.work = None  # (tuple, error) the dequeue ended with, until handled
         self.sync = False  # the dequeue is being submitted by the serving thread
+        self.cancelled = False  # the step was cancelled while it waited
         self.lock = threading.Lock()
 
 
@@ -210,6 +222,7 @@ class Reader:
             waiting = request is not self._reads[0]
             if waiting:
                 self._reads.remove(request)
+            request.cancelled = True
             attempt = request.attempt
         if waiting:
             request.callback(None, _cancelled())
@@ -239,25 +252,26 @@ class Reader:
     def _advance(self, request):
         """Moves ``request`` on; True when it ended (its callback called)."""
         while True:
-            if self._source is None:
+            source = self._source  # a reset from another thread may drop it meanwhile
+            if source is None:
                 if not self._next_work(request):
                     return False
-                if request.work is not None:
-                    error = self._start_work(request)
-                    if error is not None:
-                        return self._end(request, error)
+                error = self._start_work(request)
+                if error is not None:
+                    return self._end(request, error)
                 continue
             try:
-                record, at_end = self._source.next()
+                record, at_end = source.next()
             except errors.OpError as e:
                 return self._end(request, e)
-            if record is not None:
-                request.keys.append(record[0])
-                request.values.append(record[1])
-                self.records_produced += 1
-            if at_end:
-                self._source = None
-                self.work_finished = self.work_started
+            with self._lock:
+                if record is not None:
+                    request.keys.append(record[0])
+                    request.values.append(record[1])
+                    self.records_produced += 1
+                if at_end and self._source is source:
+                    self._source = None
+                    self.work_finished = self.work_started
             if len(request.keys) == request.n or (at_end and request.keys):
                 return self._end(request, None)
 
@@ -272,7 +286,12 @@ class Reader:
         """Asks the queue for a file name; True when the answer is there already."""
         with request.lock:
             request.sync = True
-        request.attempt = request.queue.dequeue(1, lambda r, e: self._on_work(request, r, e))
+        attempt = request.queue.dequeue(1, lambda r, e: self._on_work(request, r, e))
+        with self._lock:
+            request.attempt = attempt
+            cancelled = request.cancelled
+        if cancelled:  # cancelled before the attempt was known: end it now
+            request.queue.cancel(attempt)
         with request.lock:
             request.sync = False
             return request.work is not None
@@ -280,7 +299,6 @@ class Reader:
     def _on_work(self, request, result, error):
         with request.lock:
             request.work = (result, error)
-            request.attempt = None
             if request.sync:
                 return  # the serving thread goes on with it
         error = self._start_work(request)
@@ -307,12 +325,13 @@ class Reader:
         work = item.reshape(-1)[0]
         if isinstance(work, bytes):
             work = work.decode("utf-8", "surrogateescape")
-        self.work_started += 1
         try:
-            self._source = self._open_source(str(work))
+            source = self._open_source(str(work))
         except errors.OpError as e:
-            self.work_started -= 1
-            return e
+            return e  # not retried: the next read asks for the next file name
+        with self._lock:
+            self.work_started += 1
+            self._source = source
         return None
 
 
