@@ -121,7 +121,8 @@ def test_reader_op_types_names_and_attrs():
         assert op.get_attr("container") == "" and op.get_attr("shared_name") == ""
         for k, v in attrs.items():
             assert op.get_attr(k) == v
-        assert reader.supports_serialize is False
+        serializable = name.startswith(("WholeFile", "Identity"))
+        assert reader.supports_serialize is serializable
 
 
 def test_read_ops_outputs_and_default_names():
@@ -435,6 +436,59 @@ def test_each_session_has_its_own_private_reader(files):
         for op in init:
             s.run(op)
         assert s.run(value) == b"1"
+
+
+def test_serialize_and_restore_state(files):
+    """Only WholeFileReader and IdentityReader save their state: TF's ``ReaderBaseState``
+    proto, byte for byte as TF 2.21 writes it; a failed restore resets the reader."""
+    path = files("fixed.bin", FIXED)
+    q, init = filename_queue([path, path], close=False)
+    reader = tf.WholeFileReader(name="wr")
+    key, _ = reader.read(q)
+    state = reader.serialize_state()
+    assert state.op.type == "ReaderSerializeStateV2" and state.dtype == tf.string
+    fed = tf.placeholder(tf.string)
+    restore = reader.restore_state(fed)
+    assert restore.type == "ReaderRestoreStateV2"
+    counters = [reader.num_records_produced(), reader.num_work_units_completed()]
+    text = tf.TextLineReader()
+    with tf.Session() as s:
+        for op in init:
+            s.run(op)
+        assert s.run(state) == b""
+        s.run(key)
+        saved = s.run(state)
+        p = path.encode()
+        assert saved == b"\x08\x01\x10\x01\x18\x01\x22" + bytes([len(p)]) + p
+        s.run(key)
+        assert s.run(counters) == [2, 2]
+        s.run(restore, {fed: saved})
+        assert s.run(counters) == [1, 1] and s.run(state) == saved
+        for bad, message in (
+            (
+                b"\x08\x05\x10\x03",
+                "Inconsistent work started vs. finished when restoring in WholeFileReader 'wr': "
+                "work_started: 5",
+            ),
+            (
+                b"\x08\x7f\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
+                "Unexpected negative value when restoring in WholeFileReader 'wr': "
+                "work_started: 127",
+            ),
+            (b"\xff\xff", "Could not parse state for WholeFileReader 'wr': \\377\\377"),
+        ):
+            s.run(restore, {fed: saved})
+            with pytest.raises(tf.errors.InvalidArgumentError) as e:
+                s.run(restore, {fed: bad})
+            assert first_line(e.value) == message
+            assert s.run(counters) == [0, 0]
+        for op, message in (
+            (text.serialize_state(), "Reader SerializeState"),
+            (text.restore_state(b""), "Reader RestoreState"),
+        ):
+            with pytest.raises(tf.errors.UnimplementedError) as e:
+                s.run(op)
+            assert first_line(e.value) == message
 
 
 # -- waiting -----------------------------------------------------------------------------------

@@ -186,13 +186,16 @@ class Reader:
     """A reader's state (TF's ``ReaderBase``): the current work unit and its record source, the
     counters, and the reads waiting their turn.  ``open_source(work)`` makes the source."""
 
-    def __init__(self, name, open_source):
+    def __init__(self, name, open_source, op_name="", serializable=False):
         self.name = name
+        self.op_name = op_name  # TF's reader name in its messages: type and op name
+        self.serializable = serializable  # WholeFileReader and IdentityReader only
         self._open_source = open_source
         self._lock = threading.Lock()
         self._reads = deque()  # waiting reads; the head is being served
         self._serving = False
         self._source = None
+        self.work = ""  # the current (or last) work unit, as TF's ``work_``
         self.work_started = self.work_finished = self.records_produced = 0
 
     def __repr__(self):
@@ -233,7 +236,20 @@ class Reader:
         """``ReaderResetV2``: forgets the work unit and the counters."""
         with self._lock:
             self._source = None
+            self.work = ""
             self.work_started = self.work_finished = self.records_produced = 0
+
+    def state(self):
+        """``(work_started, work_finished, num_records_produced, current_work)``: TF's
+        ``ReaderBaseState``."""
+        with self._lock:
+            return self.work_started, self.work_finished, self.records_produced, self.work
+
+    def restore(self, started, finished, produced, work):
+        """Takes over a saved state (TF accepts none with a work unit in progress)."""
+        with self._lock:
+            self.work_started, self.work_finished = started, finished
+            self.records_produced, self.work, self._source = produced, work, None
 
     # -- serving the head read ------------------------------------------------------------------
     def _serve(self):
@@ -331,6 +347,7 @@ class Reader:
             return e  # not retried: the next read asks for the next file name
         with self._lock:
             self.work_started += 1
+            self.work = str(work)
             self._source = source
         return None
 
@@ -395,19 +412,21 @@ def _reader_op(op, device):
     held = []
     lock = threading.Lock()
 
+    def make(name):
+        serializable = op.type in ("WholeFileReaderV2", "IdentityReaderV2")
+        op_name = "%s '%s'" % (op.type[: -len("V2")], op.name)  # TF's "WholeFileReader 'wr'"
+        return Reader(name, _SOURCES[op.type](op), op_name, serializable)
+
     def compute(ctx, ins):
         with lock:
             if not held:
-                open_source = _SOURCES[op.type](op)
                 shared = op.get_attr("shared_name")
                 if not shared:
-                    held.append(Reader("_%d_%s" % (next(_private_ids), op.name), open_source))
+                    held.append(make("_%d_%s" % (next(_private_ids), op.name)))
                 else:
                     rm = device.resource_manager
                     container = op.get_attr("container")
-                    held.append(
-                        rm.lookup_or_create(container, shared, lambda: Reader(shared, open_source))
-                    )
+                    held.append(rm.lookup_or_create(container, shared, lambda: make(shared)))
         return (held[0],)
 
     return compute
@@ -462,6 +481,126 @@ def _reset(op, device):
     return compute
 
 
+# -- ReaderBaseState, TF's proto of a reader's state (fields 1-3 int64, 4 bytes) ------------------
+
+_STATE_FIELDS = ("work_started", "work_finished", "num_records_produced", "current_work")
+
+
+def _varint(n):
+    n &= (1 << 64) - 1  # negative int64s take ten bytes, as protobuf writes them
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def encode_state(started, finished, produced, work):
+    """The wire bytes of a ``ReaderBaseState`` (proto3: zero fields left out)."""
+    out = b""
+    for number, value in ((1, started), (2, finished), (3, produced)):
+        if value:
+            out += bytes([number << 3]) + _varint(value)
+    work = work.encode("utf-8", "surrogateescape")
+    if work:
+        out += b"\x22" + _varint(len(work)) + work
+    return out
+
+
+def _read_varint(data, i):
+    value, shift = 0, 0
+    while True:
+        if i >= len(data) or shift > 63:
+            raise ValueError("truncated varint")
+        byte = data[i]
+        value |= (byte & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if not byte & 0x80:
+            return value, i
+
+
+def decode_state(data):
+    """``[work_started, work_finished, num_records_produced, current_work]``; ValueError
+    when ``data`` is not a ``ReaderBaseState``."""
+    state, i = [0, 0, 0, ""], 0
+    while i < len(data):
+        key, i = _read_varint(data, i)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _read_varint(data, i)
+            if 1 <= number <= 3:
+                state[number - 1] = value - (1 << 64) if value >= 1 << 63 else value
+        elif wire == 2:
+            length, i = _read_varint(data, i)
+            if i + length > len(data):
+                raise ValueError("truncated field")
+            if number == 4:
+                state[3] = data[i : i + length].decode("utf-8", "surrogateescape")
+            i += length
+        else:
+            raise ValueError("unexpected wire type %d" % wire)
+    return state
+
+
+def _state_text(state):
+    """TF's DebugString of the state, in the restore errors."""
+    parts = ["%s: %d" % (n, v) for n, v in zip(_STATE_FIELDS, state[:3]) if v]
+    if state[3]:
+        parts.append('current_work: "%s"' % c_escape(state[3].encode("utf-8", "surrogateescape")))
+    return "".join(p + "\n" for p in parts)
+
+
+def c_escape(data):
+    """absl's CEscape: C escapes for quotes, backslash, \\n \\r \\t, octal for the rest."""
+    special = {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x22: '\\"', 0x27: "\\'", 0x5C: "\\\\"}
+    return "".join(special.get(b, chr(b) if 0x20 <= b < 0x7F else "\\%03o" % b) for b in data)
+
+
+def _serialize_state(op, device):
+    def compute(ctx, ins):
+        reader = ins[0]
+        if not reader.serializable:
+            raise errors.UnimplementedError(None, None, "Reader SerializeState")
+        return (encode_state(*reader.state()),)
+
+    return compute
+
+
+def _restore_state(op, device):
+    def compute(ctx, ins):
+        reader, data = ins[0], np.asarray(ins[1], dtype=object).reshape(-1)[0]
+        data = data if isinstance(data, bytes) else str(data).encode()
+        if not reader.serializable:
+            reader.reset()
+            raise errors.UnimplementedError(None, None, "Reader RestoreState")
+        try:
+            state = decode_state(data)
+        except ValueError:
+            reader.reset()
+            raise _invalid(
+                "Could not parse state for %s: %s" % (reader.op_name, c_escape(data))
+            ) from None
+        _check_state(reader, state)
+        reader.restore(*state)
+        return ()
+
+    return compute
+
+
+def _check_state(reader, state):
+    """TF's ``RestoreBaseState`` checks (a failed restore resets the reader)."""
+    started, finished, produced, _ = state
+    if min(started, finished, produced) < 0:
+        what = "Unexpected negative value when restoring in"
+    elif started > finished:
+        what = "Inconsistent work started vs. finished when restoring in"
+    else:
+        return
+    reader.reset()
+    raise _invalid("%s %s: %s" % (what, reader.op_name, _state_text(state)))
+
+
 for _op_type in _SOURCES:
     register(_op_type, _reader_op, cpu="any")
 register("ReaderReadV2", _read(False), cpu="any", is_async=True)
@@ -477,3 +616,5 @@ register(
     cpu="any",
 )
 register("ReaderResetV2", _reset, cpu="any")
+register("ReaderSerializeStateV2", _serialize_state, cpu="any")
+register("ReaderRestoreStateV2", _restore_state, cpu="any")

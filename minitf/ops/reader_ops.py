@@ -32,6 +32,8 @@ _ACCESS_TYPES = (
     "ReaderNumRecordsProducedV2",
     "ReaderNumWorkUnitsCompletedV2",
     "ReaderResetV2",
+    "ReaderSerializeStateV2",
+    "ReaderRestoreStateV2",
 )
 for _op_type in _READER_TYPES:
     register_op(_op_type, is_stateful=True, has_container=True)
@@ -115,6 +117,22 @@ class ReaderBase:
         """``ReaderNumWorkUnitsCompletedV2``: files finished so far, an int64 scalar."""
         return self._counter("ReaderNumWorkUnitsCompletedV2", name)
 
+    def serialize_state(self, name: str | None = None) -> Tensor:
+        """``ReaderSerializeStateV2``: the reader's state as a string scalar (a
+        ``ReaderBaseState`` proto; readers other than WholeFileReader and IdentityReader fail
+        with ``UnimplementedError("Reader SerializeState")``)."""
+        outs = [(dtypes.string, _SCALAR)]
+        op = apply_op(
+            "ReaderSerializeStateV2", [self._reader_ref], outs, name or "ReaderSerializeStateV2"
+        )
+        return op.outputs[0]
+
+    def restore_state(self, state, name: str | None = None):
+        """``ReaderRestoreStateV2``: takes over a state ``serialize_state`` produced."""
+        state = convert_to_tensor(state, dtype=dtypes.string)
+        inputs = [self._reader_ref, state]
+        return apply_op("ReaderRestoreStateV2", inputs, [], name or "ReaderRestoreStateV2")
+
     def reset(self, name: str | None = None):
         """``ReaderResetV2``: forgets the current file and both counters."""
         return apply_op("ReaderResetV2", [self._reader_ref], [], name or "ReaderResetV2")
@@ -182,7 +200,7 @@ class WholeFileReader(ReaderBase):
 
     def __init__(self, name: str | None = None):
         _deprecated("WholeFileReader", "tf.data.Dataset.map(tf.read_file)")
-        super().__init__(_make_reader("WholeFileReaderV2", name, {}))
+        super().__init__(_make_reader("WholeFileReaderV2", name, {}), supports_serialize=True)
 
 
 class IdentityReader(ReaderBase):
@@ -190,4 +208,4 @@ class IdentityReader(ReaderBase):
 
     def __init__(self, name: str | None = None):
         _deprecated("IdentityReader", "tf.data.Dataset.map(...)")
-        super().__init__(_make_reader("IdentityReaderV2", name, {}))
+        super().__init__(_make_reader("IdentityReaderV2", name, {}), supports_serialize=True)
