@@ -283,6 +283,23 @@ def test_fixed_length_records_header_footer_and_hop(files):
         assert [v for (v,) in got] == [b"HHab", b"bcde", b"efgh", b"hijF"]
 
 
+def test_fixed_length_file_shorter_than_its_header(files):
+    """TF fails the work unit with an OutOfRangeError (observed on 2.21); the next read goes
+    on with the next file."""
+    short = files("short.bin", b"H")
+    path = files("fixed.bin", FIXED)
+    q, init = filename_queue([short, path])
+    key, value = tf.FixedLengthRecordReader(3, header_bytes=2).read(q)
+    with tf.Session() as s:
+        for op in init:
+            s.run(op)
+        with pytest.raises(tf.errors.OutOfRangeError) as e:
+            s.run(key)
+        assert first_line(e.value) == "reached end of file"
+        got, _ = read_all(s, [value], [])
+    assert [v for (v,) in got] == [b"abc", b"def", b"ghi", b"jFF"]
+
+
 @pytest.mark.parametrize("attr", ["record_bytes", "header_bytes", "footer_bytes", "hop_bytes"])
 def test_fixed_length_negative_sizes(attr):
     sizes = {"record_bytes": 3, attr: -1}

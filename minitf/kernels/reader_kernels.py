@@ -11,7 +11,8 @@ Book section: "Loading Data Directly from the Graph" (TF's core/kernels/reader_b
 becomes a dequeue attempt of the queue and holds no thread while it waits.  Reads of one reader
 are served one at a time in arrival order (TF holds the reader's mutex across the whole read).
 Files are read whole when their work unit starts and closed at once, so a reader never keeps a
-file handle open between reads.
+file handle open between reads.  WholeFileReader and IdentityReader save and restore their state
+as TF's ``ReaderBaseState`` proto (``ReaderSerializeStateV2``, ``ReaderRestoreStateV2``).
 """
 
 from __future__ import annotations
@@ -78,10 +79,14 @@ class _TextLines:
 
 class _FixedLength:
     """FixedLengthRecordReader: record k is ``record_bytes`` bytes at ``header + k * hop``,
-    produced only while ``record_bytes + footer_bytes`` bytes remain from its start."""
+    produced only while ``record_bytes + footer_bytes`` bytes remain from its start.  A file
+    shorter than its header fails with TF's OutOfRangeError ("reached end of file"), which a
+    queue runner takes for the end of the input."""
 
     def __init__(self, work, record, header, footer, hop):
         self.work, self.data = work, _load(work)
+        if len(self.data) < header:  # TF's SkipNBytes over the header fails the work unit
+            raise errors.OutOfRangeError(None, None, "reached end of file")
         self.record, self.footer, self.hop = record, footer, hop or record
         self.start, self.index = header, 0
 
