@@ -9,6 +9,7 @@ with it by hand) and the chapter notebook's cell 17.
 import csv
 import io
 import math
+import os
 
 import numpy as np
 import pytest
@@ -224,6 +225,18 @@ def test_the_books_csv_through_a_reader(tmp_path):
         with pytest.raises(tf.errors.OutOfRangeError):
             s.run(target)
     assert [(list(x), y) for x, y in got] == [([1.0, -1.0], 0), ([4.0, 5.0], 1), ([7.0, 8.0], 0)]
+    assert str(path) not in open_files()  # the reader closed the file
+
+
+def open_files():
+    """What this process's file descriptors point to."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.append(os.readlink("/proc/self/fd/" + fd))
+        except OSError:  # the descriptor listdir itself used
+            pass
+    return found
 
 
 # -- round trips against Python's csv module ---------------------------------------------------

@@ -43,22 +43,27 @@ def open_files_under(folder):
     return found
 
 
+@pytest.fixture(autouse=True)
+def no_leaks(tmp_path):
+    """After every test no thread it started is left and no file of its folder is open."""
+    before = set(threading.enumerate())
+    yield
+    assert wait_until(lambda: set(threading.enumerate()) <= before), [
+        t.name for t in set(threading.enumerate()) - before
+    ]
+    assert open_files_under(tmp_path) == []
+
+
 @pytest.fixture
 def files(tmp_path):
-    """Writes files into the test's folder; after the test no thread it started is left and
-    no file of that folder is open."""
-    before = set(threading.enumerate())
+    """Writes files into the test's folder; returns their paths."""
 
     def write(name, data):
         path = tmp_path / name
         path.write_bytes(data)
         return str(path)
 
-    yield write
-    assert wait_until(lambda: set(threading.enumerate()) <= before), [
-        t.name for t in set(threading.enumerate()) - before
-    ]
-    assert open_files_under(tmp_path) == []
+    return write
 
 
 def filename_queue(names, close=True, name="filename_queue"):
