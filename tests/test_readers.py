@@ -163,8 +163,9 @@ def test_constructors_log_tf_deprecation_once(caplog):
         tf.WholeFileReader()
     texts = [r.getMessage() for r in caplog.records if "WholeFileReader" in r.getMessage()]
     assert len(texts) == 1
-    assert texts[0].startswith(
-        "WholeFileReader.__init__ (from tensorflow.python.ops.io_ops) is deprecated"
+    assert texts[0].startswith("From %s:" % __file__)
+    assert (
+        ": WholeFileReader.__init__ (from tensorflow.python.ops.io_ops) is deprecated" in (texts[0])
     )
     assert texts[0].endswith("Use `tf.data.Dataset.map(tf.read_file)`.")
 
@@ -249,6 +250,17 @@ def test_a_missing_file_is_not_found_and_is_not_retried(files):
         assert first_line(e.value) == "/nonexistent/x.csv; No such file or directory"
         assert s.run([key, value]) == [(ok + ":1").encode(), b"fine"]
         assert s.run(reader.num_work_units_completed()) == 0
+
+
+def test_a_directory_is_no_file(tmp_path):
+    q, init = filename_queue([str(tmp_path)])
+    key, _ = tf.WholeFileReader().read(q)
+    with tf.Session() as s:
+        for op in init:
+            s.run(op)
+        with pytest.raises(tf.errors.FailedPreconditionError) as e:
+            s.run(key)
+    assert first_line(e.value) == "%s; Is a directory" % tmp_path
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,8 @@ dequeues a new file name.  The work itself is the kernels' (``kernels/reader_ker
 from __future__ import annotations
 
 import logging
+import os
+import sys
 
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import Tensor, convert_to_tensor
@@ -53,12 +55,24 @@ def _deprecated(cls_name, dataset):
         return
     _warned.add(cls_name)
     logger.warning(
-        "%s.__init__ (from tensorflow.python.ops.io_ops) is deprecated and will be removed in "
-        "a future version.\nInstructions for updating:\nQueue-based input pipelines have been "
-        "replaced by `tf.data`. Use `%s`.",
+        "From %s: %s.__init__ (from tensorflow.python.ops.io_ops) is deprecated and will be "
+        "removed in a future version.\nInstructions for updating:\nQueue-based input pipelines "
+        "have been replaced by `tf.data`. Use `%s`.",
+        _call_location(),
         cls_name,
         dataset,
     )
+
+
+def _call_location():
+    """``file:line`` of the user's code that made the reader (the first frame outside minitf)."""
+    frame = sys._getframe(1)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame = frame.f_back
+    if frame is None:
+        return "<unknown>"
+    return "%s:%d" % (frame.f_code.co_filename, frame.f_lineno)
 
 
 def _make_reader(op_type, name, attrs):
