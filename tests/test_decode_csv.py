@@ -170,6 +170,11 @@ def test_required_columns_and_na_value():
     )
 
 
+def test_scalar_defaults():
+    assert decode("1,", [1.0, 2]) == [1.0, 2]
+    assert decode(",x", ["d", ""]) == [b"d", b"x"]
+
+
 def test_strings_are_kept_verbatim():
     assert decode("  a , b\t", [[""], [""]]) == [b"  a ", b" b\t"]
 

@@ -525,6 +525,31 @@ def test_serialize_and_restore_state(files):
             assert first_line(e.value) == message
 
 
+def test_reader_ops_with_one_shared_name_share_their_reader(files):
+    """The Python classes give no ``shared_name``, but reader ops with one (an imported
+    graph's) find one reader by name in their device's resource manager, like shared queues."""
+    from minitf.framework import tensor_shape
+    from minitf.ops.op_def import apply_op
+
+    a = files("a.txt", b"1\n2\n3\n")
+    q, init = filename_queue([a])
+    attrs = {"skip_header_lines": 0, "container": "", "shared_name": "shared_reader"}
+    scalar = [(tf.resource, tensor_shape.TensorShape([]))]
+    one, two = [
+        tf.ReaderBase(apply_op("TextLineReaderV2", [], scalar, name, attrs).outputs[0])
+        for name in ("r1", "r2")
+    ]
+    private = tf.TextLineReader()
+    reads = [r.read(q)[1] for r in (one, two, one)]
+    with tf.Session() as s:
+        for op in init:
+            s.run(op)
+        assert [s.run(v) for v in reads] == [b"1", b"2", b"3"]  # one reader, one position
+        assert s.run(one.reader_ref) is s.run(two.reader_ref)
+        assert s.run(one.reader_ref).name == "shared_reader"
+        assert re.fullmatch(r"_\d+_TextLineReaderV2", s.run(private.reader_ref).name)
+
+
 # -- waiting -----------------------------------------------------------------------------------
 
 
