@@ -45,6 +45,7 @@ from minitf.framework.graph import (
     name_scope,
     reset_default_graph,
 )
+from minitf.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from minitf.framework.tensor_shape import Dimension, TensorShape
 from minitf.ops import math_ops as _math_ops
 from minitf.ops import nn_ops as _nn_ops
@@ -103,8 +104,18 @@ from minitf.ops.math_ops import (
     subtract,
     truediv,
 )
+from minitf.ops.parsing_ops import decode_csv, decode_raw
 from minitf.ops.random_ops import random_normal, random_uniform, set_random_seed, truncated_normal
+from minitf.ops.reader_ops import (
+    FixedLengthRecordReader,
+    IdentityReader,
+    ReaderBase,
+    TextLineReader,
+    TFRecordReader,
+    WholeFileReader,
+)
 from minitf.ops.state_ops import assign, assign_add, assign_sub
+from minitf.ops.string_ops import string_split
 from minitf.ops.variable_scope import (
     AUTO_REUSE,
     VariableScope,

@@ -5,7 +5,8 @@ Book section: "Placing Operations on Devices" ("Simple placement", "Logging plac
 
 1. an op placed in an earlier run of the session (a stateful one) stays where it is;
 2. ops that must share a device are grouped: ``_class`` colocation attributes (a variable's
-   ``Assign`` and ``read``) and reference edges (anything that writes to a variable);
+   ``Assign`` and ``read``), reference edges (anything that writes to a variable) and
+   resource edges (a queue's access ops and a reader's read join the op making the resource);
 3. the group's requested devices are merged; the candidates are the devices matching that
    request and having a kernel for every member, best first (GPU before CPU, then by name);
 4. an op with no inputs and one output (a "generator", e.g. a constant) is placed last, with
@@ -22,7 +23,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from minitf.framework import errors
+from minitf.framework import dtypes, errors
 from minitf.framework.graph import Operation
 from minitf.kernels import registry
 from minitf.ops.op_def import get_op_def
@@ -170,7 +171,33 @@ def _join_colocated(ops, requests):
                 if _has_details(rs) and _has_details(rd) and not _compatible(rs, rd):
                     requests[op] = rs.copy()  # the variable's device wins
                 uf.union(t.op, op)
+        _join_resource_edges(uf, op, requests)
     return uf
+
+
+def _join_resource_edges(uf, op, requests):
+    """Part 2 §22.2: an op taking a resource handle (a queue's dequeue, a reader's
+    ``ReaderReadV2``) joins the group of the op that made it, whose device wins a conflicting
+    request; two resource producers asking for incompatible devices cannot be placed."""
+    first = None
+    for t in op._inputs:
+        if t.dtype != dtypes.resource:
+            continue
+        rs, rd = requests[t.op], requests[op]
+        if first is not None:
+            rf = requests[first]
+            if _has_details(rf) and _has_details(rs) and not _compatible(rf, rs):
+                raise errors.InvalidArgumentError(
+                    None,
+                    op,
+                    "Cannot place the graph because a reference or resource edge connects "
+                    "colocation groups with incompatible resource devices: %s vs %s. The edge "
+                    "src node is %s , and the dst node is %s" % (rs, rf, t.op.name, op.name),
+                )
+        elif _has_details(rs) and _has_details(rd) and not _compatible(rs, rd):
+            requests[op] = rs.copy()  # the resource's device wins
+        uf.union(t.op, op)
+        first = first or t.op
 
 
 def _colocation_groups(ops, requests, types, soft):

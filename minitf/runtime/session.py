@@ -26,6 +26,7 @@ import numpy as np
 from minitf.framework import errors
 from minitf.framework import graph as ops_graph
 from minitf.framework.graph import Graph, Operation, Tensor
+from minitf.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from minitf.runtime.config_proto import ConfigProto
 
 _live_sessions: weakref.WeakSet = weakref.WeakSet()
@@ -125,6 +126,11 @@ class _FetchMapper:
                 return lambda v: type(fetches)(*[s(v) for s in subs])
             kind = type(fetches) if isinstance(fetches, tuple) else list
             return lambda v: kind(s(v) for s in subs)
+        if isinstance(fetches, SparseTensor):  # fetched as its three tensors
+            subs = [
+                self._map(graph, t) for t in (fetches.indices, fetches.values, fetches.dense_shape)
+            ]
+            return lambda v: SparseTensorValue(*[s(v) for s in subs])
         if isinstance(fetches, dict):
             subs = [(k, self._map(graph, f)) for k, f in fetches.items()]
             kind = type(fetches)
