@@ -789,3 +789,24 @@ def test_a_worker_splits_its_partition_by_device_again():
         assert t.dst_device.endswith("/job:local/replica:0/task:0/device:CPU:0")
     finally:
         server.stop()
+
+
+@pytest.mark.cluster
+def test_a_private_queue_lives_across_a_grpc_sessions_steps():
+    """A worker shares the kernels of stateful ops between the graphs a session registers (TF's
+    OpSegment): a private queue filled by one step is the queue another step reads, whatever
+    each step fetches."""
+    server = tf.train.Server.create_local_server()
+    try:
+        q = tf.FIFOQueue(10, tf.float32, shapes=[])
+        enqueue, size, dequeue = q.enqueue(7.0), q.size(), q.dequeue()
+        with tf.Session(server.target) as sess:
+            sess.run(enqueue)
+            sess.run(enqueue)
+            assert sess.run(size) == 2
+            assert sess.run(dequeue) == 7.0
+            assert sess.run([size, q.is_closed()]) == [1, False]
+        with tf.Session(server.target) as other:  # a private queue is its session's only
+            assert other.run(size) == 0
+    finally:
+        server.stop()

@@ -5,6 +5,7 @@ them, and seed 003's Supervisor code against a ps in another process."""
 import logging
 import os
 import re
+import socket
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,7 @@ from sklearn.datasets import load_digits
 from test_blog_examples import average_gradients
 
 import minitf as tf
+from helpers import wait_until
 from minitf.distributed import LocalCluster
 from minitf.distributed.local_cluster import free_port
 
@@ -327,6 +329,12 @@ def test_supervisor_replica_needs_pinned_variables():
 SEED_003 = (Path(__file__).parent / "data" / "seed_003_supervisor.py.txt").read_text()
 
 
+def _listening(host, port):
+    with socket.socket() as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex((host, port)) == 0
+
+
 def _env(tmp_path):
     shim = tmp_path / "shim"
     shim.mkdir(exist_ok=True)
@@ -355,6 +363,10 @@ def test_seed_003_supervisor_code_runs_with_a_ps(tmp_path):
         stderr=subprocess.DEVNULL,
     )
     try:
+        # minitf's session creation does not wait for a task that is not up yet (TF 1.15's
+        # does): the ps must listen before the worker's script opens its session
+        host, port = addresses["ps"].split(":")
+        assert wait_until(lambda: _listening(host, int(port)), 60), "the ps did not start"
         r = subprocess.run(
             [sys.executable, str(worker_script)],
             env=env,

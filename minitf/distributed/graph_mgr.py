@@ -38,10 +38,33 @@ class SessionDevice:
         return getattr(self._device, name)
 
 
+class SessionKernels(executor.KernelCache):
+    """A registered graph's kernels.  Those of stateful ops (a queue, a reader, a random
+    generator) are the session's, shared by every graph it registers, as TF's OpSegment keeps
+    them by node name: a private queue is one queue for all the session's steps, whatever each
+    step fetches.  The others belong to the graph (a ``_Recv`` of one partition is not that of
+    another)."""
+
+    def __init__(self, shared, stateful):
+        super().__init__()
+        self._shared, self._stateful = shared, stateful
+
+    def get(self, name, device_name):
+        if name in self._stateful:
+            return self._shared.get(name, device_name)
+        return super().get(name, device_name)
+
+    def put(self, name, device_name, kernel):
+        if name in self._stateful:
+            self._shared.put(name, device_name, kernel)
+        else:
+            super().put(name, device_name, kernel)
+
+
 class Item:
     """One registered graph: its ops on this task's devices, and a plan per fetch signature."""
 
-    def __init__(self, session_handle, graph, device_of, devices):
+    def __init__(self, session_handle, graph, device_of, devices, shared_kernels):
         self.session_handle = session_handle
         self.graph = graph
         self.ops = graph.get_operations()
@@ -53,7 +76,8 @@ class Item:
             if op.type == ARG_OP
         ]
         self.plans = {}
-        self.kernels = executor.KernelCache()
+        stateful = {op.name for op in self.ops if op._op_def is not None and op._op_def.is_stateful}
+        self.kernels = SessionKernels(shared_kernels, stateful)
         self.lock = threading.Lock()
 
     def plan(self, recv_keys):
@@ -116,6 +140,7 @@ class GraphMgr:
         self._isolated: dict[str, list] = {}  # session handle -> its devices (isolated state)
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._kernels: dict[str, executor.KernelCache] = {}  # session -> its stateful kernels
 
     def register(self, session_handle, gdef, isolate) -> str:
         """Imports a partition; its handle.  Every op must be on a device of this task."""
@@ -136,7 +161,8 @@ class GraphMgr:
             device_of[op] = d
         handle = "%s/g%d" % (session_handle[:100], next(self._ids))
         with self._lock:
-            self._items[handle] = Item(session_handle, graph, device_of, devices)
+            shared = self._kernels.setdefault(session_handle, executor.KernelCache())
+            self._items[handle] = Item(session_handle, graph, device_of, devices, shared)
         return handle
 
     def _session_devices(self, session_handle):
@@ -156,6 +182,9 @@ class GraphMgr:
             for h in [h for h, it in self._items.items() if it.session_handle == session_handle]:
                 del self._items[h]
             self._isolated.pop(session_handle, None)
+            shared = self._kernels.pop(session_handle, None)
+        if shared is not None:
+            shared.clear()
 
     def get(self, graph_handle) -> Item:
         with self._lock:
@@ -177,5 +206,8 @@ class GraphMgr:
         """``CleanupAll``: every graph makes its kernels anew (their variables went)."""
         with self._lock:
             items = list(self._items.values())
+            shared = list(self._kernels.values())
         for item in items:
             item.reset_kernels()
+        for kernels in shared:
+            kernels.clear()
