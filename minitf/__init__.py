@@ -70,7 +70,13 @@ from minitf.ops.array_ops import (
 )
 from minitf.ops.control_flow_ops import group, no_op, with_dependencies
 from minitf.ops.control_flow_ops import tuple_ as tuple  # noqa: A004 - TF's name
-from minitf.ops.data_flow_ops import FIFOQueue, QueueBase
+from minitf.ops.data_flow_ops import (
+    FIFOQueue,
+    PaddingFIFOQueue,
+    PriorityQueue,
+    QueueBase,
+    RandomShuffleQueue,
+)
 from minitf.ops.gradients_impl import AggregationMethod, UnconnectedGradients, gradients
 from minitf.ops.init_ops import (
     constant_initializer,

@@ -36,10 +36,13 @@ def get_seed(op_seed: int | None) -> tuple[int | None, int | None]:
     """TF1's seed pair: (graph seed, op seed); (None, None) means non-deterministic."""
     g = get_default_graph()
     if g.seed is not None:
-        return g.seed, (op_seed if op_seed is not None else len(g._ops))
-    if op_seed is not None:
-        return DEFAULT_GRAPH_SEED, op_seed
-    return None, None
+        seeds = g.seed, (op_seed if op_seed is not None else len(g._ops))
+    elif op_seed is not None:
+        seeds = DEFAULT_GRAPH_SEED, op_seed
+    else:
+        return None, None
+    # (0, 0) means "non-deterministic" to the kernels: TF avoids computing it
+    return (0, 2**31 - 1) if seeds == (0, 0) else seeds
 
 
 def _shape_tensor(shape):
