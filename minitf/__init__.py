@@ -103,8 +103,15 @@ from minitf.ops.math_ops import (
     subtract,
     truediv,
 )
-from minitf.ops.random_ops import random_normal, random_uniform, set_random_seed, truncated_normal
-from minitf.ops.state_ops import assign, assign_add, assign_sub
+from minitf.ops.math_ops import range_ as range  # noqa: A004 - TF's name
+from minitf.ops.random_ops import (
+    random_normal,
+    random_shuffle,
+    random_uniform,
+    set_random_seed,
+    truncated_normal,
+)
+from minitf.ops.state_ops import assign, assign_add, assign_sub, count_up_to
 from minitf.ops.variable_scope import (
     AUTO_REUSE,
     VariableScope,

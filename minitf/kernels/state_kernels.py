@@ -7,6 +7,7 @@ storage is a resource of its device, found by container and name).
 
 import numpy as np
 
+from minitf.framework import dtypes as D
 from minitf.framework import errors
 from minitf.framework.resource_mgr import VariableRef, check_container_name
 from minitf.kernels.registry import ALL, GPU_STATE, NUMERIC, register
@@ -90,3 +91,22 @@ register(
     cpu=ALL,
     gpu=GPU_STATE,
 )
+
+
+def _count_up_to(op, device):
+    """``CountUpTo``: the old value, the variable one higher; at the limit an error."""
+    limit = op.get_attr("limit")
+
+    def compute(ctx, ins):
+        ref = ins[0]
+        with ref.lock:
+            old = ref.read()
+            if old >= limit:
+                raise errors.OutOfRangeError(None, None, "Reached limit of %d" % limit)
+            ref.set(np.asarray(old + 1, dtype=old.dtype))
+        return (np.asarray(old).copy()[()],)
+
+    return compute
+
+
+register("CountUpTo", _count_up_to, cpu=(D.int32, D.int64))

@@ -25,6 +25,7 @@ from minitf.ops.op_def import apply_op, register_op
 DEFAULT_GRAPH_SEED = 87654321
 for _t in ("RandomStandardNormal", "RandomUniform", "TruncatedNormal", "RandomUniformInt"):
     register_op(_t, is_stateful=True, type_attr="dtype" if _t != "RandomUniformInt" else "Tout")
+register_op("RandomShuffle", is_stateful=True)
 
 
 def set_random_seed(seed: int | None) -> None:
@@ -135,3 +136,17 @@ def make_generator(op: Any) -> np.random.Generator:
     if s1 == 0 and s2 == 0:
         return np.random.default_rng()
     return np.random.default_rng([int(s1), int(s2)])
+
+
+def random_shuffle(value: TensorLike, seed: int | None = None, name: str | None = None) -> Tensor:
+    """``RandomShuffle``: ``value`` with its first dimension permuted (a new permutation each
+    run; an input producer's epochs, book: "Reading the Training Data Directly from the
+    Graph")."""
+    with name_scope(name, "RandomShuffle", [value]) as scope:
+        value = convert_to_tensor(value, name="value")
+        s1, s2 = get_seed(seed)
+        attrs = {"T": value.dtype.base_dtype, "seed": s1 or 0, "seed2": s2 or 0}
+        op = apply_op(
+            "RandomShuffle", [value], [(value.dtype.base_dtype, value.shape)], scope, attrs
+        )
+    return op.outputs[0]
