@@ -79,10 +79,17 @@ def test_count_up_to_range_and_random_shuffle():
 
 def test_string_input_producer_graph():
     """§15.3's graph for string_input_producer([a, b], num_epochs=1, shuffle=False), without
-    the Assert and the summary (no tf.summary in minitf yet)."""
+    the summary (no tf.summary in minitf yet)."""
     q = tf.train.string_input_producer(["a.csv", "b.csv"], num_epochs=1, shuffle=False)
     assert ops_of_graph() == [
         ("input_producer/Const", "Const"),
+        ("input_producer/Size", "Size"),
+        ("input_producer/Greater/y", "Const"),
+        ("input_producer/Greater", "Greater"),
+        ("input_producer/Assert/Const", "Const"),
+        ("input_producer/Assert/Assert/data_0", "Const"),
+        ("input_producer/Assert/Assert", "Assert"),
+        ("input_producer/Identity", "Identity"),
         ("input_producer/limit_epochs/Const", "Const"),
         ("input_producer/limit_epochs/epochs", "VariableV2"),
         ("input_producer/limit_epochs/epochs/Assign", "Assign"),
@@ -133,6 +140,32 @@ def test_without_local_variables_initializer_join_reraises(no_thread_left):
     assert e.value.message.splitlines()[0] == (
         "Attempting to use uninitialized value input_producer/limit_epochs/epochs"
     )
+
+
+def test_string_input_producer_asserts_it_has_filenames():
+    names = tf.placeholder(tf.string, [None])
+    q = tf.train.string_input_producer(names)
+    (runner,) = tf.get_default_graph().get_collection(tf.GraphKeys.QUEUE_RUNNERS)
+    with tf.Session() as s:
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            s.run(runner.enqueue_ops[0], {names: []})
+        assert e.value.message.splitlines()[0] == (
+            "assertion failed: [string_input_producer requires a non-null input tensor]"
+        )
+        s.run(runner.enqueue_ops[0], {names: [b"x.csv"]})
+        assert s.run(q.dequeue()) == b"x.csv"
+
+
+def test_assert_and_greater():
+    x = tf.placeholder(tf.int32, [])
+    check = tf.Assert(tf.greater(x, 2), ["x is", x])
+    assert check.type == "Assert" and check.name == "Assert/Assert"
+    assert tf.greater(1.5, 1.0).dtype == tf.bool
+    with tf.Session() as s:
+        s.run(check, {x: 3})
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            s.run(check, {x: 1})
+        assert e.value.message.splitlines()[0] == "assertion failed: [x is] [1]"
 
 
 def test_producer_argument_errors():

@@ -248,3 +248,11 @@ def _range(op, device):
 
 
 register("Range", _range, cpu=(D.int32, D.int64, D.float32, D.float64))
+
+
+@host_kernel
+def _greater(op, device):
+    return lambda ctx, ins: (np.greater(ins[0], ins[1]),)
+
+
+register("Greater", _greater, cpu=FLOATS + INTS, gpu=FLOATS + INTS)

@@ -67,6 +67,7 @@ def _as_partial_shape_list(shapes, dtypes):
         shapes is None
         or isinstance(shapes, tensor_shape.TensorShape)
         or not isinstance(shapes, (list, tuple))
+        or not shapes
         or any(s is None or isinstance(s, int) for s in shapes)
     ):
         raise ValueError("When providing partial shapes, a list of shapes must be provided.")

@@ -31,6 +31,7 @@ for _t in (
 ):
     register_op(_t, type_attr="SrcT" if _t == "Cast" else "T")
 register_op("Range", type_attr="Tidx")
+register_op("Greater")
 
 
 def _check_same_dtype(op_type, x, y):
@@ -41,8 +42,9 @@ def _check_same_dtype(op_type, x, y):
         )
 
 
-def _binary(op_type, x, y, name):
-    """Builds a broadcasting elementwise op; ``name`` is a scope name (``add/``)."""
+def _binary(op_type, x, y, name, out_dtype=None):
+    """Builds a broadcasting elementwise op; ``name`` is a scope name (``add/``); the output
+    has the inputs' dtype unless ``out_dtype`` (a comparison's bool)."""
     x = convert_to_tensor(x, name="x")
     y = convert_to_tensor(
         y, dtype=x.dtype.base_dtype if not isinstance(y, Tensor) else None, name="y"
@@ -56,7 +58,7 @@ def _binary(op_type, x, y, name):
             op_type, name, [x, y], "Dimensions must be equal, but are %d and %d" % (xd, yd)
         ) from None
     dt = x.dtype.base_dtype
-    return apply_op(op_type, [x, y], [(dt, shape)], name, {"T": dt}).outputs[0]
+    return apply_op(op_type, [x, y], [(out_dtype or dt, shape)], name, {"T": dt}).outputs[0]
 
 
 def _first_mismatch(a, b):
@@ -359,3 +361,10 @@ def range_(
 
 def _constant_value(t):
     return t.op.get_attr("value").item() if t.op.type == "Const" else None
+
+
+def greater(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+    """``Greater``: elementwise ``x > y`` with broadcasting, a bool tensor (a string input
+    producer's check that it has filenames)."""
+    with name_scope(name, "Greater", [x, y]) as scope:
+        return _binary("Greater", x, y, scope, out_dtype=dtypes.bool)

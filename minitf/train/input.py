@@ -27,6 +27,7 @@ from minitf.framework.graph import (
     name_scope,
 )
 from minitf.ops import array_ops, data_flow_ops, math_ops, random_ops
+from minitf.ops.control_flow_ops import Assert
 from minitf.ops.variables import Variable
 from minitf.train.queue_runner import QueueRunner, add_queue_runner
 
@@ -98,14 +99,16 @@ def string_input_producer(
     name: str | None = None,
     cancel_op: Any = None,
 ) -> data_flow_ops.FIFOQueue:
-    """The filename queue of the book's readers: ``input_producer`` of a 1-D string tensor.
-    An empty Python list fails at once (TF's run-time ``Assert`` of a non-empty tensor is not
-    built)."""
+    """The filename queue of the book's readers: ``input_producer`` of a 1-D string tensor,
+    behind an ``Assert`` that it is not empty (an empty Python list fails at once)."""
     not_null_err = "string_input_producer requires a non-null input tensor"
     if not isinstance(string_tensor, Tensor) and not string_tensor:
         raise ValueError(not_null_err)
     with name_scope(name, "input_producer", [string_tensor]) as scope:
         string_tensor = convert_to_tensor(string_tensor, dtype=dtypes.string)
+        not_empty = math_ops.greater(array_ops.size(string_tensor), 0)
+        with get_default_graph().control_dependencies([Assert(not_empty, [not_null_err])]):
+            string_tensor = array_ops.identity(string_tensor)
         return input_producer(
             input_tensor=string_tensor,
             element_shape=[],
