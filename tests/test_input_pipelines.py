@@ -161,6 +161,9 @@ def test_assert_and_greater():
     check = tf.Assert(tf.greater(x, 2), ["x is", x])
     assert check.type == "Assert" and check.name == "Assert/Assert"
     assert tf.greater(1.5, 1.0).dtype == tf.bool
+    a = tf.constant(2.0)
+    assert tf.gradients(tf.cast(tf.greater(a, 1.0), tf.float32), a) == [None]
+    assert tf.gradients(tf.cast(tf.range(a), tf.float32), a) == [None]
     with tf.Session() as s:
         s.run(check, {x: 3})
         with pytest.raises(tf.errors.InvalidArgumentError) as e:

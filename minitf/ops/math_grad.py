@@ -78,6 +78,8 @@ def _realdiv_grad(op, grad):
 
 
 NotDifferentiable("FloorDiv")
+NotDifferentiable("Greater")  # comparisons and ranges carry no gradient (input pipelines)
+NotDifferentiable("Range")
 
 
 @RegisterGradient("Neg")
