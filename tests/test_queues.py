@@ -814,3 +814,29 @@ def test_container_names_are_checked_for_every_queue_and_ref_variable():
     for name in ("_a", "a_b", "-a", "/a", "a b"):
         with pytest.raises(tf.errors.InvalidArgumentError):
             check_container_name(name)
+
+
+def test_random_shuffle_dequeue_many_held_at_close_gives_them_back(no_thread_left):
+    """§13.3 for a RandomShuffleQueue: a waiting dequeue_many(3) holding one element fails at
+    close with (requested 2, current size 0) and the element goes back."""
+    q = tf.RandomShuffleQueue(10, 0, tf.int32, shapes=[[]], name="q", seed=1)
+    with tf.Session() as s:
+        s.run(q.enqueue(5))
+        t, out = run_in_thread(s, q.dequeue_many(3))
+        assert waiting(s, q, dequeues=1)
+        assert s.run(q.size()) == 0
+        s.run(q.close())
+        t.join(5)
+        assert re.fullmatch(
+            "RandomShuffleQueue %s is closed and has insufficient elements "
+            r"\(requested 2, current size 0\)" % PRIVATE,
+            first_line(out["error"]),
+        )
+        assert s.run(q.size()) == 1 and s.run(q.dequeue()) == 5
+
+
+def test_padding_fifo_queue_empty_batch():
+    q = tf.PaddingFIFOQueue(5, [tf.float32, tf.string], shapes=[[None, 2], [None]])
+    with tf.Session() as s:
+        floats, strings = s.run(q.dequeue_many(0))
+        assert floats.shape == (0, 0, 2) and strings.shape == (0, 0)
