@@ -73,9 +73,15 @@ from minitf.ops.array_ops import (
     zeros,
     zeros_like,
 )
-from minitf.ops.control_flow_ops import group, no_op, with_dependencies
+from minitf.ops.control_flow_ops import Assert, group, no_op, with_dependencies
 from minitf.ops.control_flow_ops import tuple_ as tuple  # noqa: A004 - TF's name
-from minitf.ops.data_flow_ops import FIFOQueue, QueueBase
+from minitf.ops.data_flow_ops import (
+    FIFOQueue,
+    PaddingFIFOQueue,
+    PriorityQueue,
+    QueueBase,
+    RandomShuffleQueue,
+)
 from minitf.ops.gradients_impl import AggregationMethod, UnconnectedGradients, gradients
 from minitf.ops.init_ops import (
     constant_initializer,
@@ -104,8 +110,15 @@ from minitf.ops.math_ops import (
     subtract,
     truediv,
 )
+from minitf.ops.math_ops import range_ as range  # noqa: A004 - TF's name
 from minitf.ops.parsing_ops import decode_csv, decode_raw
-from minitf.ops.random_ops import random_normal, random_uniform, set_random_seed, truncated_normal
+from minitf.ops.random_ops import (
+    random_normal,
+    random_shuffle,
+    random_uniform,
+    set_random_seed,
+    truncated_normal,
+)
 from minitf.ops.reader_ops import (
     FixedLengthRecordReader,
     IdentityReader,
@@ -114,7 +127,7 @@ from minitf.ops.reader_ops import (
     TFRecordReader,
     WholeFileReader,
 )
-from minitf.ops.state_ops import assign, assign_add, assign_sub
+from minitf.ops.state_ops import assign, assign_add, assign_sub, count_up_to
 from minitf.ops.string_ops import string_split
 from minitf.ops.variable_scope import (
     AUTO_REUSE,

@@ -14,6 +14,7 @@ import pytest
 
 import minitf as tf
 from helpers import wait_until
+from minitf.framework.resource_mgr import check_container_name
 from minitf.runtime.executor import StepContext
 
 PRIVATE = r"'_\d+_q'"  # a private queue's name: a process-wide counter and the op's name
@@ -310,7 +311,7 @@ def test_shared_queue_must_match_and_names_are_checked():
     a = tf.FIFOQueue(3, tf.float32, shared_name="sq2")
     b = tf.FIFOQueue(4, tf.float32, shared_name="sq2")
     bad = tf.FIFOQueue(3, tf.float32, shared_name="_bad")
-    with tf.container("my_problem_1"):
+    with tf.container("my_problem_1"):  # the book's name: TF 1.15 rejects underscores
         contained = tf.FIFOQueue(3, tf.float32)
     with tf.Session() as s:
         s.run(a.size())
@@ -511,5 +512,331 @@ def test_timeout_of_a_step_running_on_the_pools(no_thread_left):
 def test_the_queue_classes_are_also_under_tf_queue():
     """TF 1.15 names them twice: ``tf.FIFOQueue`` and ``tf.queue.FIFOQueue``."""
     assert tf.queue.FIFOQueue is tf.FIFOQueue and tf.queue.QueueBase is tf.QueueBase
+    assert tf.queue.RandomShuffleQueue is tf.RandomShuffleQueue
+    assert tf.queue.PaddingFIFOQueue is tf.PaddingFIFOQueue
+    assert tf.queue.PriorityQueue is tf.PriorityQueue
     q = tf.queue.FIFOQueue(2, tf.float32)
     assert isinstance(q, tf.QueueBase) and q.queue_ref.op.type == "FIFOQueueV2"
+
+
+# -- RandomShuffleQueue, PaddingFIFOQueue, PriorityQueue (§13.1, §13.5-13.7, §13.9) ------------
+
+
+def test_the_other_queues_ops_names_and_attrs():
+    r = tf.RandomShuffleQueue(50, 10, [tf.float32], shapes=[[]])
+    p = tf.PaddingFIFOQueue(5, [tf.float32], shapes=[[None, 2]])
+    pq = tf.PriorityQueue(10, [tf.string], shapes=[[]])
+    r.dequeue_many(5)
+    p.dequeue_up_to(2)
+    pq.enqueue([1, "a"])
+    ops = [(o.name, o.type) for o in tf.get_default_graph().get_operations()]
+    assert ops == [
+        ("random_shuffle_queue", "RandomShuffleQueueV2"),
+        ("padding_fifo_queue", "PaddingFIFOQueueV2"),
+        ("priority_queue", "PriorityQueueV2"),
+        ("random_shuffle_queue_DequeueMany/n", "Const"),
+        ("random_shuffle_queue_DequeueMany", "QueueDequeueManyV2"),
+        ("padding_fifo_queue_DequeueUpTo/n", "Const"),
+        ("padding_fifo_queue_DequeueUpTo", "QueueDequeueUpToV2"),
+        ("priority_queue_enqueue/component_0", "Const"),
+        ("priority_queue_enqueue/component_1", "Const"),
+        ("priority_queue_enqueue", "QueueEnqueueV2"),
+    ]
+    op = r.queue_ref.op
+    assert op.get_attr("min_after_dequeue") == 10 and op.get_attr("capacity") == 50
+    assert (op.get_attr("seed"), op.get_attr("seed2")) == (0, 0)
+    assert pq.dtypes == [tf.int64, tf.string]
+    assert pq.shapes == [tf.TensorShape([]), tf.TensorShape([])]
+    assert pq.queue_ref.op.get_attr("component_types") == [tf.string]
+    assert [s.as_list() for s in p.shapes] == [[None, 2]]
+    assert p.dequeue_many(3).shape.as_list() == [3, None, 2]
+
+
+def test_the_other_queues_graph_time_errors():
+    cases = [
+        (lambda: tf.RandomShuffleQueue(5, 1, tf.float32, shapes=[[None]]),
+         "All shapes must be fully defined: [TensorShape([Dimension(None)])]"),
+        (lambda: tf.PaddingFIFOQueue(5, tf.float32, shapes=None),
+         "When providing partial shapes, a list of shapes must be provided."),
+        (lambda: tf.PaddingFIFOQueue(5, tf.float32, shapes=[None]),
+         "When providing partial shapes, a list of shapes must be provided."),
+        (lambda: tf.PaddingFIFOQueue(5, tf.float32, shapes=[[1], [2]]),
+         "Shapes must be provided for all components, but received 1 dtypes and 2 shapes."),
+        (lambda: tf.PriorityQueue(5, tf.float32, shapes=[[2]]).enqueue([[1, 2], [1.0, 2.0]]),
+         "Shapes (2,) and () are incompatible"),
+        (lambda: tf.PaddingFIFOQueue(5, tf.float32, shapes=[[None, None]]).enqueue([[1.0]]),
+         "Shapes (1,) and (?, ?) are incompatible"),
+    ]  # fmt: skip
+    for build, text in cases:
+        with pytest.raises(ValueError) as e:
+            build()
+        assert str(e.value) == text
+
+
+def test_random_shuffle_queue_book_example(no_thread_left):
+    """The book's queue: capacity 50, min_after_dequeue 10, 22 items; dequeue_many(5) twice
+    leaves 17 then 12; a third would go under the floor and blocks (a deadline ends it); a
+    single dequeue still works."""
+    q = tf.RandomShuffleQueue(50, 10, [tf.float32], shapes=[[]], seed=7)
+    x = tf.placeholder(tf.float32, [None])
+    enq, deq5, size = q.enqueue_many([x]), q.dequeue_many(5), q.size()
+    with tf.Session() as s:
+        s.run(enq, {x: np.arange(1.0, 23.0)})
+        seen = list(s.run(deq5))
+        assert s.run(size) == 17
+        seen += list(s.run(deq5))
+        assert s.run(size) == 12
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            s.run(deq5, options=tf.RunOptions(timeout_in_ms=200))
+        assert s.run(size) == 10  # it held 2 when the deadline came: those are lost
+        s.run(enq, {x: [30.0, 31.0]})  # 12 again: one more may leave
+        seen.append(s.run(q.dequeue()))
+        assert s.run(size) == 11
+        assert len(set(seen)) == 11 and seen != sorted(seen)
+
+
+def test_random_shuffle_order_follows_the_seeds():
+    """§13.9: TF's Philox samples pick the same elements (recorded orders)."""
+    cases = [
+        (dict(seed=1), None, (87654321, 1), [7, 8, 1, 3, 9, 4, 2, 6, 5, 0]),
+        (dict(), 42, (42, 0), [3, 7, 5, 2, 9, 0, 6, 1, 8, 4]),
+        (dict(shared_name="shq"), 42, (42, 1261395151), [3, 2, 9, 8, 0, 4, 1, 6, 5, 7]),
+    ]
+    for kw, graph_seed, seeds, order in cases:
+        with tf.Graph().as_default():
+            tf.set_random_seed(graph_seed)
+            q = tf.RandomShuffleQueue(20, 0, tf.int32, shapes=[[]], **kw)
+            op = q.queue_ref.op
+            assert (op.get_attr("seed"), op.get_attr("seed2")) == seeds
+            enq, deq = q.enqueue_many([list(range(10))]), q.dequeue_many(10)
+            for _ in range(2):  # the same on every session
+                with tf.Session() as s:
+                    s.run(enq)
+                    assert list(s.run(deq)) == order
+        tf.Session.reset("")
+
+
+def test_random_shuffle_seed_zero_pair_is_avoided():
+    tf.set_random_seed(0)
+    q = tf.RandomShuffleQueue(20, 0, tf.int32, shapes=[[]])
+    assert (q.queue_ref.op.get_attr("seed"), q.queue_ref.op.get_attr("seed2")) == (0, 2**31 - 1)
+
+
+def test_random_shuffle_after_close_drains_below_the_floor():
+    q = tf.RandomShuffleQueue(10, 5, tf.int32, shapes=[[]], name="q")
+    with tf.Session() as s:
+        s.run(q.enqueue_many([[1, 2, 3]]))
+        s.run(q.close())
+        with pytest.raises(tf.errors.OutOfRangeError) as e:
+            s.run(q.dequeue_many(4))
+        assert re.fullmatch(
+            "RandomShuffleQueue %s is closed and has insufficient elements "
+            r"\(requested 4, current size 3\)" % PRIVATE,
+            first_line(e.value),
+        )
+        assert sorted(s.run(q.dequeue_up_to(5))) == [1, 2, 3]
+        with pytest.raises(tf.errors.CancelledError) as e:
+            s.run(q.enqueue(4))
+        assert re.fullmatch("RandomShuffleQueue %s is closed." % PRIVATE, first_line(e.value))
+
+
+def test_random_shuffle_kernel_checks():
+    a = tf.RandomShuffleQueue(3, 3, tf.float32, name="q")
+    b = tf.RandomShuffleQueue(3, -1, tf.float32, name="q")
+    c = tf.RandomShuffleQueue(5, 2, tf.float32, seed=3, shared_name="x")
+    d = tf.RandomShuffleQueue(5, 3, tf.float32, seed=3, shared_name="x")
+    e = tf.RandomShuffleQueue(5, 2, tf.float32, seed=4, shared_name="x")
+    f = tf.FIFOQueue(5, tf.float32, shared_name="x")
+    with tf.Session() as s:
+        s.run(c.size())
+        for q, text in (
+            (a, "min_after_dequeue 3 must be < capacity 3"),
+            (b, "min_after_dequeue -1 must be >= 0"),
+            (d, "Shared queue 'x' has min_after_dequeue 2 but requested min_after_dequeue was 3."),
+            (e, "Shared queue 'x' has random seeds (87654321, 3) but requested seeds are "
+                "(87654321, 4)."),
+            (f, "Expected RandomShuffleQueue, found FIFOQueueV2"),
+        ):  # fmt: skip
+            with pytest.raises(tf.errors.InvalidArgumentError) as err:
+                s.run(q.size())
+            assert first_line(err.value) == text
+    tf.Session.reset("")
+
+
+def test_padding_fifo_queue_book_example():
+    """§13.9 and the book: 3x2, 1x1 and 2x4 elements come out of dequeue_many(3) as one
+    3x3x4 batch, zero padded; strings pad with b'' and each dequeue keeps its own shape."""
+    q = tf.PaddingFIFOQueue(50, tf.float32, shapes=[(None, None)], name="q")
+    v = tf.placeholder(tf.float32, [None, None])
+    enq = q.enqueue([v])
+    with tf.Session() as s:
+        for shape in [(3, 2), (1, 1), (2, 4)]:
+            s.run(enq, {v: np.ones(shape)})
+        batch = s.run(q.dequeue_many(3))
+        assert batch.shape == (3, 3, 4)
+        np.testing.assert_array_equal(batch[1], [[1, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])
+        assert batch.sum() == 6 + 1 + 8
+        s.run(enq, {v: np.ones((2, 5))})
+        assert s.run(q.dequeue()).shape == (2, 5)
+        anything = tf.placeholder(tf.float32)
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            s.run(q.enqueue(anything), {anything: [1.0, 2.0, 3.0]})
+        assert first_line(e.value) == "Shape mismatch in tuple component 0. Expected [?,?], got [3]"
+        s.run(q.close())
+        with pytest.raises(tf.errors.CancelledError) as e:
+            s.run(enq, {v: [[1.0]]})
+        assert re.fullmatch("FIFOQueue %s is closed." % PRIVATE, first_line(e.value))
+        with pytest.raises(tf.errors.OutOfRangeError) as e:
+            s.run(q.dequeue_many(1))
+        assert re.fullmatch(
+            "PaddingFIFOQueue %s is closed and has insufficient elements "
+            r"\(requested 1, current size 0\)" % PRIVATE,
+            first_line(e.value),
+        )
+        with pytest.raises(tf.errors.OutOfRangeError) as e:
+            s.run(q.dequeue())
+        assert first_line(e.value).startswith("FIFOQueue ")
+    tf.reset_default_graph()
+    q = tf.PaddingFIFOQueue(5, [tf.string, tf.int32], shapes=[[None], [None]])
+    a, b = tf.placeholder(tf.string, [None]), tf.placeholder(tf.int32, [None])
+    enq = q.enqueue([a, b])
+    with tf.Session() as s:
+        s.run(enq, {a: [b"a", b"bb"], b: [1]})
+        s.run(enq, {a: [b"c"], b: [2, 3, 4]})
+        strings, ints = s.run(q.dequeue_up_to(2))
+        assert strings.tolist() == [[b"a", b"bb"], [b"c", b""]]
+        assert ints.tolist() == [[1, 0, 0], [2, 3, 4]]
+
+
+def test_priority_queue_order_and_batches():
+    """§13.9: the smallest priority first; dequeue gives a list even with one value."""
+    q = tf.PriorityQueue(10, [tf.string], shapes=[[]], name="q")
+    p, v = tf.placeholder(tf.int64, []), tf.placeholder(tf.string, [])
+    enq = q.enqueue([p, v])
+    deq = q.dequeue()
+    assert isinstance(deq, list) and [t.dtype for t in deq] == [tf.int64, tf.string]
+    with tf.Session() as s:
+        for item in [(5, b"e"), (1, b"a"), (3, b"c"), (-2, b"z"), (3, b"c2")]:
+            s.run(enq, {p: item[0], v: item[1]})
+        assert s.run(deq) == [-2, b"z"]
+        priorities, values = s.run(q.dequeue_many(2))
+        assert priorities.tolist() == [1, 3] and values[0] == b"a" and values[1] in (b"c", b"c2")
+        assert s.run(q.size()) == 2
+        bad = tf.placeholder(tf.int64)
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            s.run(q.enqueue([bad, b"x"]), {bad: [1, 2]})
+        assert first_line(e.value) == (
+            "Expected the priority element to be a scalar, but received shape: [2]"
+        )
+
+
+def test_priority_queue_waits_for_a_whole_batch(no_thread_left):
+    q = tf.PriorityQueue(10, [tf.int32], shapes=[[]], name="q")
+    p, v = tf.placeholder(tf.int64, []), tf.placeholder(tf.int32, [])
+    enq = q.enqueue([p, v])
+    with tf.Session() as s:
+        s.run(enq, {p: 9, v: 90})
+        t, out = run_in_thread(s, q.dequeue_many(3))
+        assert waiting(s, q, dequeues=1)
+        assert s.run(q.size()) == 1  # it holds nothing while it waits
+        s.run(enq, {p: 1, v: 10})
+        s.run(enq, {p: 4, v: 40})
+        t.join(5)
+        assert [a.tolist() for a in out["value"]] == [[1, 4, 9], [10, 40, 90]]
+
+
+def test_priority_queue_dequeue_up_to_after_close_loses_a_short_batch():
+    """TF's quirk (§13.7), kept: 2 left, dequeue_up_to(5) takes them and then fails with
+    (requested 3, current size 0); dequeue_many fails without taking any."""
+    q = tf.PriorityQueue(10, [tf.int32], shapes=[[]], name="q")
+    p, v = tf.placeholder(tf.int64, [None]), tf.placeholder(tf.int32, [None])
+    with tf.Session() as s:
+        s.run(q.enqueue_many([p, v]), {p: [2, 1], v: [20, 10]})
+        s.run(q.close())
+        with pytest.raises(tf.errors.OutOfRangeError) as e:
+            s.run(q.dequeue_many(5))
+        text = "PriorityQueue %s is closed and has insufficient elements " % PRIVATE
+        assert re.fullmatch(text + r"\(requested 5, current size 2\)", first_line(e.value))
+        with pytest.raises(tf.errors.OutOfRangeError) as e:
+            s.run(q.dequeue_up_to(5))
+        assert re.fullmatch(text + r"\(requested 3, current size 0\)", first_line(e.value))
+        assert s.run(q.size()) == 0
+
+
+def test_priority_queue_without_shapes_has_no_dequeue_many():
+    q = tf.PriorityQueue(3, tf.float32)
+    with tf.Session() as s:
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            s.run(q.dequeue_many(1))
+        assert first_line(e.value) == (
+            "PriorityQueue's DequeueMany requires the components to have specified shapes."
+        )
+
+
+def test_shared_queues_of_each_kind():
+    """shared_name works the same for every kind: two queue ops, one queue."""
+    pairs = [
+        [tf.RandomShuffleQueue(5, 0, tf.int32, shapes=[[]], shared_name="s-r") for _ in "ab"],
+        [tf.PaddingFIFOQueue(5, tf.int32, shapes=[[None]], shared_name="s-p") for _ in "ab"],
+        [tf.PriorityQueue(5, tf.int32, shapes=[[]], shared_name="s-q") for _ in "ab"],
+    ]
+    values = [[[7]], [[[7, 8]]], [[3], [7]]]
+    with tf.Session() as s:
+        for (q1, q2), vals in zip(pairs, values):
+            s.run(q1.enqueue_many(vals))
+            got = s.run(q2.dequeue())
+            assert np.asarray(got[-1] if isinstance(got, list) else got).ravel()[0] == 7
+    tf.Session.reset("")
+
+
+def test_container_names_are_checked_for_every_queue_and_ref_variable():
+    """§22.1: the book's tf.container("my_problem_1") fails at the first run; dashes work."""
+    with tf.container("my_problem_1"):
+        made = [
+            tf.Variable(1.0, name="v"),
+            tf.RandomShuffleQueue(5, 0, tf.float32),
+            tf.PaddingFIFOQueue(5, tf.float32, shapes=[[None]]),
+            tf.PriorityQueue(5, tf.float32),
+        ]
+    with tf.container("my-problem-1.a/b"):
+        good = tf.Variable(2.0, name="w")
+        good_q = tf.PriorityQueue(5, tf.float32)
+    with tf.Session() as s:
+        for thing in made:
+            fetch = thing.initializer if isinstance(thing, tf.Variable) else thing.size()
+            with pytest.raises(tf.errors.InvalidArgumentError) as e:
+                s.run(fetch)
+            assert first_line(e.value) == "container contains invalid characters: my_problem_1"
+        s.run(good.initializer)
+        assert s.run(good) == 2.0 and s.run(good_q.size()) == 0
+    for name in ("", "a", "A.b-c/d", ".x"):
+        check_container_name(name)
+    for name in ("_a", "a_b", "-a", "/a", "a b"):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            check_container_name(name)
+
+
+def test_random_shuffle_dequeue_many_held_at_close_gives_them_back(no_thread_left):
+    """§13.3 for a RandomShuffleQueue: a waiting dequeue_many(3) holding one element fails at
+    close with (requested 2, current size 0) and the element goes back."""
+    q = tf.RandomShuffleQueue(10, 0, tf.int32, shapes=[[]], name="q", seed=1)
+    with tf.Session() as s:
+        s.run(q.enqueue(5))
+        t, out = run_in_thread(s, q.dequeue_many(3))
+        assert waiting(s, q, dequeues=1)
+        assert s.run(q.size()) == 0
+        s.run(q.close())
+        t.join(5)
+        assert re.fullmatch(
+            "RandomShuffleQueue %s is closed and has insufficient elements "
+            r"\(requested 2, current size 0\)" % PRIVATE,
+            first_line(out["error"]),
+        )
+        assert s.run(q.size()) == 1 and s.run(q.dequeue()) == 5
+
+
+def test_padding_fifo_queue_empty_batch():
+    q = tf.PaddingFIFOQueue(5, [tf.float32, tf.string], shapes=[[None, 2], [None]])
+    with tf.Session() as s:
+        floats, strings = s.run(q.dequeue_many(0))
+        assert floats.shape == (0, 0, 2) and strings.shape == (0, 0)

@@ -1,4 +1,5 @@
-"""The FIFO queue a ``FIFOQueueV2`` op makes: a resource of its device, shared by name.
+"""The queues the ``FIFOQueueV2``, ``RandomShuffleQueueV2``, ``PaddingFIFOQueueV2`` and
+``PriorityQueueV2`` ops make: resources of their device, shared by name.
 
 Book section: "Asynchronous Communication Using TensorFlow Queues".  A queue holds elements (one
 tuple of arrays each) up to its capacity.  Every request that may have to wait is an *attempt*:
@@ -15,6 +16,9 @@ attempt out: that is how a step's cancellation (a timeout, a closed session) end
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import secrets
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -22,6 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 from minitf.framework import errors
+from minitf.lib.philox import PhiloxSampler
 
 ENQUEUE, DEQUEUE, CLOSE = "enqueue", "dequeue", "close"
 
@@ -42,10 +47,16 @@ class Attempt:
         self.finished = False
 
 
-class FIFOQueue:
-    """A bounded first-in first-out queue of tuples (``capacity`` < 0: unbounded)."""
+class QueueResource:
+    """The mechanism every queue shares: a bounded store of tuples (``capacity`` < 0:
+    unbounded) with the attempt lists above.  What varies is the ordering policy: where an
+    element goes (``_put``), which one a dequeue takes (``_take``), how many may be taken now
+    (``_available``) and where held elements go back (``_restore``); a subclass overrides those.
+    """
 
-    type_name = "FIFOQueue"
+    type_name = "QueueBase"
+    single_type_name = None  # the name enqueues and single dequeues quote (default: type_name)
+    whole_batches = False  # a dequeue_many never holds a partial batch (PriorityQueue)
 
     def __init__(self, name, component_types, shapes, capacity):
         self.name = name
@@ -58,6 +69,21 @@ class FIFOQueue:
         self._dequeues = deque()
         self._lock = threading.Lock()
 
+    # -- the ordering policy (FIFO here) -----------------------------------------------------
+    def _put(self, element):
+        self._items.append(element)
+
+    def _take(self):
+        return self._items.popleft()
+
+    def _available(self):
+        return len(self._items)
+
+    def _restore(self, taken):
+        """Puts back the elements a failing dequeue_many held (in front, in order)."""
+        self._items.extendleft(reversed(taken))
+
+    # -- state ---------------------------------------------------------------------------------
     def size(self):
         with self._lock:
             return len(self._items)
@@ -159,7 +185,7 @@ class FIFOQueue:
         else:
             moved = False
             while head.elements and len(self._items) < self.capacity:
-                self._items.append(head.elements.popleft())
+                self._put(head.elements.popleft())
                 moved = True
             if head.elements:
                 return moved
@@ -171,32 +197,43 @@ class FIFOQueue:
         return True
 
     def _serve_dequeue(self, done):
+        """Serves the head dequeue: takes what the policy allows now, holds a partial batch
+        (unless ``whole_batches``), and after close ends it as TF's TryDequeueMany does."""
         if not self._dequeues:
             return False
         head = self._dequeues[0]
-        wanted = head.n - len(head.taken)
-        if not self.closed or len(self._items) >= wanted:
-            moved = False
-            while len(head.taken) < head.n and self._items:
-                head.taken.append(self._items.popleft())
-                moved = True
-            if len(head.taken) < head.n:
-                return moved
-            done.append((head, self._result(head), None))
-        elif head.up_to and (head.taken or self._items):
-            while len(head.taken) < head.n and self._items:
-                head.taken.append(self._items.popleft())
-            done.append((head, self._result(head), None))
-        else:
-            text = "%s '%s' is closed and has insufficient elements (requested %d, current size %d)"
-            error = errors.OutOfRangeError(
-                None, None, text % (self.type_name, self.name, wanted, len(self._items))
-            )
-            self._items.extendleft(reversed(head.taken))  # what it held goes back in front
-            done.append((head, None, error))
+        wanted, size = head.n - len(head.taken), len(self._items)
+        if self.closed and size < wanted and not (self.whole_batches and head.up_to and size):
+            if head.up_to and (head.taken or size) and not self.whole_batches:
+                self._restore(head.taken)  # then what is left will do
+                head.taken, head.n, wanted = [], len(self._items), len(self._items)
+            else:
+                self._fail_short(head, wanted, size, done)
+                return True
+        if self.whole_batches and not self.closed and size < wanted:
+            return False
+        moved = False
+        for _ in range(min(wanted, self._available())):
+            head.taken.append(self._take())
+            moved = True
+        if len(head.taken) < head.n:
+            return moved
+        done.append((head, self._result(head), None))
         head.finished = True
         self._dequeues.popleft()
         return True
+
+    def _fail_short(self, head, wanted, size, done):
+        """A closed queue cannot give ``wanted`` more: OutOfRangeError; what the dequeue held
+        goes back (TF quotes the size before that)."""
+        text = "%s '%s' is closed and has insufficient elements (requested %d, current size %d)"
+        kind = self.type_name if head.batch else (self.single_type_name or self.type_name)
+        error = errors.OutOfRangeError(None, None, text % (kind, self.name, wanted, size))
+        if not self.whole_batches:
+            self._restore(head.taken)
+        done.append((head, None, error))
+        head.finished = True
+        self._dequeues.popleft()
 
     def _result(self, attempt):
         """The component arrays of a finished dequeue: the element itself, or a batch."""
@@ -210,7 +247,107 @@ class FIFOQueue:
         return [np.stack([e[c] for e in attempt.taken]) for c in range(len(self.component_types))]
 
     def _closed_text(self):
-        return "%s '%s' is closed." % (self.type_name, self.name)
+        return "%s '%s' is closed." % (self.single_type_name or self.type_name, self.name)
+
+
+class FIFOQueue(QueueResource):
+    """``FIFOQueueV2``: elements leave in the order they came."""
+
+    type_name = "FIFOQueue"
+
+
+class PaddingFIFOQueue(FIFOQueue):
+    """``PaddingFIFOQueueV2`` (padding_fifo_queue.cc): a FIFO whose shapes may have unknown
+    dimensions; ``dequeue_many``/``dequeue_up_to`` pad each component to the largest size of
+    each dimension in the batch with 0, ``b""`` or False.  Only TryDequeueMany is its own, so
+    enqueues and single dequeues quote ``FIFOQueue``."""
+
+    type_name = "PaddingFIFOQueue"
+    single_type_name = "FIFOQueue"
+
+    def _result(self, attempt):
+        if not attempt.batch:
+            return list(attempt.taken[0])
+        out = []
+        for c, (dt, shape) in enumerate(zip(self.component_types, self.shapes)):
+            values = [np.asarray(e[c]) for e in attempt.taken]
+            dims = [
+                max([v.shape[i] for v in values], default=0) if d is None else d
+                for i, d in enumerate(shape)
+            ]
+            batch = np.empty([len(values)] + dims, dtype=dt.as_numpy_dtype)
+            batch.fill(_padding(dt))
+            for j, v in enumerate(values):
+                batch[(j,) + tuple(slice(0, k) for k in v.shape)] = v
+            out.append(batch)
+        return out
+
+
+def _padding(dt):
+    if dt.name == "string":
+        return b""
+    return False if dt.name == "bool" else 0
+
+
+class RandomShuffleQueue(QueueResource):
+    """``RandomShuffleQueueV2`` (random_shuffle_queue_op.cc): a dequeue takes element
+    ``sample % size`` (Philox samples keyed by the seeds; fresh seeds when both are 0) and moves
+    the last element into the hole; while open, ``min_after_dequeue`` elements always stay."""
+
+    type_name = "RandomShuffleQueue"
+
+    def __init__(self, name, component_types, shapes, capacity, min_after_dequeue, seeds):
+        super().__init__(name, component_types, shapes, capacity)
+        self.min_after_dequeue = min_after_dequeue
+        self.seeds = tuple(seeds)  # as requested: (0, 0) stays (0, 0) for the sharing check
+        seed, seed2 = seeds
+        if seed == 0 and seed2 == 0:
+            seed, seed2 = secrets.randbits(64), secrets.randbits(64)
+        self._sample = PhiloxSampler(seed, seed2)
+        self._items = []
+
+    def _put(self, element):
+        self._items.append(element)
+
+    def _take(self):
+        i = self._sample() % len(self._items)
+        element = self._items[i]
+        self._items[i] = self._items[-1]
+        self._items.pop()
+        return element
+
+    def _available(self):
+        if self.closed:
+            return len(self._items)
+        return max(0, len(self._items) - self.min_after_dequeue)
+
+    def _restore(self, taken):
+        self._items.extend(taken)  # TF pushes them back at the end
+
+
+class PriorityQueue(QueueResource):
+    """``PriorityQueueV2`` (priority_queue.cc): component 0 is an int64 priority, the smallest
+    leaves first.  A dequeue_many waits for a whole batch (so it comes out sorted); TF's quirk
+    is kept: ``dequeue_up_to(n)`` on a closed queue with 0 < k < n elements takes the k and then
+    fails with ``(requested n-k, current size 0)``, losing them."""
+
+    type_name = "PriorityQueue"
+    whole_batches = True
+
+    def __init__(self, name, component_types, shapes, capacity):
+        super().__init__(name, component_types, shapes, capacity)
+        self._items = []  # a heap of (priority, arrival, element)
+        self._arrivals = itertools.count()
+
+    def _put(self, element):
+        heapq.heappush(self._items, (int(element[0]), next(self._arrivals), element))
+
+    def _take(self):
+        return heapq.heappop(self._items)[2]
+
+    def _restore(self, taken):
+        for element in taken:
+            self._put(element)
 
 
 def _cancelled(kind):

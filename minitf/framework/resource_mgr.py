@@ -5,10 +5,25 @@ resource manager mapping ``(container, name)`` to a resource; a variable's stora
 there by its container (``tf.container`` or, by default, the device's job name) and its name.
 """
 
+import re
 import threading
 import weakref
 
 from minitf.framework import errors
+
+_CONTAINER_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9.\-/]*\Z")
+
+
+def check_container_name(name: str) -> None:
+    """TF's ``IsValidContainerName`` (``ContainerInfo::Init``, resource_mgr.cc): a non-empty
+    container must match ``[A-Za-z0-9.][A-Za-z0-9.\\-/]*``, so the book's
+    ``tf.container("my_problem_1")`` fails at the kernel's first run on TF 1.15 (underscores are
+    not allowed; use ``my-problem-1``).  Used by ref ``VariableV2``, every queue and every reader
+    kernel.  Book section: "Sharing State Across Sessions Using Resource Containers"."""
+    if name and not _CONTAINER_NAME.match(name):
+        raise errors.InvalidArgumentError(
+            None, None, "container contains invalid characters: %s" % name
+        )
 
 
 class VariableRef:

@@ -230,3 +230,26 @@ register(
     cpu=ALL,
     gpu=GPU_ARRAY,
 )
+
+
+def _assert(op, device):
+    """``Assert``: ``assertion failed: [<data 0>] [<data 1>]`` when the condition is false."""
+
+    def compute(ctx, ins):
+        if not np.all(ins[0]):
+            parts = ["[%s]" % _summarize(v) for v in ins[1:]]
+            raise errors.InvalidArgumentError(None, None, "assertion failed: " + " ".join(parts))
+        return ()
+
+    return compute
+
+
+def _summarize(value):
+    value = np.asarray(value)
+    if value.ndim == 0:
+        v = value.item()
+        return v.decode() if isinstance(v, bytes) else str(v)
+    return " ".join(_summarize(v) for v in value.ravel()[:3])
+
+
+register("Assert", _assert, cpu="any")

@@ -388,3 +388,24 @@ def _pow(op, device):
 
 
 register("Pow", _pow, cpu=FLOATS + (D.int32, D.int64), gpu=FLOATS + (D.int64,))
+
+
+def _range(op, device):
+    """``Range``: TF's checks, then ``numpy.arange``."""
+    out = op.get_attr("Tidx").as_numpy_dtype
+
+    def compute(ctx, ins):
+        start, limit, delta = (np.asarray(v).item() for v in ins)
+        if delta == 0:
+            raise errors.InvalidArgumentError(None, None, "Requires delta != 0: %s" % delta)
+        if (delta > 0 and start > limit) or (delta < 0 and start < limit):
+            what = "start <= limit" if delta > 0 else "start >= limit"
+            raise errors.InvalidArgumentError(
+                None, None, "Requires %s: %s/%s" % (what, start, limit)
+            )
+        return (np.arange(start, limit, delta, dtype=out),)
+
+    return compute
+
+
+register("Range", _range, cpu=(D.int32, D.int64, D.float32, D.float64))

@@ -1,6 +1,7 @@
-"""Queue kernels: ``FIFOQueueV2`` and the asynchronous access kernels.
+"""Queue kernels: ``FIFOQueueV2``, ``RandomShuffleQueueV2``, ``PaddingFIFOQueueV2``,
+``PriorityQueueV2`` and the asynchronous access kernels.
 
-Book section: "Asynchronous Communication Using TensorFlow Queues".  ``FIFOQueueV2`` finds or
+Book section: "Asynchronous Communication Using TensorFlow Queues".  A queue op finds or
 makes its queue (``framework/queue_resource.py``) at its first run: a shared queue in its
 device's resource manager by container and ``shared_name`` (every session of the process on that
 device finds the same one), a private one (``_<n>_<op name>``) held by the kernel, so each
@@ -11,17 +12,21 @@ when the step is cancelled (a timeout, a closed session), through the step's can
 """
 
 import itertools
-import re
 import threading
 
 import numpy as np
 
-from minitf.framework import errors
-from minitf.framework.queue_resource import FIFOQueue
+from minitf.framework import dtypes, errors
+from minitf.framework.queue_resource import (
+    FIFOQueue,
+    PaddingFIFOQueue,
+    PriorityQueue,
+    RandomShuffleQueue,
+)
+from minitf.framework.resource_mgr import check_container_name
 from minitf.kernels.registry import register
 
 _private_ids = itertools.count()  # the process-wide counter of private resource names
-_CONTAINER = re.compile(r"[A-Za-z0-9.][A-Za-z0-9.\-/]*\Z")
 
 
 def _invalid(text):
@@ -33,24 +38,36 @@ def _shape_text(shape):
 
 
 def _requested_queue(op):
-    """``(component dtypes, shapes, capacity)`` from the op's attrs."""
+    """``(component dtypes, shapes, capacity)`` from the op's attrs (a PriorityQueueV2's
+    element has its int64 priority in front of the components its attrs name)."""
     types = list(op.get_attr("component_types"))
     shapes = [tuple(s.as_list()) for s in op.get_attr("shapes")]
-    return types, shapes, op.get_attr("capacity")
+    capacity = op.get_attr("capacity")
+    if op.type == "PriorityQueueV2":
+        types = [dtypes.int64] + types
+        shapes = [()] + shapes if shapes else shapes
+    return types, shapes, capacity if capacity >= 0 else 2**31 - 1
+
+
+def _seeds(op):
+    return op.get_attr("seed"), op.get_attr("seed2")
 
 
 def _check_match(queue, op, name):
-    """A shared queue found by name must be the one this op asks for."""
+    """A shared queue found by name must be the one this op asks for (TF's MatchesNodeDef:
+    type, capacity, a RandomShuffleQueue's floor and seeds, component types, shapes)."""
+    if queue.type_name + "V2" != op.type:
+        raise _invalid("Expected %s, found %s" % (queue.type_name, op.type))
     types, shapes, capacity = _requested_queue(op)
-    if capacity < 0:
-        capacity = 2**31 - 1
     if queue.capacity != capacity:
         raise _invalid(
             "Shared queue '%s' has capacity %d but requested capacity was %d"
             % (name, queue.capacity, capacity)
         )
+    if op.type == "RandomShuffleQueueV2":
+        _check_shuffle_match(queue, op, name)
     have = [dt.type_string for dt in queue.component_types]
-    want = [dt.type_string for dt in op.get_attr("component_types")]
+    want = [dt.type_string for dt in types]
     if have != want:
         raise _invalid(
             "Shared queue '%s' has component types %s but requested component types were %s"
@@ -67,29 +84,73 @@ def _check_match(queue, op, name):
         )
 
 
-def _fifo_queue(op, device):
-    """``FIFOQueueV2``: the queue, found or made at the kernel's first run."""
-    held = []
-    lock = threading.Lock()
+def _check_shuffle_match(queue, op, name):
+    wanted = op.get_attr("min_after_dequeue")
+    if queue.min_after_dequeue != wanted:
+        raise _invalid(
+            "Shared queue '%s' has min_after_dequeue %d but requested min_after_dequeue was %d."
+            % (name, queue.min_after_dequeue, wanted)
+        )
+    seeds = _seeds(op)
+    if seeds != (0, 0) and seeds != queue.seeds:
+        raise _invalid(
+            "Shared queue '%s' has random seeds (%d, %d) but requested seeds are (%d, %d)."
+            % ((name,) + queue.seeds + seeds)
+        )
 
-    def make(name):
-        types, shapes, capacity = _requested_queue(op)
-        return FIFOQueue(name, types, shapes, capacity)
 
-    def compute(ctx, ins):
-        with lock:
-            if not held:
-                held.append(_find_or_make(op, device, make))
-        return (held[0],)
+def _make_fifo(op, name):
+    return FIFOQueue(name, *_requested_queue(op))
 
-    return compute
+
+def _make_padding_fifo(op, name):
+    return PaddingFIFOQueue(name, *_requested_queue(op))
+
+
+def _make_priority(op, name):
+    return PriorityQueue(name, *_requested_queue(op))
+
+
+def _make_random_shuffle(op, name):
+    types, shapes, capacity = _requested_queue(op)
+    floor = op.get_attr("min_after_dequeue")
+    return RandomShuffleQueue(name, types, shapes, capacity, floor, _seeds(op))
+
+
+def _check_random_shuffle(op):
+    """RandomShuffleQueueOp's construction checks (the kernel's first run)."""
+    floor = op.get_attr("min_after_dequeue")
+    capacity = _requested_queue(op)[2]
+    if floor < 0:
+        raise _invalid("min_after_dequeue %d must be >= 0" % floor)
+    if floor >= capacity:
+        raise _invalid("min_after_dequeue %d must be < capacity %d" % (floor, capacity))
+
+
+def _queue_kernel(make, check=None):
+    """The kernel of a queue-making op: finds or makes its queue at its first run."""
+
+    def factory(op, device):
+        held = []
+        lock = threading.Lock()
+
+        def compute(ctx, ins):
+            with lock:
+                if not held:
+                    if check is not None:
+                        check(op)
+                    held.append(_find_or_make(op, device, lambda name: make(op, name)))
+            return (held[0],)
+
+        return compute
+
+    return factory
 
 
 def _find_or_make(op, device, make):
     container = op.get_attr("container")
     shared = op.get_attr("shared_name")
-    if container and not _CONTAINER.match(container):
-        raise _invalid("container contains invalid characters: %s" % container)
+    check_container_name(container)
     if not shared:
         return make("_%d_%s" % (next(_private_ids), op.name))
     if shared.startswith("_"):
@@ -127,7 +188,8 @@ def _value(v):
 
 
 def _check_shape(queue, i, expected, got):
-    if tuple(expected) != tuple(got):
+    """A component's shape against the queue's (None: any size, a PaddingFIFOQueue's)."""
+    if len(expected) != len(got) or any(e is not None and e != g for e, g in zip(expected, got)):
         raise _invalid(
             "Shape mismatch in tuple component %d. Expected %s, got %s"
             % (i, _shape_text(expected), _shape_text(got))
@@ -137,6 +199,13 @@ def _check_shape(queue, i, expected, got):
 def _elements(queue, comps, many):
     """The elements an enqueue brings (tuples of arrays), checked against the queue's shapes."""
     comps = [np.asarray(c) for c in comps]
+    if isinstance(queue, PriorityQueue):
+        priority = comps[0].shape[1:] if many else comps[0].shape
+        if priority:
+            raise _invalid(
+                "Expected the priority element to be a scalar, but received shape: %s"
+                % _shape_text(priority)
+            )
     if not many:
         for i, c in enumerate(comps):
             if queue.shapes:
@@ -183,6 +252,15 @@ def _dequeue(op, device):
     return compute
 
 
+def _unshaped_text(queue):
+    if isinstance(queue, PriorityQueue):
+        return "PriorityQueue's DequeueMany requires the components to have specified shapes."
+    return (
+        "%s's DequeueMany and DequeueUpTo require the components to have specified shapes."
+        % queue.type_name
+    )
+
+
 def _dequeue_many(up_to):
     what = "DequeueUpToOp" if up_to else "DequeueManyOp"
 
@@ -193,13 +271,7 @@ def _dequeue_many(up_to):
                 done(None, _invalid("%s requested %d < 0 elements" % (what, n)))
                 return
             if not queue.shapes:
-                done(
-                    None,
-                    _invalid(
-                        "%s's DequeueMany and DequeueUpTo require the components to have "
-                        "specified shapes." % queue.type_name
-                    ),
-                )
+                done(None, _invalid(_unshaped_text(queue)))
                 return
 
             def start(callback):
@@ -222,7 +294,12 @@ def _close(op, device):
     return compute
 
 
-register("FIFOQueueV2", _fifo_queue, cpu="any")
+register("FIFOQueueV2", _queue_kernel(_make_fifo), cpu="any")
+register("PaddingFIFOQueueV2", _queue_kernel(_make_padding_fifo), cpu="any")
+register("PriorityQueueV2", _queue_kernel(_make_priority), cpu="any")
+register(
+    "RandomShuffleQueueV2", _queue_kernel(_make_random_shuffle, _check_random_shuffle), cpu="any"
+)
 register("QueueEnqueueV2", _enqueue(False), cpu="any", is_async=True)
 register("QueueEnqueueManyV2", _enqueue(True), cpu="any", is_async=True)
 register("QueueDequeueV2", _dequeue, cpu="any", is_async=True)

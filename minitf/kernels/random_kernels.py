@@ -58,3 +58,18 @@ register("RandomStandardNormal", _random("normal"), cpu=FLOATS, gpu=FLOATS)
 register("RandomUniform", _random("uniform"), cpu=FLOATS, gpu=FLOATS)
 register("TruncatedNormal", _random("truncated"), cpu=FLOATS, gpu=FLOATS)
 register("RandomUniformInt", _random("int"), cpu=(D.int32, D.int64), gpu=(D.int32, D.int64))
+
+
+def _random_shuffle(op, device):
+    rng = make_generator(op)
+
+    def compute(ctx, ins):
+        value = np.asarray(ins[0])
+        if value.ndim == 0:
+            return (ins[0],)
+        return (value[rng.permutation(value.shape[0])],)
+
+    return compute
+
+
+register("RandomShuffle", _random_shuffle, cpu="any")

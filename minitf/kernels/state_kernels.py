@@ -7,19 +7,26 @@ storage is a resource of its device, found by container and name).
 
 import numpy as np
 
+from minitf.framework import dtypes as D
 from minitf.framework import errors
-from minitf.framework.resource_mgr import VariableRef
+from minitf.framework.resource_mgr import VariableRef, check_container_name
 from minitf.kernels.registry import ALL, GPU_STATE, NUMERIC, register
 from minitf.kernels.tensor_ops import shape_text
 
 
 def _variable(op, device):
+    container = op.get_attr("container")
+    try:
+        check_container_name(container)
+    except errors.InvalidArgumentError:
+        # TF's ContainerInfo::Init fails the kernel's first run, before any storage exists
+        return lambda ctx, ins: check_container_name(container)
     name = op.get_attr("shared_name") or op.name
     np_dtype = op.get_attr("dtype").as_numpy_dtype
     shape = op.get_attr("shape")
     shape = tuple(shape.as_list()) if shape.is_fully_defined() else None
     ref = device.resource_manager.lookup_or_create(
-        op.get_attr("container"),
+        container,
         name,
         lambda: VariableRef(name, np_dtype, shape, getattr(device, "allocator", None)),
     )
@@ -84,3 +91,22 @@ register(
     cpu=ALL,
     gpu=GPU_STATE,
 )
+
+
+def _count_up_to(op, device):
+    """``CountUpTo``: the old value, the variable one higher; at the limit an error."""
+    limit = op.get_attr("limit")
+
+    def compute(ctx, ins):
+        ref = ins[0]
+        with ref.lock:
+            old = ref.read()
+            if old >= limit:
+                raise errors.OutOfRangeError(None, None, "Reached limit of %d" % limit)
+            ref.set(np.asarray(old + 1, dtype=old.dtype))
+        return (np.asarray(old).copy()[()],)
+
+    return compute
+
+
+register("CountUpTo", _count_up_to, cpu=(D.int32, D.int64))

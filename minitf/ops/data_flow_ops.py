@@ -1,4 +1,5 @@
-"""Queues: ``tf.FIFOQueue`` and the ops that use it (TF's python/ops/data_flow_ops.py).
+"""Queues: ``tf.FIFOQueue``, ``tf.RandomShuffleQueue``, ``tf.PaddingFIFOQueue``,
+``tf.PriorityQueue`` and the ops that use them (TF's python/ops/data_flow_ops.py).
 
 Book section: "Asynchronous Communication Using TensorFlow Queues".  A queue object holds the
 handle tensor of its ``FIFOQueueV2`` op (``queue_ref``); each method adds one access op that
@@ -10,14 +11,17 @@ the keys of a named queue.  The waiting itself is the kernels' (``kernels/queue_
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from minitf.framework import dtypes as dtypes_mod
 from minitf.framework import tensor_shape
 from minitf.framework.graph import Tensor, convert_to_tensor, get_default_graph, name_scope
 from minitf.ops.op_def import apply_op, register_op
+from minitf.ops.random_ops import get_seed
 
-register_op("FIFOQueueV2", is_stateful=True, has_container=True)
+for _op_type in ("FIFOQueueV2", "RandomShuffleQueueV2", "PaddingFIFOQueueV2", "PriorityQueueV2"):
+    register_op(_op_type, is_stateful=True, has_container=True)
 for _op_type in (
     "QueueEnqueueV2",
     "QueueEnqueueManyV2",
@@ -54,6 +58,43 @@ def _as_shape_list(shapes):
     if any(not s.is_fully_defined() for s in shapes):
         raise ValueError("All shapes must be fully defined: %s" % shapes)
     return shapes
+
+
+def _as_partial_shape_list(shapes, dtypes):
+    """A PaddingFIFOQueue's shapes: mandatory, one per component, ranks known, dims may be
+    None (TF's ``_as_shape_list(..., unknown_dim_allowed=True)``)."""
+    if (
+        shapes is None
+        or isinstance(shapes, tensor_shape.TensorShape)
+        or not isinstance(shapes, (list, tuple))
+        or not shapes
+        or any(s is None or isinstance(s, int) for s in shapes)
+    ):
+        raise ValueError("When providing partial shapes, a list of shapes must be provided.")
+    shapes = [tensor_shape.as_shape(s) for s in shapes]
+    if any(s.ndims is None for s in shapes):
+        raise ValueError("All shapes must have a defined rank: %s" % shapes)
+    if len(shapes) != len(dtypes):
+        raise ValueError(
+            "Shapes must be provided for all components, but received %d dtypes and %d shapes."
+            % (len(dtypes), len(shapes))
+        )
+    return shapes
+
+
+def _queue_op(op_type, name, dtypes, shapes, shared_name, extra=None):
+    """The queue-making op in scope ``name``: its handle tensor (TF's gen_data_flow_ops)."""
+    attrs = {
+        "component_types": dtypes,
+        "shapes": shapes or [],
+        "container": "",
+        "shared_name": shared_name or "",
+    }
+    attrs.update(extra)
+    g = get_default_graph()
+    with g.name_scope(name) as scope:
+        op = apply_op(op_type, [], [(dtypes_mod.resource, _SCALAR)], scope, attrs)
+    return op.outputs[0]
 
 
 def _as_name_list(names, dtypes):
@@ -247,14 +288,89 @@ class FIFOQueue(QueueBase):
         dtypes = _as_type_list(dtypes)
         shapes = _as_shape_list(shapes)
         names = _as_name_list(names, dtypes)
+        attrs = {"capacity": int(capacity)}
+        ref = _queue_op("FIFOQueueV2", name, dtypes, shapes, shared_name, attrs)
+        super().__init__(dtypes, shapes, names, ref)
+
+
+class RandomShuffleQueue(QueueBase):
+    """``tf.RandomShuffleQueue`` (a ``RandomShuffleQueueV2`` op): dequeues take random
+    elements, and while the queue is open at least ``min_after_dequeue`` stay in it.  Seeds
+    follow ``get_seed``; a graph seed without an op seed but with ``shared_name`` gives a seed2
+    from the graph seed and the name, so every graph building the shared queue agrees (book:
+    "RandomShuffleQueue")."""
+
+    def __init__(
+        self,
+        capacity: int,
+        min_after_dequeue: int,
+        dtypes,
+        shapes=None,
+        names=None,
+        seed: int | None = None,
+        shared_name: str | None = None,
+        name: str = "random_shuffle_queue",
+    ):
+        dtypes = _as_type_list(dtypes)
+        shapes = _as_shape_list(shapes)
+        names = _as_name_list(names, dtypes)
+        seed1, seed2 = get_seed(seed)
+        if seed1 is None and seed2 is None:
+            seed1, seed2 = 0, 0
+        elif seed is None and shared_name is not None:
+            digest = hashlib.md5((str(seed1) + shared_name).encode("utf-8")).hexdigest()
+            seed2 = int(digest[:8], 16) & 0x7FFFFFFF
         attrs = {
-            "component_types": dtypes,
-            "shapes": shapes or [],
             "capacity": int(capacity),
-            "container": "",
-            "shared_name": shared_name or "",
+            "min_after_dequeue": int(min_after_dequeue),
+            "seed": seed1,
+            "seed2": seed2,
         }
-        g = get_default_graph()
-        with g.name_scope(name) as scope:
-            op = apply_op("FIFOQueueV2", [], [(dtypes_mod.resource, _SCALAR)], scope, attrs)
-        super().__init__(dtypes, shapes, names, op.outputs[0])
+        ref = _queue_op("RandomShuffleQueueV2", name, dtypes, shapes, shared_name, attrs)
+        super().__init__(dtypes, shapes, names, ref)
+
+
+class PaddingFIFOQueue(QueueBase):
+    """``tf.PaddingFIFOQueue`` (a ``PaddingFIFOQueueV2`` op): a FIFO whose component shapes may
+    have unknown (None) dimensions; batches are padded to the largest element (book: the
+    PaddingFIFOQueue example)."""
+
+    def __init__(
+        self,
+        capacity: int,
+        dtypes,
+        shapes,
+        names=None,
+        shared_name: str | None = None,
+        name: str = "padding_fifo_queue",
+    ):
+        dtypes = _as_type_list(dtypes)
+        shapes = _as_partial_shape_list(shapes, dtypes)
+        names = _as_name_list(names, dtypes)
+        attrs = {"capacity": int(capacity)}
+        ref = _queue_op("PaddingFIFOQueueV2", name, dtypes, shapes, shared_name, attrs)
+        super().__init__(dtypes, shapes, names, ref)
+
+
+class PriorityQueue(QueueBase):
+    """``tf.PriorityQueue`` (a ``PriorityQueueV2`` op): an element is ``(priority, *values)``
+    with an int64 scalar priority; the smallest leaves first.  ``types``/``shapes`` describe the
+    values only: ``q.dtypes`` is ``[int64] + types``."""
+
+    def __init__(
+        self,
+        capacity: int,
+        types,
+        shapes=None,
+        names=None,
+        shared_name: str | None = None,
+        name: str = "priority_queue",
+    ):
+        types = _as_type_list(types)
+        shapes = _as_shape_list(shapes)
+        attrs = {"capacity": int(capacity)}
+        ref = _queue_op("PriorityQueueV2", name, types, shapes, shared_name, attrs)
+        priority_dtypes = [dtypes_mod.int64] + types
+        priority_shapes = [tensor_shape.TensorShape([])] + shapes if shapes else shapes
+        names = _as_name_list(names, priority_dtypes) if names is not None else None
+        super().__init__(priority_dtypes, priority_shapes, names, ref)

@@ -78,6 +78,8 @@ def _realdiv_grad(op, grad):
 
 
 NotDifferentiable("FloorDiv")
+# a range carries no gradient (input pipelines; comparisons: below)
+NotDifferentiable("Range")
 
 
 @RegisterGradient("Neg")

@@ -31,6 +31,8 @@ for _t in (
     "Cast",
 ):
     register_op(_t, type_attr="SrcT" if _t == "Cast" else "T")
+register_op("Range", type_attr="Tidx")
+register_op("Greater")
 
 
 def _check_same_dtype(op_type, x, y):
@@ -541,3 +543,42 @@ def pow(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:  # noq
     ``tf.train.exponential_decay`` raises its decay rate with)."""
     with name_scope(name, "Pow", [x]) as scope:
         return _binary("Pow", x, y, scope)
+
+
+def range_(
+    start: TensorLike,
+    limit: TensorLike = None,
+    delta: TensorLike = 1,
+    dtype: DTypeLike = None,
+    name: str | None = "range",
+) -> Tensor:
+    """``tf.range`` (``Range``): ``start, start + delta, ...`` below ``limit`` (one argument: from
+    0); a
+    range input producer's indices (book: "Reading the Training Data Directly from the
+    Graph")."""
+    if limit is None:
+        start, limit = 0, start
+    with name_scope(name, "Range", [start, limit, delta]) as scope:
+        dtype = dtypes.as_dtype(dtype).base_dtype if dtype is not None else None
+        ts = [
+            convert_to_tensor(v, dtype=dtype, name=n)
+            for v, n in ((start, "start"), (limit, "limit"), (delta, "delta"))
+        ]
+        out = ts[0].dtype.base_dtype
+        for t in ts[1:]:
+            if t.dtype.base_dtype != out:
+                if out.is_integer and t.dtype.is_floating:
+                    out = t.dtype.base_dtype
+        ts = [t if t.dtype.base_dtype == out else cast(t, out) for t in ts]
+        values = [_constant_value(t) for t in ts]
+        size = None
+        if None not in values:
+            size = max(0, -(-(values[1] - values[0]) // values[2]))
+            size = int(size)
+        attrs = {"Tidx": out}
+        op = apply_op("Range", ts, [(out, tensor_shape.TensorShape([size]))], scope, attrs)
+    return op.outputs[0]
+
+
+def _constant_value(t):
+    return t.op.get_attr("value").item() if t.op.type == "Const" else None

@@ -25,6 +25,7 @@ from minitf.ops.op_def import apply_op, register_op
 DEFAULT_GRAPH_SEED = 87654321
 for _t in ("RandomStandardNormal", "RandomUniform", "TruncatedNormal", "RandomUniformInt"):
     register_op(_t, is_stateful=True, type_attr="dtype" if _t != "RandomUniformInt" else "Tout")
+register_op("RandomShuffle", is_stateful=True)
 
 
 def set_random_seed(seed: int | None) -> None:
@@ -36,10 +37,13 @@ def get_seed(op_seed: int | None) -> tuple[int | None, int | None]:
     """TF1's seed pair: (graph seed, op seed); (None, None) means non-deterministic."""
     g = get_default_graph()
     if g.seed is not None:
-        return g.seed, (op_seed if op_seed is not None else len(g._ops))
-    if op_seed is not None:
-        return DEFAULT_GRAPH_SEED, op_seed
-    return None, None
+        seeds = g.seed, (op_seed if op_seed is not None else len(g._ops))
+    elif op_seed is not None:
+        seeds = DEFAULT_GRAPH_SEED, op_seed
+    else:
+        return None, None
+    # (0, 0) means "non-deterministic" to the kernels: TF avoids computing it
+    return (0, 2**31 - 1) if seeds == (0, 0) else seeds
 
 
 def _shape_tensor(shape):
@@ -132,3 +136,17 @@ def make_generator(op: Any) -> np.random.Generator:
     if s1 == 0 and s2 == 0:
         return np.random.default_rng()
     return np.random.default_rng([int(s1), int(s2)])
+
+
+def random_shuffle(value: TensorLike, seed: int | None = None, name: str | None = None) -> Tensor:
+    """``RandomShuffle``: ``value`` with its first dimension permuted (a new permutation each
+    run; an input producer's epochs, book: "Reading the Training Data Directly from the
+    Graph")."""
+    with name_scope(name, "RandomShuffle", [value]) as scope:
+        value = convert_to_tensor(value, name="value")
+        s1, s2 = get_seed(seed)
+        attrs = {"T": value.dtype.base_dtype, "seed": s1 or 0, "seed2": s2 or 0}
+        op = apply_op(
+            "RandomShuffle", [value], [(value.dtype.base_dtype, value.shape)], scope, attrs
+        )
+    return op.outputs[0]

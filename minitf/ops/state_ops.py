@@ -22,6 +22,7 @@ register_op("Assign", ref_inputs=(True, False), is_stateful=True)
 register_op("AssignAdd", ref_inputs=(True, False), is_stateful=True)
 register_op("AssignSub", ref_inputs=(True, False), is_stateful=True)
 register_op("IsVariableInitialized", ref_inputs=(True,), type_attr="dtype")
+register_op("CountUpTo", ref_inputs=(True,), is_stateful=True)
 
 
 def variable_op_v2(
@@ -154,4 +155,17 @@ def is_variable_initialized(ref: TensorLike, name: str | None = None) -> Tensor:
         name or "IsVariableInitialized",
         {"dtype": ref.dtype.base_dtype},
     )
+    return op.outputs[0]
+
+
+def count_up_to(ref: TensorLike, limit: int, name: str | None = None) -> Tensor:
+    """``CountUpTo``: increments an integer variable and returns its old value; once it has
+    reached ``limit``, ``OutOfRangeError("Reached limit of <limit>")`` (how ``num_epochs``
+    ends an input producer, book: "Reading the Training Data Directly from the Graph")."""
+    ref = _as_ref("CountUpTo", ref)
+    with name_scope(name, "CountUpTo", [ref]) as scope:
+        attrs = {"T": ref.dtype.base_dtype, "limit": int(limit)}
+        op = apply_op(
+            "CountUpTo", [ref], [(ref.dtype.base_dtype, tensor_shape.scalar())], scope, attrs
+        )
     return op.outputs[0]

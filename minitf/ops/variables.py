@@ -143,6 +143,10 @@ class Variable:
     ) -> Tensor:
         return state_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
 
+    def count_up_to(self, limit: int) -> Tensor:
+        """``CountUpTo`` on this variable (``state_ops.count_up_to``)."""
+        return state_ops.count_up_to(self._variable, limit)
+
     def eval(self, session: SessionLike = None) -> Any:
         return self._variable.eval(session=session)
 

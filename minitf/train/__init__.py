@@ -1,4 +1,5 @@
-"""``tf.train``: cluster description, device placement, optimizers and the global step.
+"""``tf.train``: cluster description, device placement, optimizers, the global step, input
+pipelines, checkpoints and managed sessions.
 
 Book sections: "Multiple Devices Across Multiple Servers" (``ClusterSpec``), "Sharding
 Variables Across Multiple Parameter Servers" (``replica_device_setter``), "Distributing
@@ -48,6 +49,17 @@ from minitf.train.checkpoint_utils import (  # noqa: F401
 from minitf.train.coordinator import Coordinator, LooperThread  # noqa: F401
 from minitf.train.device_setter import replica_device_setter  # noqa: F401
 from minitf.train.gradient_descent import GradientDescentOptimizer  # noqa: F401
+from minitf.train.input import (  # noqa: F401  (TF's python/training/input.py)
+    batch,
+    batch_join,
+    input_producer,
+    limit_epochs,
+    range_input_producer,
+    shuffle_batch,
+    shuffle_batch_join,
+    slice_input_producer,
+    string_input_producer,
+)
 from minitf.train.learning_rate_decay import exponential_decay  # noqa: F401
 from minitf.train.momentum import MomentumOptimizer  # noqa: F401
 from minitf.train.monitored_session import (  # noqa: F401
