@@ -746,3 +746,14 @@ def test_figure_12_10_several_readers_with_a_queue_runner(files):
         coord.join(threads)
     expected = [((i, i), i) for i in range(8)] + [((10 + i, -1), i) for i in range(8)]
     assert sorted(got) == sorted(expected)
+
+
+def test_a_reader_s_container_name_is_checked_as_tf_does():
+    with tf.container("my_problem_1"):
+        reader = tf.TextLineReader(name="r")
+    q, _ = filename_queue([], close=False)
+    key, _ = reader.read(q)
+    with tf.Session() as s:
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            s.run(key)
+    assert first_line(e.value) == "container contains invalid characters: my_problem_1"

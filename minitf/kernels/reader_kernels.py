@@ -23,6 +23,7 @@ from collections import deque
 import numpy as np
 
 from minitf.framework import dtypes, errors
+from minitf.framework.resource_mgr import check_container_name
 from minitf.kernels.queue_kernels import _private_ids
 from minitf.kernels.registry import register
 from minitf.lib import tf_record
@@ -393,8 +394,8 @@ _SOURCES = {
 
 def _reader_op(op, device):
     """A reader op: its reader, found or made at the kernel's first run (like ``FIFOQueueV2``:
-    private ``_<n>_<op name>`` unless ``shared_name``; its container left to the resource
-    manager's default)."""
+    private ``_<n>_<op name>`` unless ``shared_name``; its container's name checked as TF does,
+    then left to the resource manager's default when empty)."""
     held = []
     lock = threading.Lock()
 
@@ -406,6 +407,7 @@ def _reader_op(op, device):
     def compute(ctx, ins):
         with lock:
             if not held:
+                check_container_name(op.get_attr("container"))
                 shared = op.get_attr("shared_name")
                 if not shared:
                     held.append(make("_%d_%s" % (next(_private_ids), op.name)))
