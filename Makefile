@@ -61,6 +61,8 @@ bench: setup
 	$(BIN)/python bench/bench_session.py
 	$(BIN)/python bench/bench_executor.py $(if $(TF_PYTHON),--tf $(TF_PYTHON))
 	$(BIN)/python bench/bench_cluster.py
+	$(BIN)/python bench/bench_train.py
+	$(BIN)/python bench/bench_queues.py
 
 lab: setup-lab
 	$(BIN)/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root,)

@@ -1,0 +1,137 @@
+"""Queues and readers: items per second through a FIFOQueue, CSV lines per second.
+
+Book sections: "Asynchronous Communication Using TensorFlow Queues" and "Loading Data Directly
+from the Graph".  Run::
+
+    python bench/bench_queues.py            # 3 rounds
+    python bench/bench_queues.py --quick    # smoke run
+
+1. A FIFOQueue of 128x784 float32 batches (a batch of MNIST-sized inputs): ``enqueue_many``
+   then ``dequeue_many`` of 128 items, in one process (a local session), and across a
+   LocalCluster (the queue on the ps task, a client session on the worker; the batches cross
+   the wire twice).  Items per second, and the same in MB/s.
+2. A CSV file read by ``TextLineReader`` + ``decode_csv`` (``read_up_to`` of 1000 lines, four
+   float columns) against Python's own ``csv`` module parsing the same file in the same process:
+   lines per second and the ratio.
+
+Rounds alternate the sides; medians are printed.
+"""
+
+import argparse
+import csv
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+os.environ.setdefault("MINITF_EMULATED_GPUS", "0")
+
+import minitf as tf  # noqa: E402
+from minitf.distributed import LocalCluster  # noqa: E402
+
+BATCH, WIDTH = 128, 784
+
+
+def fifo_items_per_s(target, batches, pin=None):
+    """Items/s of ``batches`` enqueue_many + dequeue_many pairs on a session at ``target``."""
+    graph = tf.Graph()
+    with graph.as_default(), tf.device(pin):
+        x = tf.placeholder(tf.float32, [BATCH, WIDTH], name="x")
+        q = tf.FIFOQueue(4 * BATCH, tf.float32, shapes=[WIDTH], name="q")
+        enqueue = q.enqueue_many([x])
+        dequeue = q.dequeue_many(BATCH)
+    data = np.random.default_rng(0).random((BATCH, WIDTH), dtype=np.float32)
+    with tf.Session(target, graph=graph) as sess:
+        sess.run(enqueue, {x: data})
+        sess.run(dequeue)  # plans made outside the timing
+        start = time.perf_counter()
+        for _ in range(batches):
+            sess.run(enqueue, {x: data})
+            out = sess.run(dequeue)
+        elapsed = time.perf_counter() - start
+    assert out.shape == (BATCH, WIDTH)
+    return batches * BATCH / elapsed
+
+
+def write_csv(path, lines):
+    rng = np.random.default_rng(1)
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        for row in rng.random((lines, 4)).round(6):
+            writer.writerow(row.tolist())
+
+
+def minitf_csv_lines_per_s(path, lines):
+    graph = tf.Graph()
+    with graph.as_default():
+        files = tf.train.string_input_producer([path], num_epochs=1, shuffle=False)
+        reader = tf.TextLineReader()
+        _, rows = reader.read_up_to(files, 1000)
+        columns = tf.decode_csv(rows, record_defaults=[[0.0]] * 4)
+        init = tf.local_variables_initializer()
+    coord = tf.train.Coordinator()
+    count = 0
+    with tf.Session(graph=graph) as sess:
+        sess.run(init)
+        threads = tf.train.start_queue_runners(sess, coord)
+        start = time.perf_counter()
+        try:
+            while True:
+                count += len(sess.run(columns)[0])
+        except tf.errors.OutOfRangeError:
+            elapsed = time.perf_counter() - start
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=10)
+    assert count == lines, (count, lines)
+    return lines / elapsed
+
+
+def python_csv_lines_per_s(path, lines):
+    start = time.perf_counter()
+    with open(path, newline="") as f:
+        rows = [[float(v) for v in row] for row in csv.reader(f)]
+    elapsed = time.perf_counter() - start
+    assert len(rows) == lines
+    return lines / elapsed
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="1 round, fewer batches and lines")
+    args = parser.parse_args(argv)
+    rounds = 1 if args.quick else args.rounds
+    batches, lines = (20, 20_000) if args.quick else (200, 200_000)
+    mb = BATCH * WIDTH * 4 / 1e6
+    results = {"local": [], "cluster": [], "minitf csv": [], "python csv": []}
+    with tempfile.TemporaryDirectory() as tmp, LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        path = os.path.join(tmp, "data.csv")
+        write_csv(path, lines)
+        for _ in range(rounds):
+            results["local"].append(fifo_items_per_s("", batches))
+            results["cluster"].append(
+                fifo_items_per_s(cluster.target("worker", 0), batches, pin="/job:ps/task:0")
+            )
+            results["minitf csv"].append(minitf_csv_lines_per_s(path, lines))
+            results["python csv"].append(python_csv_lines_per_s(path, lines))
+    med = {k: statistics.median(v) for k, v in results.items()}
+    print(
+        "FIFOQueue, enqueue_many + dequeue_many of %dx%d float32, %d batches x %d rounds"
+        % (BATCH, WIDTH, batches, rounds)
+    )
+    for side in ("local", "cluster"):
+        label = "one process" if side == "local" else "queue on the ps, client on the worker"
+        print("  %-40s %10.0f items/s  %8.1f MB/s" % (label, med[side], med[side] / BATCH * mb))
+    print("CSV, %d lines of 4 floats" % lines)
+    print("  TextLineReader + decode_csv (read_up_to 1000) %10.0f lines/s" % med["minitf csv"])
+    print("  Python's csv module                           %10.0f lines/s" % med["python csv"])
+    print("  ratio minitf/Python %.2f" % (med["minitf csv"] / med["python csv"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
