@@ -395,3 +395,12 @@ def test_gradient_registry_rules():
     with pytest.raises(TypeError, match="op_type must be a string"):
         NotDifferentiable(3)
     assert get_gradient_function(tf.shape(tf.constant(1.0)).op) is None
+
+
+def test_placeholder_with_default_passes_its_gradient_to_the_default():
+    x = tf.constant([1.0, 2.0])
+    p = tf.placeholder_with_default(tf.square(x), shape=[2])
+    (g,) = tf.gradients(p * 3.0, x)
+    np.testing.assert_allclose(run(g)[0], [6.0, 12.0])
+    # feeding p changes nothing: the gradient reads x, never p
+    assert run(g, feed={p: [5.0, 5.0]})[0].tolist() == [6.0, 12.0]

@@ -23,6 +23,9 @@ def _identity_grad(op, grad):
     return grad
 
 
+RegisterGradient("PlaceholderWithDefault")(_identity_grad)  # its default passes through
+
+
 @RegisterGradient("Reshape")
 def _reshape_grad(op, grad):
     return array_ops.reshape(grad, array_ops.shape(op.inputs[0])), None
