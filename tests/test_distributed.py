@@ -810,3 +810,34 @@ def test_a_private_queue_lives_across_a_grpc_sessions_steps():
             assert other.run(size) == 0
     finally:
         server.stop()
+
+
+@pytest.mark.cluster
+def test_closing_a_grpc_session_cancels_its_running_steps():
+    """A step blocked in a queue ends when its session closes (TF's master cancels a closing
+    session's steps): nothing waits on after the session is gone."""
+    server = tf.train.Server.create_local_server()
+    try:
+        q = tf.FIFOQueue(10, tf.float32, shapes=[])
+        dequeue = q.dequeue()
+        sess = tf.Session(server.target)
+        sess.run(q.size())
+        errors_seen = []
+
+        def blocked():
+            try:
+                sess.run(dequeue)
+            except Exception as e:  # noqa: BLE001 - what the test looks at
+                errors_seen.append(e)
+
+        thread = threading.Thread(target=blocked)
+        thread.start()
+        sessions = server.master.sessions
+        assert wait_until(lambda: any(s.runs for s in list(sessions.values())), 10)
+        sess.close()
+        thread.join(10)
+        assert not thread.is_alive()
+        assert [type(e) for e in errors_seen] == [tf.errors.CancelledError]
+        assert not any(s.runs for s in list(sessions.values()))
+    finally:
+        server.stop()

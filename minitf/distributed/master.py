@@ -188,16 +188,25 @@ class Master:
             [(n, feeds[n]) for n in header.fetch if n in feeds], chunk_bytes=wire.STREAM_CHUNK_BYTES
         )
         run = PartitionRun(self, sess, sig, step_id, feeds, header.options, remaining)
-        yield from wire.coalesce(
-            itertools.chain(
-                [pb.RunStepResponse(step_id=step_id, tensor=inline)], parts, run.messages(on_cancel)
+        with sess.runs_lock:
+            sess.runs.add(run)
+        try:
+            yield from wire.coalesce(
+                itertools.chain(
+                    [pb.RunStepResponse(step_id=step_id, tensor=inline)],
+                    parts,
+                    run.messages(on_cancel),
+                )
             )
-        )
+        finally:
+            with sess.runs_lock:
+                sess.runs.discard(run)
 
     def CloseSession(self, request, context):
         with self.lock:
             sess = self.sessions.pop(request.session_handle, None)
         if sess is not None:
+            sess.cancel_running_steps()
             with sess.lock:
                 sess.close()
         return pb.CloseSessionResponse()

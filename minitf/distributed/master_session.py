@@ -83,6 +83,16 @@ class MasterSession:
         self.version = 0
         self.signatures = {}
         self.tasks = set()  # the tasks its partitions were ever registered on
+        self.runs = set()  # its steps running now (PartitionRun), cancelled when it closes
+        self.runs_lock = threading.Lock()
+
+    def cancel_running_steps(self):
+        """The session is closing: its running steps stop (TF's master cancels them), so a
+        step blocked in a queue or an accumulator does not outlive the session."""
+        with self.runs_lock:
+            runs = list(self.runs)
+        for run in runs:
+            run.cancel_all()
 
     def extend(self, gdef):
         with self.lock:
