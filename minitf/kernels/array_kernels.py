@@ -42,7 +42,15 @@ def _placeholder(op, device):
 register("Const", _const, cpu=ALL, gpu=GPU_ARRAY, persistent=True)
 register("Placeholder", _placeholder, cpu="any", gpu="any")
 register("NoOp", lambda op, device: lambda ctx, ins: (), cpu="any", gpu="any")
-register("Identity", lambda op, device: lambda ctx, ins: (ins[0],), cpu=ALL, gpu=GPU_ARRAY)
+
+
+def _pass_through(op, device):
+    """The kernel of ops that hand their input on unchanged (Identity, StopGradient,
+    PreventGradient, an unfed PlaceholderWithDefault): they differ only in the graph."""
+    return lambda ctx, ins: (ins[0],)
+
+
+register("Identity", _pass_through, cpu=ALL, gpu=GPU_ARRAY)
 
 
 def _dims(shape_tensor):
@@ -169,9 +177,8 @@ register(
     cpu=(D.int32, D.int64),
     gpu=(D.int32, D.int64),
 )
-_PASS = lambda op, device: lambda ctx, ins: (ins[0],)  # noqa: E731
-register("StopGradient", _PASS, cpu=ALL, gpu=GPU_ARRAY)
-register("PreventGradient", _PASS, cpu=ALL, gpu=GPU_ARRAY)
+register("StopGradient", _pass_through, cpu=ALL, gpu=GPU_ARRAY)
+register("PreventGradient", _pass_through, cpu=ALL, gpu=GPU_ARRAY)
 
 
 @host_kernel
@@ -226,7 +233,7 @@ register("GatherV2", _gather, cpu=ALL, gpu=GPU_ARRAY)
 # PlaceholderWithDefault: its input, unless fed (a fed tensor is cut from the step graph)
 register(
     "PlaceholderWithDefault",
-    lambda op, device: lambda ctx, ins: (ins[0],),
+    _pass_through,
     cpu=ALL,
     gpu=GPU_ARRAY,
 )

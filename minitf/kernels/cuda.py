@@ -51,6 +51,8 @@ import threading
 import numpy as np
 from numba import cuda
 
+from minitf.kernels import tensor_ops
+
 try:  # numba-cuda (the NVIDIA package)
     from numba.cuda.np import numpy_support as _numpy_support
 except ImportError:  # pragma: no cover - numba's built-in CUDA target
@@ -80,33 +82,10 @@ REDUCE_THREADS = 64 if SIMULATOR else 256
 MAX_REDUCE_BLOCKS = 1 if SIMULATOR else 4096
 MAX_MATMUL_BLOCKS = 4 if SIMULATOR else 1024
 
-BINARY_OPS = (
-    "add",
-    "sub",
-    "mul",
-    "realdiv",
-    "floordiv",
-    "maximum",
-    "minimum",
-    "relu_grad",
-    "sigmoid_grad",
-    "tanh_grad",
-)
-UNARY_OPS = (
-    "neg",
-    "square",
-    "identity",
-    "abs",
-    "relu",
-    "exp",
-    "log",
-    "sqrt",
-    "rsqrt",
-    "floor",
-    "sigmoid",
-    "tanh",
-)
-REDUCE_OPS = ("sum", "mean")
+# the backend surface's functions (``tensor_ops``), and a copy on the card
+BINARY_OPS = tensor_ops.ZIP_FNS
+UNARY_OPS = tensor_ops.MAP_FNS + ("identity",)
+REDUCE_OPS = tensor_ops.REDUCE_FNS
 
 
 # ---------------------------------------------------------------------------------------

@@ -245,46 +245,30 @@ def _reduction(op_type, input_tensor, axis, keepdims, name):
     return apply_op(op_type, [x, axis_t], [(dt, shape)], name or op_type, attrs).outputs[0]
 
 
-def reduce_sum(
-    input_tensor: TensorLike,
-    axis: int | Sequence[int] | None = None,
-    keepdims: bool | None = None,
-    name: str | None = None,
-    reduction_indices: int | Sequence[int] | None = None,
-    keep_dims: bool | None = None,
-) -> Tensor:
-    """``Sum`` over ``axis`` (all axes by default)."""
-    axis = reduction_indices if axis is None else axis
-    keep = bool(keepdims if keepdims is not None else keep_dims)
-    return _reduction("Sum", input_tensor, axis, keep, name)
+def _reduction_fn(op_type: str, what: str) -> Callable[..., Tensor]:
+    """``tf.reduce_<what>``: ``op_type`` over ``axis`` (all axes by default), with TF1's
+    ``reduction_indices`` and ``keep_dims`` spellings of ``axis`` and ``keepdims``."""
+
+    def fn(
+        input_tensor: TensorLike,
+        axis: int | Sequence[int] | None = None,
+        keepdims: bool | None = None,
+        name: str | None = None,
+        reduction_indices: int | Sequence[int] | None = None,
+        keep_dims: bool | None = None,
+    ) -> Tensor:
+        axis = reduction_indices if axis is None else axis
+        keep = bool(keepdims if keepdims is not None else keep_dims)
+        return _reduction(op_type, input_tensor, axis, keep, name)
+
+    fn.__name__ = "reduce_" + what
+    fn.__doc__ = "``%s`` over ``axis`` (all axes by default)." % op_type
+    return fn
 
 
-def reduce_mean(
-    input_tensor: TensorLike,
-    axis: int | Sequence[int] | None = None,
-    keepdims: bool | None = None,
-    name: str | None = None,
-    reduction_indices: int | Sequence[int] | None = None,
-    keep_dims: bool | None = None,
-) -> Tensor:
-    """``Mean`` over ``axis`` (all axes by default)."""
-    axis = reduction_indices if axis is None else axis
-    keep = bool(keepdims if keepdims is not None else keep_dims)
-    return _reduction("Mean", input_tensor, axis, keep, name)
-
-
-def reduce_prod(
-    input_tensor: TensorLike,
-    axis: int | Sequence[int] | None = None,
-    keepdims: bool | None = None,
-    name: str | None = None,
-    reduction_indices: int | Sequence[int] | None = None,
-    keep_dims: bool | None = None,
-) -> Tensor:
-    """``Prod`` over ``axis`` (all axes by default)."""
-    axis = reduction_indices if axis is None else axis
-    keep = bool(keepdims if keepdims is not None else keep_dims)
-    return _reduction("Prod", input_tensor, axis, keep, name)
+reduce_sum = _reduction_fn("Sum", "sum")
+reduce_mean = _reduction_fn("Mean", "mean")
+reduce_prod = _reduction_fn("Prod", "prod")
 
 
 # -- Python operators on tensors ---------------------------------------------------------------
@@ -458,18 +442,7 @@ def _static_int(t):
     return None if value is None else int(value)
 
 
-def reduce_max(
-    input_tensor: TensorLike,
-    axis: int | Sequence[int] | None = None,
-    keepdims: bool | None = None,
-    name: str | None = None,
-    reduction_indices: int | Sequence[int] | None = None,
-    keep_dims: bool | None = None,
-) -> Tensor:
-    """``Max`` over ``axis`` (all axes by default)."""
-    axis = reduction_indices if axis is None else axis
-    keep = bool(keepdims if keepdims is not None else keep_dims)
-    return _reduction("Max", input_tensor, axis, keep, name)
+reduce_max = _reduction_fn("Max", "max")
 
 
 def where(
