@@ -148,6 +148,16 @@ def _get_saver_or_default():
     return saver
 
 
+def _session_manager(scaffold):
+    """The SessionManager of a (finalized) scaffold's readiness and local-init ops."""
+    return SessionManager(
+        local_init_op=scaffold.local_init_op,
+        ready_op=scaffold.ready_op,
+        ready_for_local_init_op=scaffold.ready_for_local_init_op,
+        graph=get_default_graph(),
+    )
+
+
 class SessionCreator:
     """Makes a ``tf.Session`` whose model is ready."""
 
@@ -172,19 +182,11 @@ class ChiefSessionCreator(SessionCreator):
         self._checkpoint_filename_with_path = checkpoint_filename_with_path
         self._session_manager = None
 
-    def _get_session_manager(self):
-        if self._session_manager is None:
-            self._session_manager = SessionManager(
-                local_init_op=self._scaffold.local_init_op,
-                ready_op=self._scaffold.ready_op,
-                ready_for_local_init_op=self._scaffold.ready_for_local_init_op,
-                graph=get_default_graph(),
-            )
-        return self._session_manager
-
     def create_session(self) -> Any:
         self._scaffold.finalize()
-        return self._get_session_manager().prepare_session(
+        if self._session_manager is None:
+            self._session_manager = _session_manager(self._scaffold)
+        return self._session_manager.prepare_session(
             self._master,
             saver=self._scaffold.saver,
             checkpoint_dir=self._checkpoint_dir,
@@ -213,12 +215,7 @@ class WorkerSessionCreator(SessionCreator):
     def create_session(self) -> Any:
         self._scaffold.finalize()
         if self._session_manager is None:
-            self._session_manager = SessionManager(
-                local_init_op=self._scaffold.local_init_op,
-                ready_op=self._scaffold.ready_op,
-                ready_for_local_init_op=self._scaffold.ready_for_local_init_op,
-                graph=get_default_graph(),
-            )
+            self._session_manager = _session_manager(self._scaffold)
         return self._session_manager.wait_for_session(
             self._master, config=self._config, max_wait_secs=self._max_wait_secs
         )
