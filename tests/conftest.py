@@ -102,3 +102,17 @@ def fresh_cards(tmp_path, monkeypatch):
     gpu_process_state.release_gpu_memory()
     yield
     gpu_process_state.release_gpu_memory()
+
+
+@pytest.fixture
+def no_thread_left():
+    """Every thread a test starts (its own, runner threads, a session's pools) has ended after
+    it."""
+    import threading
+
+    from helpers import threads_left_since
+
+    before = set(threading.enumerate())
+    yield
+    left = threads_left_since(before)
+    assert not left, left

@@ -3,6 +3,7 @@
 import gc
 import os
 import re
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -69,3 +70,30 @@ def child_pids():
         except OSError:
             pass
     return out
+
+
+def first_line(e):
+    """An OpError's message without the ``[[node ...]]`` lines TF appends."""
+    return e.message.splitlines()[0]
+
+
+def run_in_thread(sess, fetch, **kw):
+    """Runs ``sess.run(fetch)`` on a new thread; returns (thread, outcome dict): ``value``, or
+    ``error`` when the run raised."""
+    out = {}
+
+    def body():
+        try:
+            out["value"] = sess.run(fetch, **kw)
+        except Exception as e:  # noqa: BLE001 - the test looks at it
+            out["error"] = e
+
+    t = threading.Thread(target=body)
+    t.start()
+    return t, out
+
+
+def threads_left_since(before):
+    """Names of the threads alive now that were not in ``before`` (after a grace period)."""
+    wait_until(lambda: set(threading.enumerate()) <= before)
+    return [t.name for t in set(threading.enumerate()) - before]

@@ -8,7 +8,6 @@ conditional_accumulator_base.cc, conditional_accumulator.h; reference part 2 §1
 
 import logging
 import re
-import threading
 
 import numpy as np
 import pytest
@@ -16,40 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minitf as tf
-from helpers import wait_until
+from helpers import first_line, run_in_thread, wait_until
 from minitf.framework import errors
 from minitf.framework.accumulator_resource import ConditionalAccumulator as Resource
 from minitf.framework.accumulator_resource import partial_shape_text
 
 PRIVATE = r"_\d+_acc"
-
-
-@pytest.fixture
-def no_thread_left():
-    """Every thread a test starts (its own, a session's pools) has ended after it."""
-    before = set(threading.enumerate())
-    yield
-    assert wait_until(lambda: set(threading.enumerate()) <= before), [
-        t.name for t in set(threading.enumerate()) - before
-    ]
-
-
-def first_line(e):
-    return e.message.splitlines()[0]
-
-
-def run_in_thread(sess, fetch, **kw):
-    out = {}
-
-    def body():
-        try:
-            out["value"] = sess.run(fetch, **kw)
-        except Exception as e:  # noqa: BLE001 - the test looks at it
-            out["error"] = e
-
-    t = threading.Thread(target=body)
-    t.start()
-    return t, out
 
 
 def takes_waiting(sess, acc, n):

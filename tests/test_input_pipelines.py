@@ -7,23 +7,11 @@ Communication Using TensorFlow Queues".  Expected names, texts and behaviours ar
 """
 
 import re
-import threading
 
 import numpy as np
 import pytest
 
 import minitf as tf
-from helpers import wait_until
-
-
-@pytest.fixture
-def no_thread_left():
-    """Every thread a test starts (runner threads, a session's pools) has ended after it."""
-    before = set(threading.enumerate())
-    yield
-    assert wait_until(lambda: set(threading.enumerate()) <= before), [
-        t.name for t in set(threading.enumerate()) - before
-    ]
 
 
 def ops_of_graph():

@@ -6,47 +6,17 @@ Book section: "Asynchronous Communication Using TensorFlow Queues".  Expected te
 """
 
 import re
-import threading
 import time
 
 import numpy as np
 import pytest
 
 import minitf as tf
-from helpers import wait_until
+from helpers import first_line, run_in_thread, wait_until
 from minitf.framework.resource_mgr import check_container_name
 from minitf.runtime.executor import StepContext
 
 PRIVATE = r"'_\d+_q'"  # a private queue's name: a process-wide counter and the op's name
-
-
-@pytest.fixture
-def no_thread_left():
-    """Every thread a test starts (its own, a session's pools) has ended after it."""
-    before = set(threading.enumerate())
-    yield
-    assert wait_until(lambda: set(threading.enumerate()) <= before), [
-        t.name for t in set(threading.enumerate()) - before
-    ]
-
-
-def first_line(e):
-    return e.message.splitlines()[0]
-
-
-def run_in_thread(sess, fetch, **kw):
-    """Runs ``sess.run(fetch)`` on a new thread; returns (thread, outcome dict)."""
-    out = {}
-
-    def body():
-        try:
-            out["value"] = sess.run(fetch, **kw)
-        except Exception as e:  # noqa: BLE001 - the test looks at it
-            out["error"] = e
-
-    t = threading.Thread(target=body)
-    t.start()
-    return t, out
 
 
 def waiting(sess, q, enqueues=0, dequeues=0):

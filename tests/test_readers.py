@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from helpers import wait_until
+from helpers import first_line, run_in_thread, wait_until
 from minitf.lib import crc
 
 DATA = Path(__file__).parent / "data" / "readers"
@@ -85,10 +85,6 @@ def read_all(sess, fetches, init):
             got.append(tuple(sess.run(fetches)))
         except tf.errors.OutOfRangeError as e:
             return got, e
-
-
-def first_line(e):
-    return e.message.splitlines()[0]
 
 
 def tf_record(payload):
@@ -551,20 +547,6 @@ def test_reader_ops_with_one_shared_name_share_their_reader(files):
 
 
 # -- waiting -----------------------------------------------------------------------------------
-
-
-def run_in_thread(sess, fetch):
-    out = {}
-
-    def body():
-        try:
-            out["value"] = sess.run(fetch)
-        except Exception as e:  # noqa: BLE001 - the test looks at it
-            out["error"] = e
-
-    t = threading.Thread(target=body)
-    t.start()
-    return t, out
 
 
 def test_a_waiting_read_holds_no_inter_op_thread(files):
