@@ -166,12 +166,9 @@ class TrainingDashboard(LiveFigure):
             return {w: list(self._records[w]) for w in sorted(self._records, key=_worker_order)}
 
     def __repr__(self) -> str:
-        snapshot = self._snapshot()
-        return "<TrainingDashboard %s: %d workers, %d records>" % (
-            repr(self.title) if self.title else "(untitled)",
-            len(snapshot),
-            sum(len(r) for r in snapshot.values()),
-        )
+        # the same text all along: a notebook keeps the first display's text next to the
+        # picture updated in place (the numbers are in summary())
+        return "<TrainingDashboard %s>" % (repr(self.title) if self.title else "(untitled)")
 
     def figure(self) -> Any:
         """A matplotlib Figure of every worker so far (no pyplot state is touched)."""
