@@ -167,6 +167,35 @@ def test_start_refreshes_the_widget_and_stop_ends_the_thread(no_thread_left):
         assert not any(t.name == "QueueView" for t in threading.enumerate())
 
 
+def test_show_updates_its_output_when_stopped(monkeypatch):
+    """In a notebook show() makes a display handle; stop() puts the last picture into it."""
+    import IPython
+    import IPython.display
+
+    shown = []
+
+    class Handle:
+        def update(self, obj):
+            shown.append(obj.html())
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", lambda obj, display_id: Handle())
+    q = tf.FIFOQueue(4, tf.float32, name="q")
+    with tf.Session() as s:
+        view = QueueView(s).show()
+        s.run(q.enqueue(1.0))
+        view.stop()
+    assert len(shown) == 1 and "1 / 4" in shown[0]
+
+
+def test_show_outside_ipython_does_nothing():
+    q = tf.FIFOQueue(4, tf.float32, name="q")
+    with tf.Session() as s:
+        view = QueueView(s, queues=[q])
+        assert view.show() is view and view._handle is None
+        view.stop()
+
+
 def test_closing_the_view_or_its_widget_ends_the_thread(no_thread_left):
     q = tf.FIFOQueue(4, tf.float32, name="q")
     with tf.Session() as s:

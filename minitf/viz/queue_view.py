@@ -9,10 +9,11 @@ rates over the last ``window`` seconds, how many enqueues (producers) and dequeu
 are blocked on it now, and whether it is closed::
 
     view = QueueView(sess)          # every queue of sess.graph; or queues=[q1, q2]
-    display(view)                   # an ipywidget; a saved notebook keeps the SVG
+    view.show()                     # an ipywidget; a saved notebook keeps the SVG
     view.start()                    # redraw every `interval` seconds from a thread
     ...
-    view.stop()                     # the thread ends (also on close(), or `with view:`)
+    view.stop()                     # the thread ends (also on close(), or `with view:`),
+                                    # and the output of show() gets the last picture
 
 The numbers come from the queues themselves (``QueueResource.stats()``), which a local session
 hands out when its queue op's handle is fetched; a queue the session cannot hand over (a
@@ -142,6 +143,7 @@ class QueueView(SavesToFile):
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._widget: Any = None
+        self._handle: Any = None  # the display handle of show()
         self._records = self.snapshot()
 
     # -- reading the queues ----------------------------------------------------------------------
@@ -182,12 +184,27 @@ class QueueView(SavesToFile):
         return self
 
     def stop(self) -> None:
-        """Ends the refresh thread (waits for it) and draws the last reading."""
+        """Ends the refresh thread (waits for it) and draws the last reading, also into the
+        output ``show()`` made (so a saved notebook keeps the final picture)."""
         self._stop.set()
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():
             thread.join()
         self.refresh()
+        if self._handle is not None:
+            self._handle.update(self)
+
+    def show(self) -> QueueView:
+        """Displays the view in a notebook as an output that ``stop()`` updates (nothing
+        outside IPython)."""
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+        except ImportError:
+            return self
+        if get_ipython() is not None:
+            self._handle = display(self, display_id=True)
+        return self
 
     def close(self) -> None:
         """Stops, and closes the widget."""
