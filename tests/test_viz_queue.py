@@ -235,13 +235,14 @@ def test_a_closed_session_shows_what_the_graph_says():
     s.close()
     (rec,) = QueueView(s, queues=[q]).snapshot()
     assert (rec.name, rec.capacity, rec.size, rec.enqueue_rate) == ("gone", 5, None, None)
-    assert "in another process: not measured" in QueueView(s).svg()
+    assert "rates and waiters not measured" in QueueView(s).svg()
 
 
 @pytest.mark.cluster
 def test_a_queue_on_another_task_shows_its_graph_facts():
     """A grpc session cannot hand over a queue living in a server process: the row keeps the
-    name, type and capacity and says the rest is not measured."""
+    name, type and capacity, gets size and closed state through two ops, and says the rest is
+    not measured."""
     from minitf.distributed.local_cluster import LocalCluster
 
     with LocalCluster({"ps": 1, "worker": 1}) as cluster:
@@ -252,5 +253,7 @@ def test_a_queue_on_another_task_shows_its_graph_facts():
             s.run(enq)
             view = QueueView(s)
             (rec,) = view.snapshot()
-    assert (rec.name, rec.type, rec.capacity, rec.size) == ("remote_q", "FIFOQueue", 5, None)
-    assert "in another process: not measured" in view.svg()
+    assert (rec.name, rec.type, rec.capacity) == ("remote_q", "FIFOQueue", 5)
+    assert (rec.size, rec.closed, rec.enqueue_rate, rec.blocked_enqueues) == (1, False, None, None)
+    assert "in another process: rates and waiters not measured" in view.svg()
+    assert "1 / 5" in view.svg()

@@ -16,9 +16,11 @@ are blocked on it now, and whether it is closed::
                                     # and the output of show() gets the last picture
 
 The numbers come from the queues themselves (``QueueResource.stats()``), which a local session
-hands out when its queue op's handle is fetched; a queue the session cannot hand over (a
-session on a cluster's master keeps it in another process) shows its name, type and capacity
-only.  ``snapshot()`` returns the rows as plain :class:`QueueRecord` values.
+hands out when its queue op's handle is fetched.  A queue the session cannot hand over (a
+session on a cluster's master keeps it in another process) shows its name, type and capacity,
+and its size and closed state through two ops the view adds to the graph once (``QueueSizeV2``
+and ``QueueIsClosedV2`` under ``queue_view/``; not on a finalized graph); its rates and waiters
+stay unknown.  ``snapshot()`` returns the rows as plain :class:`QueueRecord` values.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape
 
-from minitf.framework import errors
+from minitf.framework import dtypes, errors, tensor_shape
 from minitf.framework.queue_resource import QueueResource
+from minitf.ops.op_def import apply_op
 from minitf.viz.files import SavesToFile
 
 QUEUE_OP_TYPES = ("FIFOQueueV2", "RandomShuffleQueueV2", "PaddingFIFOQueueV2", "PriorityQueueV2")
@@ -97,14 +100,20 @@ class _Watched:
         self.op = op
         self.resource: QueueResource | None = None
         self.asked = False  # whether the session was asked for the resource
+        self.probe: list | None = None  # [size, is_closed] tensors for a queue out of reach
         self.history: deque = deque()
         capacity = op.get_attr("capacity")
         self.capacity = None if capacity < 0 else capacity
         self.floor = op.get_attr("min_after_dequeue") if op.type == "RandomShuffleQueueV2" else 0
 
-    def record(self, now: float, window: float) -> QueueRecord:
+    def record(self, now: float, window: float, sess: Any) -> QueueRecord:
         rec = QueueRecord(self.op.name, self.op.type[:-2], self.capacity, self.floor)
         if self.resource is None:
+            if self.probe is not None:
+                try:
+                    rec.size, rec.closed = (v.item() for v in sess.run(self.probe))
+                except (RuntimeError, errors.OpError):
+                    pass
             return rec
         stats = self.resource.stats()
         for key in ("size", "closed", "enqueued", "dequeued"):
@@ -148,14 +157,28 @@ class QueueView(SavesToFile):
 
     # -- reading the queues ----------------------------------------------------------------------
     def _resolve(self, watched: _Watched) -> None:
-        """Asks the session, once, for the queue behind the op (a local session returns it)."""
+        """Asks the session, once, for the queue behind the op (a local session returns it);
+        else adds the two ops that read its size and closed state (a graph not finalized)."""
         try:
             handle = self.sess.run(watched.op.outputs[0])
-        except (RuntimeError, TypeError, ValueError, errors.OpError):
-            # a closed session, a handle that cannot travel: show what the graph says
+        except errors.OpError:  # a handle that cannot travel (the queue is in another process)
+            handle = None
+        except (RuntimeError, TypeError, ValueError):  # a closed session: the graph's facts
             return
         if isinstance(handle, QueueResource):
             watched.resource = handle
+            return
+        graph = self.sess.graph
+        if graph.finalized:
+            return
+        op = watched.op
+        scalar = tensor_shape.TensorShape([])
+        with graph.as_default(), graph.device(op.device), graph.name_scope("queue_view"):
+            sizes = [
+                apply_op(kind, [op.outputs[0]], [(dt, scalar)], graph.unique_name(kind) + "/")
+                for kind, dt in (("QueueSizeV2", dtypes.int32), ("QueueIsClosedV2", dtypes.bool))
+            ]
+        watched.probe = [o.outputs[0] for o in sizes]
 
     def snapshot(self) -> list[QueueRecord]:
         """Every watched queue now, as plain records (rates over the last ``window`` s)."""
@@ -165,7 +188,7 @@ class QueueView(SavesToFile):
                 if not watched.asked:
                     watched.asked = True
                     self._resolve(watched)
-            self._records = [w.record(now, self.window) for w in self._watched]
+            self._records = [w.record(now, self.window, self.sess) for w in self._watched]
             return list(self._records)
 
     # -- live updates ----------------------------------------------------------------------------
@@ -325,7 +348,7 @@ def _record_svg(out: list, rec: QueueRecord, y: int) -> None:
         % (text_x + 90, bar_y + 6, _rate(rec.enqueue_rate), _rate(rec.dequeue_rate))
     )
     if rec.blocked_enqueues is None:
-        waiting = "in another process: not measured"
+        waiting = "in another process: rates and waiters not measured"
     else:
         waiting = "blocked: %d producer%s, %d consumer%s" % (
             rec.blocked_enqueues,
