@@ -16,6 +16,12 @@ import sys
 import tempfile
 
 import pytest
+from hypothesis import settings
+
+# Property tests check values, not speed (speed is measured in bench/): no per-example deadline,
+# which a loaded 2-core machine would miss for reasons that have nothing to do with the code.
+settings.register_profile("minitf", deadline=None)
+settings.load_profile("minitf")
 
 # Card reservations of emulated GPUs are machine-wide (like a real driver's): keep this test
 # run's in a private registry so it never competes with notebooks or other runs on the machine.

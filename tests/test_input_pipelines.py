@@ -66,8 +66,8 @@ def test_count_up_to_range_and_random_shuffle():
 
 
 def test_string_input_producer_graph():
-    """§15.3's graph for string_input_producer([a, b], num_epochs=1, shuffle=False), without
-    the summary (no tf.summary in minitf yet)."""
+    """§15.3's graph for string_input_producer([a, b], num_epochs=1, shuffle=False), its
+    fullness summary last."""
     q = tf.train.string_input_producer(["a.csv", "b.csv"], num_epochs=1, shuffle=False)
     assert ops_of_graph() == [
         ("input_producer/Const", "Const"),
@@ -88,6 +88,15 @@ def test_string_input_producer_graph():
         ("input_producer/input_producer_EnqueueMany", "QueueEnqueueManyV2"),
         ("input_producer/input_producer_Close", "QueueCloseV2"),
         ("input_producer/input_producer_Close_1", "QueueCloseV2"),
+        ("input_producer/input_producer_Size", "QueueSizeV2"),
+        ("input_producer/Cast", "Cast"),
+        ("input_producer/mul/y", "Const"),
+        ("input_producer/mul", "Mul"),
+        ("input_producer/fraction_of_32_full/tags", "Const"),
+        ("input_producer/fraction_of_32_full", "ScalarSummary"),
+    ]
+    assert [t.name for t in tf.get_collection(tf.GraphKeys.SUMMARIES)] == [
+        "input_producer/fraction_of_32_full:0"
     ]
     assert q.name == "input_producer" and q.dtypes == [tf.string]
     assert [v.op.name for v in tf.local_variables()] == ["input_producer/limit_epochs/epochs"]
@@ -325,3 +334,71 @@ def test_dynamic_pad_and_enqueue_many(no_thread_left):
         assert s.run(padded).tolist() == [[1, 2, 3], [4, 0, 0]]
         s.run(runners[1].enqueue_ops[0])
         assert s.run(many).tolist() == [[1, 2], [3, 4]]
+
+
+# -- the queues' fullness summaries (§15.3, §15.4) ----------------------------------------------
+
+
+def summary_values(sess):
+    """{tag: value} of ``merge_all()`` run now."""
+    merged = tf.summary.merge_all()
+    return {v.tag: v.simple_value for v in tf.Summary.FromString(sess.run(merged)).value}
+
+
+def fill(sess, n):
+    """Runs the (only) queue runner's first enqueue op ``n`` times, without its threads."""
+    (runner,) = tf.get_default_graph().get_collection(tf.GraphKeys.QUEUE_RUNNERS)
+    for _ in range(n):
+        sess.run(runner.enqueue_ops[0])
+
+
+def test_batch_summary_is_size_over_capacity():
+    tf.train.batch([tf.constant([1.0, 2.0])], 2, capacity=8)
+    with tf.Session() as s:
+        assert summary_values(s) == {"batch/fraction_of_8_full": 0.0}
+        fill(s, 2)
+        assert summary_values(s) == {"batch/fraction_of_8_full": 0.25}
+
+
+def test_batch_join_summary_has_the_same_name():
+    x = tf.constant(1.0)
+    tf.train.batch_join([[x], [x]], 2, capacity=4, dynamic_pad=True)
+    with tf.Session() as s:
+        assert summary_values(s) == {"batch_join/fraction_of_4_full": 0.0}
+
+
+def test_shuffle_batch_summary_counts_above_the_floor():
+    """max(0, size - min_after_dequeue) / (capacity - min_after_dequeue): 0 below the floor."""
+    x = tf.constant([1.0, 2.0])
+    tf.train.shuffle_batch([x], 2, capacity=10, min_after_dequeue=4)
+    tag = "shuffle_batch/fraction_over_4_of_6_full"
+    with tf.Session() as s:
+        fill(s, 3)
+        assert summary_values(s) == {tag: 0.0}
+        fill(s, 4)
+        assert summary_values(s) == {tag: 0.5}
+
+
+def test_shuffle_batch_join_summary_name():
+    x = tf.constant(1.0)
+    tf.train.shuffle_batch_join([[x], [x]], 2, capacity=12, min_after_dequeue=2, name="sj")
+    assert [t.name for t in tf.get_collection(tf.GraphKeys.SUMMARIES)] == [
+        "sj/fraction_over_2_of_10_full:0"
+    ]
+
+
+def test_producer_summaries():
+    tf.train.string_input_producer(["a", "b", "c"], capacity=12, shuffle=False)
+    tf.train.range_input_producer(5, capacity=10, shuffle=False)
+    tf.train.input_producer(tf.constant([1, 2]), summary_name="mine")
+    tf.train.input_producer(tf.constant([1, 2]))  # no summary_name, no summary
+    names = [t.name for t in tf.get_collection(tf.GraphKeys.SUMMARIES)]
+    assert names == [
+        "input_producer/fraction_of_12_full:0",
+        "input_producer_1/fraction_of_10_full:0",
+        "input_producer_2/mine:0",
+    ]
+    (runner, *_) = tf.get_default_graph().get_collection(tf.GraphKeys.QUEUE_RUNNERS)
+    with tf.Session() as s:
+        s.run(runner.enqueue_ops[0])
+        assert summary_values(s)["input_producer/fraction_of_12_full"] == 0.25

@@ -12,6 +12,9 @@ waits behind it.
 An attempt ends by calling its callback, never while the queue's lock is held, so a callback
 may touch the queue (or the step that waits for it) again.  ``cancel(attempt)`` takes a waiting
 attempt out: that is how a step's cancellation (a timeout, a closed session) ends a wait.
+
+Two counters, ``enqueued`` and ``dequeued`` (elements in and out since the queue was made), and
+the waiting lists give ``stats()``: what the queue view (``minitf.viz.QueueView``) draws.
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ class QueueResource:
         self._enqueues = deque()  # enqueue and close attempts, in arrival order
         self._dequeues = deque()
         self._lock = threading.Lock()
+        self.enqueued = 0  # elements put in, ever
+        self.dequeued = 0  # elements handed out by finished dequeues, ever
 
     # -- the ordering policy (FIFO here) -----------------------------------------------------
     def _put(self, element):
@@ -96,6 +101,20 @@ class QueueResource:
         """``(enqueue attempts, dequeue attempts)`` waiting now (a close counts as an enqueue)."""
         with self._lock:
             return len(self._enqueues), len(self._dequeues)
+
+    def stats(self) -> dict:
+        """One consistent reading: ``size``, ``capacity`` (None: unbounded), ``closed``, the
+        counters, and the enqueues (a waiting close not counted) and dequeues blocked now."""
+        with self._lock:
+            return {
+                "size": len(self._items),
+                "capacity": None if self.capacity == 2**31 - 1 else self.capacity,
+                "closed": self.closed,
+                "enqueued": self.enqueued,
+                "dequeued": self.dequeued,
+                "blocked_enqueues": sum(a.kind == ENQUEUE for a in self._enqueues),
+                "blocked_dequeues": len(self._dequeues),
+            }
 
     def __repr__(self):
         return "<%s '%s' size=%d%s>" % (
@@ -186,6 +205,7 @@ class QueueResource:
             moved = False
             while head.elements and len(self._items) < self.capacity:
                 self._put(head.elements.popleft())
+                self.enqueued += 1
                 moved = True
             if head.elements:
                 return moved
@@ -218,6 +238,7 @@ class QueueResource:
             moved = True
         if len(head.taken) < head.n:
             return moved
+        self.dequeued += len(head.taken)
         done.append((head, self._result(head), None))
         head.finished = True
         self._dequeues.popleft()

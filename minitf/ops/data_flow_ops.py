@@ -83,7 +83,8 @@ def _as_partial_shape_list(shapes, dtypes):
 
 
 def _queue_op(op_type, name, dtypes, shapes, shared_name, extra=None):
-    """The queue-making op in scope ``name``: its handle tensor (TF's gen_data_flow_ops)."""
+    """The queue-making op in scope ``name`` (``None``: the op type, as TF's generated
+    wrappers name an op): its handle tensor (TF's gen_data_flow_ops)."""
     attrs = {
         "component_types": dtypes,
         "shapes": shapes or [],
@@ -92,7 +93,7 @@ def _queue_op(op_type, name, dtypes, shapes, shared_name, extra=None):
     }
     attrs.update(extra)
     g = get_default_graph()
-    with g.name_scope(name) as scope:
+    with g.name_scope(name or op_type) as scope:
         op = apply_op(op_type, [], [(dtypes_mod.resource, _SCALAR)], scope, attrs)
     return op.outputs[0]
 

@@ -10,8 +10,11 @@ runner sees ``OutOfRangeError`` and closes the queue, so the consumers drain it 
 ``dynamic_pad``) or ``RandomShuffleQueue`` from ``num_threads`` runner threads and returns the
 ``dequeue_many`` (``dequeue_up_to`` with ``allow_smaller_final_batch``) op named like its scope.
 
-TF also writes a ``fraction_of_<capacity>_full`` scalar summary of each queue; minitf has no
-``tf.summary`` yet, so those summaries are not built (``summary_name`` is accepted and unused).
+Each function also adds a scalar summary of how full its queue is to ``GraphKeys.SUMMARIES``,
+named as TF names it inside the scope: ``fraction_of_<capacity>_full`` (size / capacity) for the
+producers and ``batch``; for ``shuffle_batch`` ``fraction_over_<min>_of_<capacity-min>_full``,
+the share of the room above the ``min_after_dequeue`` floor that is filled.  A queue near 0 has
+a starved consumer (the readers are too slow); near 1, the consumer is the slow part.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from minitf.framework.graph import (
     get_default_graph,
     name_scope,
 )
-from minitf.ops import array_ops, data_flow_ops, math_ops, random_ops
+from minitf.ops import array_ops, data_flow_ops, math_ops, random_ops, summary_ops
 from minitf.ops.control_flow_ops import Assert
 from minitf.ops.variables import Variable
 from minitf.train.queue_runner import QueueRunner, add_queue_runner
@@ -86,7 +89,18 @@ def input_producer(
         )
         enq = q.enqueue_many([input_tensor])
         add_queue_runner(QueueRunner(q, [enq], cancel_op=cancel_op))
+        if summary_name is not None:
+            _fullness_summary(summary_name, q.size(), 0, capacity)
         return q
+
+
+def _fullness_summary(summary_name: str, size: Tensor, floor: int, capacity: int) -> Tensor:
+    """TF's queue summaries: ``size / capacity`` as float32 (``floor`` 0), or above a
+    ``min_after_dequeue`` floor ``max(0, size - floor) / (capacity - floor)``."""
+    if floor:
+        size = math_ops.maximum(0, size - floor)
+    fraction = math_ops.cast(size, dtypes.float32) * (1.0 / (capacity - floor))
+    return summary_ops.scalar(summary_name, fraction)
 
 
 def string_input_producer(
@@ -263,6 +277,12 @@ def _batch_graph(tensor_list_list, per_list_threads, spec):
     else:
         enqueue_ops = [enqueue_fn(tensor_list_list[0])] * per_list_threads
     add_queue_runner(QueueRunner(queue, enqueue_ops))
+    capacity, floor = spec["capacity"], spec["queue_kw"].get("min_after_dequeue", 0)
+    if spec["kind"] == "shuffle":
+        summary_name = "fraction_over_%d_of_%d_full" % (floor, capacity - floor)
+    else:
+        summary_name = "fraction_of_%d_full" % capacity
+    _fullness_summary(summary_name, queue.size(), floor, capacity)
     if spec["allow_smaller_final_batch"]:
         return queue.dequeue_up_to(spec["batch_size"], name=spec["scope"])
     return queue.dequeue_many(spec["batch_size"], name=spec["scope"])

@@ -5,6 +5,8 @@
 * :class:`MemoryView` -- each card's memory by process (Figure 12-4);
 * :class:`ClusterView` -- machines, tasks, where variables live, bytes between tasks
   (Figure 12-6);
+* :class:`QueueView` -- each queue of a session: fill, rates in and out, blocked producers
+  and consumers, closed; redrawn live while a pipeline runs (Figures 12-8 to 12-10);
 * :class:`TrainingCurves` -- loss, accuracy ... against the step, redrawn while training
   (matplotlib; a PNG, not SVG);
 * :class:`TrainingDashboard` -- several workers' losses against steps and time, their
@@ -19,6 +21,7 @@ same text for the same input.
 from minitf.viz.cluster_view import ClusterView
 from minitf.viz.graph_view import GraphView
 from minitf.viz.memory_view import MemoryView
+from minitf.viz.queue_view import QueueView
 from minitf.viz.timeline_view import TimelineView
 from minitf.viz.training_curves import TrainingCurves
 from minitf.viz.training_dashboard import TrainingDashboard
@@ -28,6 +31,7 @@ __all__ = [
     "GraphView",
     "MemoryView",
     "PlacementExplorer",
+    "QueueView",
     "StepThrough",
     "TimelineView",
     "TrainingCurves",
