@@ -126,10 +126,12 @@ class GrpcSession:
         if self._closed:
             return
         self._closed = True
-        if self._handle is not None:
+        with self._lock:  # a run creating the session meanwhile: that handle is closed too
+            handle = self._handle
+        if handle is not None:
             try:
                 self._master.call(
-                    "CloseSession", pb.CloseSessionRequest(session_handle=self._handle), 5.0
+                    "CloseSession", pb.CloseSessionRequest(session_handle=handle), 5.0
                 )
             except grpc.RpcError:
                 pass
@@ -139,6 +141,8 @@ class GrpcSession:
         one per tensor of ``fetch_tensors``."""
         with self._lock:
             self._sync_graph()
+        if self._closed:  # closed while the graph was sent: no step on a closed session
+            raise errors.CancelledError(None, None, "Session has been closed.")
         fed = {t.name: v for t, v in zip(feed_tensors, feed_values)}
         opts, timeout = self._step_options(options, run_metadata)
         inline, parts = wire.split_named_tensors(

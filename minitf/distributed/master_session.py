@@ -85,6 +85,15 @@ class MasterSession:
         self.tasks = set()  # the tasks its partitions were ever registered on
         self.runs = set()  # its steps running now (PartitionRun), cancelled when it closes
         self.runs_lock = threading.Lock()
+        self.closed = False
+
+    def end(self):
+        """Closed by its client or by a reset: running steps cancelled, partitions dropped."""
+        with self.runs_lock:
+            self.closed = True
+        self.cancel_running_steps()
+        with self.lock:
+            self.close()
 
     def cancel_running_steps(self):
         """The session is closing: its running steps stop (TF's master cancels them), so a
@@ -92,7 +101,7 @@ class MasterSession:
         with self.runs_lock:
             runs = list(self.runs)
         for run in runs:
-            run.cancel_all()
+            run.cancel_all("Session has been closed.")
 
     def extend(self, gdef):
         with self.lock:
