@@ -148,14 +148,17 @@ class GrpcSession:
         inline, parts = wire.split_named_tensors(
             list(fed.items()), chunk_bytes=STREAM_CHUNK_BYTES, wrap=(pb.RunStepRequest, "feed_part")
         )
-        first = pb.RunStepRequest(
-            session_handle=self._handle,
-            fetch=list(dict.fromkeys(t.name for t in fetch_tensors)),
-            target=[op.name for op in target_ops],
-            options=opts,
-            feed=inline,
+        first, rest = wire.with_parts(
+            pb.RunStepRequest(
+                session_handle=self._handle,
+                fetch=list(dict.fromkeys(t.name for t in fetch_tensors)),
+                target=[op.name for op in target_ops],
+                options=opts,
+                feed=inline,
+            ),
+            parts,
         )
-        values = self._step(first, parts if len(inline) < len(fed) else None, timeout, run_metadata)
+        values = self._step(first, rest, timeout, run_metadata)
         return [_fetched(values[t.name], t.name in fed) for t in fetch_tensors]
 
     def _step_options(self, options, run_metadata):

@@ -159,13 +159,13 @@ class PartitionRun:
         inline, parts = wire.split_named_tensors(
             sends, chunk_bytes=wire.STREAM_CHUNK_BYTES, wrap=(pb.RunGraphRequest, "send_part")
         )
-        first = self._header(task, inline)
+        first, rest = wire.with_parts(self._header(task, inline), parts)
         channels = self.master.channels
         address = self.master.server.worker.task_address(task)
         try:
             # cancelling either kind of call does nothing once its step has ended (gRPC
             # tells the master of a RunStep's end after the client heard it)
-            if len(inline) == len(sends):  # every send fits in the first message
+            if rest is None:  # every send fits in the first message
                 call = (
                     channels.steps(address, "RunGraphs")
                     .acquire()
@@ -173,7 +173,7 @@ class PartitionRun:
                 )
             else:
                 call = channels.worker(address).RunGraph(
-                    itertools.chain((first,), parts),
+                    itertools.chain((first,), rest),
                     timeout=self.timeout,
                     metadata=channels.metadata,
                 )
