@@ -596,8 +596,9 @@ def test_with_parts_puts_what_fits_into_the_first_message():
     assert rest is None and isinstance(one, bytes)  # one message: a step on an open call
     _, got = _receive([one], pb.RunStepRequest, "feed", "feed_part")
     assert np.array_equal(got["a:0"], items[0][1]) and got["b:0"] == 2
-    big = [("c:0", np.zeros(1 << 19, np.float32))]  # 2 MiB: 4 parts, more than the limit: none goes in
-    head, rest = wire.with_parts(first, wire.split_named_tensors(big, chunk_bytes=1 << 19, wrap=wrap)[1])
+    big = [("c:0", np.zeros(1 << 19, np.float32))]  # 2 MiB: 4 parts, over the limit: none goes in
+    _, parts = wire.split_named_tensors(big, chunk_bytes=1 << 19, wrap=wrap)
+    head, rest = wire.with_parts(first, parts)
     rest = list(rest)
     assert len(rest) == 4 and len(head) < 1000  # the parts go as they are, after it
     header, got = _receive([head, *rest], pb.RunStepRequest, "feed", "feed_part")

@@ -13,8 +13,8 @@ from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed.wire.limits import (
     DEFAULT_CHUNK_BYTES,
     INLINE_TENSOR_BYTES,
-    SMALL_TENSOR_BYTES,
     MAX_TENSOR_BYTES,
+    SMALL_TENSOR_BYTES,
 )
 from minitf.distributed.wire.tensors import (
     _from_wire,
