@@ -113,8 +113,8 @@ def end_message(error=None):
 def answer(messages):
     """Serializes the response messages of one step, its ``StepEnd`` appended to the last
     unless that one is large (protobuf reads concatenated messages as one).  An exception from
-    ``messages`` ends the answer with the failure instead (what was held back is dropped: the caller discards the
-    values of a failed step)."""
+    ``messages`` ends the answer with the failure instead (what was held back is dropped: the
+    caller discards the values of a failed step)."""
     held = None
     try:
         for m in messages:
