@@ -17,7 +17,7 @@ import grpc
 
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import streams, wire
-from minitf.distributed.master_session import MasterSession, RemoteDevice
+from minitf.distributed.master_session import CLOSED_SESSION_STEP, MasterSession, RemoteDevice
 from minitf.distributed.partition_run import PartitionRun
 from minitf.distributed.wire import CONTROL_RPC_SECONDS
 from minitf.distributed.worker_cache import rpc_error
@@ -191,7 +191,7 @@ class Master:
         with sess.runs_lock:
             sess.runs.add(run)
             if sess.closed:  # closed or reset while this step was starting
-                run.cancel_all("Session has been closed.")
+                run.cancel_all(CLOSED_SESSION_STEP)
         try:
             yield from wire.coalesce(
                 itertools.chain(

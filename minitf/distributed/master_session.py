@@ -23,6 +23,9 @@ from minitf.framework.graph import Graph
 from minitf.runtime import device_name_utils as dnu
 from minitf.runtime import graph_partition, placer, subgraph
 
+#: What a step cancelled by its session's close (or a reset) reports, as TF's MasterSession.
+CLOSED_SESSION_STEP = "Step was cancelled by an explicit call to `Session::Close()`."
+
 
 class RemoteDevice:
     """What the placer needs of a device of some task of the cluster."""
@@ -101,7 +104,7 @@ class MasterSession:
         with self.runs_lock:
             runs = list(self.runs)
         for run in runs:
-            run.cancel_all("Session has been closed.")
+            run.cancel_all(CLOSED_SESSION_STEP)
 
     def extend(self, gdef):
         with self.lock:
