@@ -198,3 +198,17 @@ def test_a_coordinator_stops_a_queue_runner_blocked_on_a_remote_queue(cluster, c
         "runner stopped; threads alive: 0",
         "queue closed: True",
     ]
+
+
+@pytest.mark.parametrize("master", ["worker", "ps"])
+def test_a_killed_clients_waiting_dequeue_takes_nothing_afterwards(cluster, clients, master):
+    """A trainer killed while its dequeue waits leaves no attempt behind in the queue: the item
+    enqueued next goes to the next trainer, not to the dead one's step (its call's end cancels
+    the step on every task)."""
+    name = "orphan_q_" + master
+    dead = clients(cluster.target(master, 0), "wait", 0, name)
+    assert dead.line() == "waiting for an element" and dead.quiet(1.0)
+    dead.kill()
+    assert clients(cluster.target("worker", 0), "enqueue", 1, name).finish() == ["enqueued 1"]
+    out = clients(cluster.target("worker", 0), "timeout", 5000, name).finish()
+    assert out == ["waiting at most 5000 ms", "dequeued [0.0, -0.0]"]

@@ -53,7 +53,7 @@ def run_role(sess, role, n, q, x, enqueue, dequeue):
         sess.run(dequeue)
     elif role == "timeout":
         say("waiting at most", n, "ms")
-        sess.run(dequeue, options=tf.RunOptions(timeout_in_ms=n))
+        say("dequeued", sess.run(dequeue, options=tf.RunOptions(timeout_in_ms=n)).tolist())
 
 
 def runner(target):
