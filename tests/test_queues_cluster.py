@@ -212,3 +212,20 @@ def test_a_killed_clients_waiting_dequeue_takes_nothing_afterwards(cluster, clie
     assert clients(cluster.target("worker", 0), "enqueue", 1, name).finish() == ["enqueued 1"]
     out = clients(cluster.target("worker", 0), "timeout", 5000, name).finish()
     assert out == ["waiting at most 5000 ms", "dequeued [0.0, -0.0]"]
+
+
+def test_closing_a_session_as_its_first_step_starts_never_leaves_the_step_waiting(cluster):
+    """Closed while its first run is still creating the session on the master or starting the
+    step: the run ends (with the close's error), never waits on in the queue."""
+    with tf.device("/job:ps/task:0"):
+        q = tf.FIFOQueue(2, tf.float32, shapes=[[]], shared_name="race_q")
+    dequeue = q.dequeue()
+    for _ in range(5):
+        sess = tf.Session(cluster.target("worker", 0))
+        t, out = run_in_thread(sess, dequeue)
+        sess.close()
+        t.join(10)
+        assert not t.is_alive()
+        assert isinstance(
+            out.get("error"), (tf.errors.CancelledError, tf.errors.AbortedError, RuntimeError)
+        ), out

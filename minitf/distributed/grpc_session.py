@@ -126,8 +126,10 @@ class GrpcSession:
         if self._closed:
             return
         self._closed = True
-        with self._lock:  # a run creating the session meanwhile: that handle is closed too
-            handle = self._handle
+        self._close_handle()  # (a run creating it meanwhile closes it when it sees _closed)
+
+    def _close_handle(self):
+        handle = self._handle
         if handle is not None:
             try:
                 self._master.call(
@@ -142,6 +144,7 @@ class GrpcSession:
         with self._lock:
             self._sync_graph()
         if self._closed:  # closed while the graph was sent: no step on a closed session
+            self._close_handle()
             raise errors.CancelledError(None, None, "Session has been closed.")
         fed = {t.name: v for t, v in zip(feed_tensors, feed_values)}
         opts, timeout = self._step_options(options, run_metadata)
