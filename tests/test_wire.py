@@ -573,6 +573,38 @@ def test_coalesce_joins_small_messages_into_their_merge():
     assert list(wire.coalesce([])) == []
 
 
+def test_a_tensors_part_is_sent_as_it_is_and_empty_messages_are_dropped():
+    """A part of more than SMALL_TENSOR_BYTES is not copied into a join with its neighbours;
+    empty messages (a step with nothing inline) add nothing, unless there is nothing else."""
+    _, parts = wire.split_named_tensors(
+        [("x:0", np.ones((128, 784), np.float32))], chunk_bytes=wire.STREAM_CHUNK_BYTES
+    )
+    (part,) = parts  # 400 KB: over SMALL_TENSOR_BYTES, so not inline even with budget left
+    head = pb.RunStepResponse(step_id=3)
+    out = list(wire.coalesce([pb.RunStepResponse(), head, part, head]))
+    assert len(out) == 3 and out[1] is part
+    assert list(wire.coalesce([pb.RunStepResponse()])) == [b""]
+
+
+def test_with_parts_puts_what_fits_into_the_first_message():
+    first = pb.RunStepRequest(session_handle="h", fetch=["y:0"])
+    items = [("a:0", np.arange(50_000, dtype=np.float32)), ("b:0", np.float32(2))]
+    wrap = (pb.RunStepRequest, "feed_part")
+    inline, parts = wire.split_named_tensors(items, chunk_bytes=1 << 19, wrap=wrap)
+    first.feed.extend(inline)
+    one, rest = wire.with_parts(first, parts)
+    assert rest is None and isinstance(one, bytes)  # one message: a step on an open call
+    _, got = _receive([one], pb.RunStepRequest, "feed", "feed_part")
+    assert np.array_equal(got["a:0"], items[0][1]) and got["b:0"] == 2
+    big = [("c:0", np.zeros(1 << 19, np.float32))]  # 2 MiB: 4 parts, over the limit: none goes in
+    _, parts = wire.split_named_tensors(big, chunk_bytes=1 << 19, wrap=wrap)
+    head, rest = wire.with_parts(first, parts)
+    rest = list(rest)
+    assert len(rest) == 4 and len(head) < 1000  # the parts go as they are, after it
+    header, got = _receive([head, *rest], pb.RunStepRequest, "feed", "feed_part")
+    assert header[0].session_handle == "h" and np.array_equal(got["c:0"], big[0][1])
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(

@@ -126,10 +126,14 @@ class GrpcSession:
         if self._closed:
             return
         self._closed = True
-        if self._handle is not None:
+        self._close_handle()  # (a run creating it meanwhile closes it when it sees _closed)
+
+    def _close_handle(self):
+        handle = self._handle
+        if handle is not None:
             try:
                 self._master.call(
-                    "CloseSession", pb.CloseSessionRequest(session_handle=self._handle), 5.0
+                    "CloseSession", pb.CloseSessionRequest(session_handle=handle), 5.0
                 )
             except grpc.RpcError:
                 pass
@@ -139,19 +143,25 @@ class GrpcSession:
         one per tensor of ``fetch_tensors``."""
         with self._lock:
             self._sync_graph()
+        if self._closed:  # closed while the graph was sent: no step on a closed session
+            self._close_handle()
+            raise errors.CancelledError(None, None, "Session has been closed.")
         fed = {t.name: v for t, v in zip(feed_tensors, feed_values)}
         opts, timeout = self._step_options(options, run_metadata)
         inline, parts = wire.split_named_tensors(
             list(fed.items()), chunk_bytes=STREAM_CHUNK_BYTES, wrap=(pb.RunStepRequest, "feed_part")
         )
-        first = pb.RunStepRequest(
-            session_handle=self._handle,
-            fetch=list(dict.fromkeys(t.name for t in fetch_tensors)),
-            target=[op.name for op in target_ops],
-            options=opts,
-            feed=inline,
+        first, rest = wire.with_parts(
+            pb.RunStepRequest(
+                session_handle=self._handle,
+                fetch=list(dict.fromkeys(t.name for t in fetch_tensors)),
+                target=[op.name for op in target_ops],
+                options=opts,
+                feed=inline,
+            ),
+            parts,
         )
-        values = self._step(first, parts if len(inline) < len(fed) else None, timeout, run_metadata)
+        values = self._step(first, rest, timeout, run_metadata)
         return [_fetched(values[t.name], t.name in fed) for t in fetch_tensors]
 
     def _step_options(self, options, run_metadata):

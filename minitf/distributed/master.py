@@ -17,7 +17,7 @@ import grpc
 
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import streams, wire
-from minitf.distributed.master_session import MasterSession, RemoteDevice
+from minitf.distributed.master_session import CLOSED_SESSION_STEP, MasterSession, RemoteDevice
 from minitf.distributed.partition_run import PartitionRun
 from minitf.distributed.wire import CONTROL_RPC_SECONDS
 from minitf.distributed.worker_cache import rpc_error
@@ -190,6 +190,8 @@ class Master:
         run = PartitionRun(self, sess, sig, step_id, feeds, header.options, remaining)
         with sess.runs_lock:
             sess.runs.add(run)
+            if sess.closed:  # closed or reset while this step was starting
+                run.cancel_all(CLOSED_SESSION_STEP)
         try:
             yield from wire.coalesce(
                 itertools.chain(
@@ -206,9 +208,7 @@ class Master:
         with self.lock:
             sess = self.sessions.pop(request.session_handle, None)
         if sess is not None:
-            sess.cancel_running_steps()
-            with sess.lock:
-                sess.close()
+            sess.end()
         return pb.CloseSessionResponse()
 
     def ListDevices(self, request, context):
@@ -233,9 +233,8 @@ class Master:
         try:
             with self.lock:
                 sessions, self.sessions = list(self.sessions.values()), {}
-            for s in sessions:
-                with s.lock:
-                    s.close()
+            for s in sessions:  # their running steps too (a step blocked in a queue ends)
+                s.end()
             containers = list(request.container)
             remaining = context.time_remaining()
             timeout = CONTROL_RPC_SECONDS if remaining is None else remaining

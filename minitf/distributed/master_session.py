@@ -23,6 +23,9 @@ from minitf.framework.graph import Graph
 from minitf.runtime import device_name_utils as dnu
 from minitf.runtime import graph_partition, placer, subgraph
 
+#: What a step cancelled by its session's close (or a reset) reports, as TF's MasterSession.
+CLOSED_SESSION_STEP = "Step was cancelled by an explicit call to `Session::Close()`."
+
 
 class RemoteDevice:
     """What the placer needs of a device of some task of the cluster."""
@@ -85,6 +88,15 @@ class MasterSession:
         self.tasks = set()  # the tasks its partitions were ever registered on
         self.runs = set()  # its steps running now (PartitionRun), cancelled when it closes
         self.runs_lock = threading.Lock()
+        self.closed = False
+
+    def end(self):
+        """Closed by its client or by a reset: running steps cancelled, partitions dropped."""
+        with self.runs_lock:
+            self.closed = True
+        self.cancel_running_steps()
+        with self.lock:
+            self.close()
 
     def cancel_running_steps(self):
         """The session is closing: its running steps stop (TF's master cancels them), so a
@@ -92,7 +104,7 @@ class MasterSession:
         with self.runs_lock:
             runs = list(self.runs)
         for run in runs:
-            run.cancel_all()
+            run.cancel_all(CLOSED_SESSION_STEP)
 
     def extend(self, gdef):
         with self.lock:

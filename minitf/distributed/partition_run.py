@@ -55,6 +55,7 @@ class PartitionRun:
         self._lock = threading.Lock()
         self._calls = {}
         self._cancelled = False
+        self._reason = "Step was cancelled"
 
     def messages(self, on_cancel):
         """Runs the partitions, yielding their response messages as they come: one partition is
@@ -106,9 +107,12 @@ class PartitionRun:
         except Exception as e:  # noqa: BLE001
             arrived.put(e)
 
-    def cancel_all(self):
+    def cancel_all(self, reason=None):
+        """Cancels every partition's call; ``reason``: what the step reports (its session was
+        closed), in place of what gRPC says of a call cancelled by its caller."""
         with self._lock:
             self._cancelled = True
+            self._reason = reason or self._reason
             pending = list(self._calls.values())
         for c in pending:
             c.cancel()
@@ -138,9 +142,16 @@ class PartitionRun:
     def _local(self, task):
         """The master's own worker: a direct call, no RPC."""
         sends = {name: self.feeds[name] for name in self.sig.feed_at.get(task, ())}
-        out, stats = self.master.server.worker.run_graph(
-            self._header(task), sends, self.timeout, lambda step: self._track(task, step)
-        )
+        try:
+            out, stats = self.master.server.worker.run_graph(
+                self._header(task), sends, self.timeout, lambda step: self._track(task, step)
+            )
+        except errors.CancelledError:
+            if not self._cancelled:
+                raise
+            err = errors.CancelledError(None, None, self._reason)  # as a remote call's
+            err.derived = True
+            raise err from None
         yield from partition_answer(out, stats)
 
     def _remote(self, task):
@@ -148,13 +159,13 @@ class PartitionRun:
         inline, parts = wire.split_named_tensors(
             sends, chunk_bytes=wire.STREAM_CHUNK_BYTES, wrap=(pb.RunGraphRequest, "send_part")
         )
-        first = self._header(task, inline)
+        first, rest = wire.with_parts(self._header(task, inline), parts)
         channels = self.master.channels
         address = self.master.server.worker.task_address(task)
         try:
             # cancelling either kind of call does nothing once its step has ended (gRPC
             # tells the master of a RunStep's end after the client heard it)
-            if len(inline) == len(sends):  # every send fits in the first message
+            if rest is None:  # every send fits in the first message
                 call = (
                     channels.steps(address, "RunGraphs")
                     .acquire()
@@ -162,7 +173,7 @@ class PartitionRun:
                 )
             else:
                 call = channels.worker(address).RunGraph(
-                    itertools.chain((first,), parts),
+                    itertools.chain((first,), rest),
                     timeout=self.timeout,
                     metadata=channels.metadata,
                 )
@@ -176,7 +187,9 @@ class PartitionRun:
 
     def _call_error(self, e, task):
         err = rpc_error(e, task)
-        if e.code() == grpc.StatusCode.CANCELLED and not self._cancelled:
+        if e.code() == grpc.StatusCode.CANCELLED and self._cancelled:
+            err = errors.CancelledError(None, None, self._reason)
+        elif e.code() == grpc.StatusCode.CANCELLED:
             # cancelled by the peer's side (its server went away mid-call)
             err = errors.UnavailableError(None, None, err.message)
         if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:

@@ -112,9 +112,9 @@ def end_message(error=None):
 
 def answer(messages):
     """Serializes the response messages of one step, its ``StepEnd`` appended to the last
-    (protobuf reads concatenated messages as one).  An exception from ``messages`` ends the
-    answer with the failure instead (what was held back is dropped: the caller discards the
-    values of a failed step)."""
+    unless that one is large (protobuf reads concatenated messages as one).  An exception from
+    ``messages`` ends the answer with the failure instead (what was held back is dropped: the
+    caller discards the values of a failed step)."""
     held = None
     try:
         for m in messages:
@@ -124,6 +124,9 @@ def answer(messages):
         end = end_message()
     except Exception as e:  # noqa: BLE001 - every failure is reported in the StepEnd
         held, end = None, end_message(e)
+    if held is not None and len(held) > wire.SMALL_TENSOR_BYTES:
+        yield held  # a large last message goes as it is: joining it would copy it
+        held = None
     yield held + end if held is not None else end
 
 

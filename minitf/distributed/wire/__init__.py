@@ -55,6 +55,7 @@ from minitf.distributed.wire.chunks import (
     serialize,
     split_field,
     split_named_tensors,
+    with_parts,
 )
 from minitf.distributed.wire.graphs import (
     OUTPUT_SHAPES_ATTR,
@@ -81,6 +82,7 @@ from minitf.distributed.wire.limits import (
     MAX_MESSAGE_BYTES,
     MAX_RANK,
     MAX_TENSOR_BYTES,
+    SMALL_TENSOR_BYTES,
     STEP_SLACK_SECONDS,
     STREAM_CHUNK_BYTES,
 )
@@ -123,6 +125,8 @@ __all__ = [
     "serialize",
     "split_field",
     "split_named_tensors",
+    "with_parts",
+    "SMALL_TENSOR_BYTES",
     "OUTPUT_SHAPES_ATTR",
     "OUTPUT_TYPES_ATTR",
     "NodeRecord",

@@ -4,6 +4,8 @@ tensors of a step: what fits inline, what is streamed in parts, and their reasse
 Book section: "The Master and Worker Services" (how a 64 MiB variable crosses the network).
 """
 
+import itertools
+
 import numpy as np
 from google.protobuf.message import DecodeError
 
@@ -12,6 +14,7 @@ from minitf.distributed.wire.limits import (
     DEFAULT_CHUNK_BYTES,
     INLINE_TENSOR_BYTES,
     MAX_TENSOR_BYTES,
+    SMALL_TENSOR_BYTES,
 )
 from minitf.distributed.wire.tensors import (
     _from_wire,
@@ -75,25 +78,33 @@ def serialize(message):
     return message if isinstance(message, bytes) else message.SerializeToString()
 
 
-def coalesce(messages, limit=INLINE_TENSOR_BYTES):
+def coalesce(messages, limit=INLINE_TENSOR_BYTES, alone=SMALL_TENSOR_BYTES):
     """Serializes a stream of messages of one type, joining runs of small ones into one
     message: a step's small answers (fetched values, step stats of several tasks) then cost
     one gRPC message instead of one each.  Protobuf reads concatenated messages as their merge
-    (repeated fields appended, sub-messages merged), so nothing is lost; a message of at least
-    ``limit`` bytes goes alone."""
-    pending, size = [], 0
+    (repeated fields appended, sub-messages merged), so nothing is lost.  Joined messages add
+    up to at most ``limit`` bytes; one of more than ``alone`` bytes (a tensor's part) goes as it
+    is, since joining would copy it; an empty one (the merge of nothing) is dropped unless the
+    stream has nothing else."""
+    pending, size, sent, empty = [], 0, False, False
     for m in messages:
         raw = serialize(m)
-        if pending and size + len(raw) > limit:
+        if not raw:
+            empty = True
+            continue
+        sent = True
+        if pending and (size + len(raw) > limit or len(raw) > alone):
             yield b"".join(pending)
             pending, size = [], 0
-        if len(raw) >= limit:
+        if len(raw) > alone:
             yield raw
         else:
             pending.append(raw)
             size += len(raw)
     if pending:
         yield b"".join(pending)
+    elif empty and not sent:
+        yield b""
 
 
 def message_fields(view, what):
@@ -350,10 +361,11 @@ def split_named_tensors(
 ):
     """Splits ``(name, value)`` pairs into what fits in one message and what is streamed.
 
-    Returns ``(inline, parts)``: a list of :class:`NamedTensor` (tensors kept while their sizes
-    add up to at most ``inline_bytes``) and an iterator over the others, chunk by chunk.  Put
-    ``inline`` in the first message of a stream (RunStepRequest.feed, RunGraphRequest.send ...)
-    and send the parts as the following messages.
+    Returns ``(inline, parts)``: a list of :class:`NamedTensor` (tensors of at most
+    ``SMALL_TENSOR_BYTES`` kept while their sizes add up to at most ``inline_bytes``) and an
+    iterator over the others, chunk by chunk.  Put ``inline`` in the first message of a stream
+    (RunStepRequest.feed, RunGraphRequest.send ...) and send the parts as the following
+    messages, or in the first one (:func:`with_parts`).
 
     ``wrap=(message class, repeated TensorPart field)`` (e.g. ``(RunGraphResponse,
     "recv_part")``): each part comes as a serialized message of that class (bytes) holding one
@@ -364,7 +376,7 @@ def split_named_tensors(
     for name, value in items:
         dname, arr = _normalize(value)
         size = _payload_bytes(dname, arr)
-        if size <= budget:
+        if size <= min(budget, SMALL_TENSOR_BYTES):
             inline.append(pb.NamedTensor(name=name, tensor=tensor_to_proto(arr)))
             budget -= size
         else:
@@ -378,6 +390,21 @@ def split_named_tensors(
                 yield _encode_part(number, name, header, data)
 
     return inline, parts()
+
+
+def with_parts(first, parts, limit=INLINE_TENSOR_BYTES):
+    """``(request, rest)``: the serialized ``first`` message of a streamed request with the
+    ``parts`` of :func:`split_named_tensors` appended when they add up to at most ``limit``
+    bytes (protobuf reads concatenated messages as their merge, and a receiver takes parts from
+    any message).  ``rest`` is None when they did, so the request is one message (a step on a
+    call kept open), else an iterator over all the parts, to send after it."""
+    pieces, size = [serialize(first)], 0
+    for p in parts:
+        pieces.append(p)
+        size += len(p)
+        if size > limit:
+            return pieces[0], itertools.chain(pieces[1:], parts)
+    return b"".join(pieces), None
 
 
 class NamedTensorReceiver:
