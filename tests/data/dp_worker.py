@@ -147,7 +147,7 @@ def train_loop(args, sess, x, y, train, gs, data):
     (xs, ys), _ = data
     n, b, w = len(xs), args.batch, args.workers
     params = tf.trainable_variables()
-    steps, recorded, traced, spans, start = [], [], [], [], None
+    steps, recorded, traced, spans, start, stop = [], [], [], [], None, None
     # no run waits longer than --run-timeout-ms: a replica whose peers are gone fails, not hangs
     within = args.run_timeout_ms
     options = tf.RunOptions(timeout_in_ms=within)
@@ -158,6 +158,8 @@ def train_loop(args, sess, x, y, train, gs, data):
         rows = np.arange((k * w + args.task) * b, (k * w + args.task + 1) * b) % n
         feed = {x: xs[rows], y: ys[rows]}
         if k >= args.steps - args.trace_steps:
+            if stop is None and start is not None:
+                stop = time.perf_counter()  # traced runs are not timed
             meta = tf.RunMetadata()
             sess.run(train, feed, options=traced_options, run_metadata=meta)
             traced.append(ps_bytes(meta, args.ps))
@@ -174,7 +176,7 @@ def train_loop(args, sess, x, y, train, gs, data):
             recorded.append(np.concatenate([v.ravel() for v in values]))
         if args.task == 0:
             print("step", k + 1, flush=True)
-    seconds = time.perf_counter() - start if start is not None else 0.0
+    seconds = (stop or time.perf_counter()) - start if start is not None else 0.0
     return steps, recorded, seconds, traced, spans
 
 
@@ -213,6 +215,7 @@ def main(argv):
         params=np.stack(params) if params else np.zeros((0, 0), np.float32),
         staleness=np.array(getattr(hook, "staleness", []), np.int64),
         seconds=seconds,
+        timed_runs=max(args.steps - 1 - args.trace_steps, 0),
         accuracy=acc,
         global_step=final,
         ps_bytes=np.array(traced, np.int64).reshape(len(traced), args.ps),
