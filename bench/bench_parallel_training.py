@@ -15,6 +15,8 @@ own (``os.sched_setaffinity``).  The machine has 2 cores.
 1. *Towers on emulated GPUs* (one process, ``tf.config.emulate_gpus(2)``): the 784-300-100-10
    MLP on synthetic data, batch 256 per tower; samples/s of 2 towers (seed 003's averaged
    gradients, one ``apply_gradients``) against 1 tower.  Goal: >= 1.6x.
+0. *The machine*: how much more two busy processes get done than one (2.0 on 2 idle cores):
+   the ceiling of every ratio below, measured in the same run.
 2. *Between-graph replicas* (LocalCluster, 1 ps; tests/data/dp_worker.py as each worker's
    client): 2 workers, asynchronous (a plain optimizer each) and synchronous
    (``SyncReplicasOptimizer``, 2 aggregated), against 1 worker; the MLP and the digits MLP
@@ -51,6 +53,38 @@ from minitf.distributed import LocalCluster  # noqa: E402
 
 BATCH = 256
 ONE_CORE = dict(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
+
+
+# -- 0. what the machine gives two processes ---------------------------------------------------
+
+_SPIN = """
+import os, time
+import numpy as np
+a = np.ones((256, 784), np.float32); w = np.ones((784, 300), np.float32)
+n, end = 0, time.perf_counter() + %f
+while time.perf_counter() < end:
+    a @ w
+    n += 1
+print(n)
+"""
+
+
+def machine_parallelism(seconds=2.0):
+    """Matmuls done by 2 processes at once over those of 1 alone (2.0 on 2 idle cores): the
+    ceiling of every ratio below, on this machine, now."""
+    import subprocess
+
+    def spin(n):
+        code = _SPIN % seconds
+        procs = [
+            subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+            for _ in range(n)
+        ]
+        return sum(int(p.communicate(timeout=60)[0]) for p in procs)
+
+    ratio = spin(2) / spin(1)
+    print("0. two busy processes do %.2fx the work of one (2.00 on 2 idle cores)" % ratio)
+    return ratio
 
 
 # -- 1. towers on emulated GPUs --------------------------------------------------------------
@@ -169,6 +203,7 @@ def main():
     p.add_argument("--quick", action="store_true")
     args = p.parse_args()
     steps, rounds, cluster_steps = (10, 1, 12) if args.quick else (40, 3, 60)
+    machine_parallelism()
     bench_towers(steps, rounds)
     for model in ("mlp784", "digits"):
         bench_cluster(cluster_steps, model)

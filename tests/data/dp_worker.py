@@ -29,7 +29,6 @@ import minitf as tf
 from minitf.train.staleness import StalenessHook
 
 
-
 def parse(argv):
     p = argparse.ArgumentParser()
     p.add_argument("--target", default="")
@@ -216,6 +215,7 @@ def main(argv):
         staleness=np.array(getattr(hook, "staleness", []), np.int64),
         seconds=seconds,
         timed_runs=max(args.steps - 1 - args.trace_steps, 0),
+        cpu_seconds=time.process_time(),
         accuracy=acc,
         global_step=final,
         ps_bytes=np.array(traced, np.int64).reshape(len(traced), args.ps),
