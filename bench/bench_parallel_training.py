@@ -160,35 +160,62 @@ def _pin(cluster, workers):
         os.sched_setaffinity(cluster.pid("worker", i), {cores[i % len(cores)]})
 
 
-def run_replicas(model, mode, workers, steps):
-    """One LocalCluster (1 ps); returns (samples/s of all replicas, ps bytes per traced step,
-    variable bytes)."""
-    from test_data_parallel import train_replicas
+def _cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (/proc/<pid>/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    env = dict(os.environ)
+
+def run_replicas(model, mode, workers, steps):
+    """One LocalCluster (1 ps).  Returns samples/s of all replicas, the ps bytes of a traced
+    step, the variables' bytes, and CPU milliseconds per run: {process: ms}."""
+    from test_data_parallel import _finish, start_replicas
+
     extra = ["--mode", mode, "--workers", workers, "--model", model, "--steps", steps]
     extra += ["--batch", BATCH, "--trace-steps", 2, "--lr", 0.05]
-    with LocalCluster({"ps": 1, "worker": workers}, env=env) as cluster:
+    with LocalCluster({"ps": 1, "worker": workers}, env=dict(os.environ)) as cluster:
         _pin(cluster, workers)
+        tasks = {"ps": cluster.pid("ps", 0)}
+        tasks.update({"worker %d" % i: cluster.pid("worker", i) for i in range(workers)})
         with tempfile.TemporaryDirectory() as d:
-            got = train_replicas(cluster, Path(d), workers, extra)
+            procs = start_replicas(cluster, Path(d), workers, extra)
+            before = {k: _cpu_seconds(p) for k, p in tasks.items()}
+            wall = time.perf_counter()
+            _finish(procs)
+            wall = time.perf_counter() - wall
+            after = {k: _cpu_seconds(p) for k, p in tasks.items()}
+            got = [np.load(Path(d) / ("worker%d.npz" % i)) for i in range(workers)]
     # the first run (set-up) and the traced ones are not timed
     rate = sum(int(r["timed_runs"]) * BATCH / float(r["seconds"]) for r in got)
-    return rate, got[0]["ps_bytes"][-1], got[0]["var_bytes"]
+    # per run of one replica: the ps serves every replica's runs, a worker task its own
+    cpu = {k: 1000 * (after[k] - before[k]) / steps for k in tasks}
+    cpu["ps"] /= workers
+    cpu["client"] = np.mean([1000 * float(r["cpu_seconds"]) / int(r["timed_runs"]) for r in got])
+    cores = (sum(after.values()) - sum(before.values())) / wall
+    return rate, got[0]["ps_bytes"][-1], got[0]["var_bytes"], (cpu, cores)
+
+
+def _cpu_line(cpu):
+    per_run, cores = cpu
+    parts = ", ".join("%s %.1f" % kv for kv in per_run.items())
+    return "CPU ms per run: %s; the tasks kept %.2f cores busy" % (parts, cores)
 
 
 def bench_cluster(steps, model):
     print("2. between-graph replicas, %s MLP, 1 ps, batch %d per worker" % (model, BATCH))
-    one, ps_bytes, var_bytes = run_replicas(model, "async", 1, steps)
+    one, ps_bytes, var_bytes, cpu = run_replicas(model, "async", 1, steps)
     print("   1 worker          : %8.0f samples/s" % one)
+    print("      " + _cpu_line(cpu))
     ratios = {}
     for mode, goal in (("async", 1.5), ("sync", 1.3)):
-        two, two_bytes, _ = run_replicas(model, mode, 2, steps)
+        two, _, _, cpu = run_replicas(model, mode, 2, steps)
         ratios[mode] = two / one
         print(
             "   2 workers, %-6s: %8.0f samples/s   ratio %.2fx   goal >= %.1fx"
             % (mode, two, two / one, goal)
         )
+        print("      " + _cpu_line(cpu))
     minimum = 2 * int(var_bytes.sum())  # each parameter, once each way
     print(
         "3. bytes per step to and from ps 0: %d (1 worker, async); minimum %d "
