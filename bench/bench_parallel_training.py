@@ -21,7 +21,10 @@ own (``os.sched_setaffinity``).  The machine has 2 cores.
    client): 2 workers, asynchronous (a plain optimizer each) and synchronous
    (``SyncReplicasOptimizer``, 2 aggregated), against 1 worker; the MLP and the digits MLP
    (64-64-10), batch 256 per worker.  Samples/s: every replica's runs after its first, over the
-   time they took.  Goals: >= 1.5x asynchronous, >= 1.3x synchronous.
+   time they took (median of rounds that alternate the three set-ups).  Goals: >= 1.5x
+   asynchronous, >= 1.3x synchronous.  Under each: the CPU milliseconds that one run costs in
+   each process, and from them the most that two idle cores could give (2 x the CPU of a
+   1-worker run over that of a 2-worker run): a ceiling that the machine's load does not move.
 3. *Bytes per step per ps task*: the bytes of the ``_Recv`` transfers to and from each ps task
    in a traced step (RunMetadata step stats, ``FULL_TRACE``) against the minimum, each
    parameter once per direction (2 x the bytes of the variables on that task).
@@ -202,27 +205,44 @@ def _cpu_line(cpu):
     return "CPU ms per run: %s; the tasks kept %.2f cores busy" % (parts, cores)
 
 
-def bench_cluster(steps, model):
+def _cpu_per_run(cpu):
+    """CPU ms that one replica's run costs, over every process (the ps and client shares)."""
+    per_run, _ = cpu
+    workers = [v for k, v in per_run.items() if k.startswith("worker")]
+    return per_run["ps"] + float(np.mean(workers)) + per_run["client"]
+
+
+def bench_cluster(steps, model, rounds):
+    """Rounds of (1 worker, 2 async, 2 sync), alternating; medians."""
     print("2. between-graph replicas, %s MLP, 1 ps, batch %d per worker" % (model, BATCH))
-    one, ps_bytes, var_bytes, cpu = run_replicas(model, "async", 1, steps)
+    configs = [("async", 1), ("async", 2), ("sync", 2)]
+    got = {c: [] for c in configs}
+    for _ in range(rounds):
+        for mode, workers in configs:
+            got[(mode, workers)].append(run_replicas(model, mode, workers, steps))
+    rate = {c: float(np.median([r[0] for r in got[c]])) for c in configs}
+    one = rate[("async", 1)]
     print("   1 worker          : %8.0f samples/s" % one)
-    print("      " + _cpu_line(cpu))
-    ratios = {}
+    print("      " + _cpu_line(got[("async", 1)][-1][3]))
+    cpu_one = _cpu_per_run(got[("async", 1)][-1][3])
     for mode, goal in (("async", 1.5), ("sync", 1.3)):
-        two, _, _, cpu = run_replicas(model, mode, 2, steps)
-        ratios[mode] = two / one
+        two, cpu = rate[(mode, 2)], got[(mode, 2)][-1][3]
         print(
             "   2 workers, %-6s: %8.0f samples/s   ratio %.2fx   goal >= %.1fx"
             % (mode, two, two / one, goal)
         )
         print("      " + _cpu_line(cpu))
+        print(
+            "      on 2 idle cores at most 2 x %.1f / %.1f = %.2fx (CPU per run, 1 / 2 workers)"
+            % (cpu_one, _cpu_per_run(cpu), 2 * cpu_one / _cpu_per_run(cpu))
+        )
+    _, ps_bytes, var_bytes, _ = got[("async", 1)][-1]
     minimum = 2 * int(var_bytes.sum())  # each parameter, once each way
     print(
         "3. bytes per step to and from ps 0: %d (1 worker, async); minimum %d "
         "(each parameter once per direction); ratio %.4f"
         % (ps_bytes[0], minimum, ps_bytes[0] / minimum)
     )
-    return ratios
 
 
 def main():
@@ -233,7 +253,7 @@ def main():
     machine_parallelism()
     bench_towers(steps, rounds)
     for model in ("mlp784", "digits"):
-        bench_cluster(cluster_steps, model)
+        bench_cluster(cluster_steps, model, rounds)
     print("(machine shared with other work: the ratios are noisy)")
 
 

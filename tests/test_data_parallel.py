@@ -150,6 +150,7 @@ def test_sync_replicas_match_one_replica_with_the_combined_batch(tmp_path, ps):
         assert list(r["steps"]) == list(range(1, steps + 1)) and r["global_step"] == steps
         np.testing.assert_allclose(r["params"], ref["params"], rtol=1e-4, atol=1e-6)
     assert not np.allclose(ref["params"][0], ref["params"][-1])  # it did train
+    assert list(ref["staleness"]) == [0] * steps  # one replica alone: never stale
     devices = [d.split("/device")[0] for d in got[0]["var_devices"]]
     # round robin: the global step first (ps 0), then kernel, bias, kernel, bias
     assert devices == ["/job:ps/task:%d" % ((i + 1) % ps) for i in range(4)]
