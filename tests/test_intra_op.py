@@ -82,6 +82,19 @@ def test_a_big_matmul_runs_n_chunks_on_at_most_n_threads(n):
     np.testing.assert_allclose(value, a_np @ a_np, rtol=1e-5)
 
 
+def test_a_matmul_with_more_columns_than_rows_splits_its_columns():
+    """A wide product cuts its longer side into blocks, so that each block packs only its part
+    of the larger operand: a 2x2048 by 2048x1024 product runs 3 column blocks on 3 threads
+    (its 2 rows would have made 2), and the blocks make the product."""
+    rs = np.random.RandomState(0)
+    x_np, w_np = rs.rand(2, 2048).astype(np.float32), rs.rand(2048, 1024).astype(np.float32)
+    m = tf.matmul(tf.constant(x_np), tf.constant(w_np), name="wide")
+    with _session(1, 3) as sess:
+        value, node = _traced_node(sess, m, "wide")
+    assert sorted(c.index for c in node.chunks) == [0, 1, 2]
+    np.testing.assert_allclose(value, x_np @ w_np, rtol=1e-5)
+
+
 def test_large_elementwise_op_runs_n_chunks_on_at_most_n_threads():
     """The same bound for a split elementwise kernel (a multiply of 512x512 operands)."""
     x = tf.constant(np.ones((512, 512), np.float32))

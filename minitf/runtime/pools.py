@@ -111,33 +111,53 @@ class ThreadPool:
         if k == 1:  # one thread (or one item): the caller runs it all, no hand-off
             _run_chunk(fn, 0, (0, n), record)
             return
-        bounds = [(n * c // k, n * (c + 1) // k) for c in range(k)]
-        done = threading.Semaphore(0)
-        failures = []
-
-        def chunk(c):
-            try:
-                _run_chunk(fn, c, bounds[c], record)
-            except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
-                failures.append(e)
-            finally:
-                done.release()
-
+        work = _Chunks(n, k, fn, record)
         for c in range(1, k):
-            self.submit(chunk, c)
-        chunk(0)
-        for _ in range(k):
-            done.acquire()
-        if failures:
-            raise failures[0]
+            self.submit(work.run, c)
+        work.run(0)
+        work.wait()
+
+
+class _Chunks:
+    """The chunks of one ``parallel_for``.  The last chunk to end releases the caller: one
+    lock, acquired when the work is made and released once (cheaper than a semaphore, whose
+    every release and wait goes through a condition)."""
+
+    __slots__ = ("bounds", "fn", "record", "ended", "failures", "latch", "k")
+
+    def __init__(self, n, k, fn, record):
+        self.k = k
+        self.bounds = [(n * c // k, n * (c + 1) // k) for c in range(k)]
+        self.fn, self.record = fn, record
+        self.ended = itertools.count(1)  # next() is atomic: the count of chunks ended
+        self.failures = []
+        self.latch = threading.Lock()
+        self.latch.acquire()
+
+    def run(self, c):
+        try:
+            _run_chunk(self.fn, c, self.bounds[c], self.record)
+        except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
+            self.failures.append(e)
+        finally:
+            if next(self.ended) == self.k:
+                self.latch.release()
+
+    def wait(self):
+        """Waits for the last chunk to end, then re-raises the first failure."""
+        self.latch.acquire()
+        if self.failures:
+            raise self.failures[0]
 
 
 def _run_chunk(fn, c, bounds, record):
+    if record is None:
+        fn(*bounds)
+        return
     t0 = time.time_ns() // 1000
     fn(*bounds)
-    if record is not None:
-        ident, name = current_thread()
-        record(c, ident, name, t0, time.time_ns() // 1000)
+    ident, name = current_thread()
+    record(c, ident, name, t0, time.time_ns() // 1000)
 
 
 def chunk_count(n: int, threads: int) -> int:
