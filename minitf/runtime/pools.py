@@ -103,7 +103,10 @@ class ThreadPool:
 
     def parallel_for(self, n, fn, record=None):
         """Runs ``fn(lo, hi)`` over ``[0, n)`` in ``num_threads`` chunks: the calling thread
-        takes the first chunk, pool threads the others; returns when all are done.
+        takes the first chunk, pool threads the others; returns when all are done.  A chunk
+        that no pool thread has started by the time the caller is done with its own, the caller
+        runs too (:class:`_Chunks`): a pool thread the OS has not woken yet (a busy machine)
+        never holds the op up.
 
         ``record(index, thread id, thread name, start us, end us)`` is called per chunk.
         """
@@ -112,27 +115,41 @@ class ThreadPool:
             _run_chunk(fn, 0, (0, n), record)
             return
         work = _Chunks(n, k, fn, record)
-        for c in range(1, k):
-            self.submit(work.run, c)
+        for _ in range(1, k):
+            self.submit(work.take)
         work.run(0)
+        work.take()
         work.wait()
 
 
 class _Chunks:
-    """The chunks of one ``parallel_for``.  The last chunk to end releases the caller: one
-    lock, acquired when the work is made and released once (cheaper than a semaphore, whose
-    every release and wait goes through a condition)."""
+    """The chunks of one ``parallel_for``, chunk 0 the caller's and the others handed out in
+    order to whoever asks first: a pool thread, or the caller once its own is done (as idle
+    threads steal queued work in Eigen's thread pool, TF's intra-op pool; TF's threads spin a
+    while before sleeping and start at once, minitf's need the OS and the GIL to wake them).
+    The last chunk to end releases the caller: one lock, acquired when the work is made
+    (cheaper than a semaphore, whose every wait and release goes through a condition)."""
 
-    __slots__ = ("bounds", "fn", "record", "ended", "failures", "latch", "k")
+    __slots__ = ("bounds", "fn", "record", "left", "ended", "failures", "latch", "k")
 
     def __init__(self, n, k, fn, record):
         self.k = k
         self.bounds = [(n * c // k, n * (c + 1) // k) for c in range(k)]
         self.fn, self.record = fn, record
+        self.left = list(range(k - 1, 0, -1))  # pop() hands out 1, 2, ...
         self.ended = itertools.count(1)  # next() is atomic: the count of chunks ended
         self.failures = []
         self.latch = threading.Lock()
         self.latch.acquire()
+
+    def take(self):
+        """Runs chunks nobody has taken until none is left (a late pool task finds none)."""
+        while True:
+            try:
+                c = self.left.pop()
+            except IndexError:
+                return
+            self.run(c)
 
     def run(self, c):
         try:
