@@ -13,6 +13,7 @@ import os
 import re
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -90,16 +91,21 @@ def test_a_big_matmul_runs_n_chunks_on_at_most_n_threads(n):
 
 def test_chunks_no_pool_thread_starts_run_on_the_caller():
     """Work stealing: with every thread of the pool busy, ``parallel_for`` does not wait for
-    one; the caller runs every chunk itself, and the late pool tasks find nothing left."""
+    one; the caller runs every chunk itself, and the late pool tasks, still queued, hold
+    nothing of the op (its operands are freed when the op is done)."""
     pool = pools.ThreadPool("busy", 3)
     release = threading.Event()
     for _ in range(3):
         pool.submit(release.wait, 10)
     try:
         seen = []
-        pool.parallel_for(9, lambda lo, hi: seen.append((lo, hi, threading.get_ident())))
+        operand = np.ones(4)
+        freed = weakref.ref(operand)
+        pool.parallel_for(9, lambda lo, hi, x=operand: seen.append((lo, hi, threading.get_ident())))
         assert sorted((lo, hi) for lo, hi, _ in seen) == [(0, 3), (3, 6), (6, 9)]
         assert {t for _, _, t in seen} == {threading.get_ident()}
+        del operand
+        assert freed() is None
     finally:
         release.set()
         pool.close()

@@ -161,8 +161,11 @@ class _Chunks:
                 self.latch.release()
 
     def wait(self):
-        """Waits for the last chunk to end, then re-raises the first failure."""
+        """Waits for the last chunk to end, then re-raises the first failure.  The kernel's
+        function goes: a pool task that comes late still holds this object, and must not keep
+        the op's operands and result alive until it runs."""
         self.latch.acquire()
+        self.fn = self.record = None
         if self.failures:
             raise self.failures[0]
 
