@@ -172,8 +172,10 @@ def _split_zip(ctx, ufunc, x, y, out=None):
 def _split_sum(ctx, x, axis, keep, np_dtype):
     """``np.sum`` that splits large inputs over the intra-op pool: partial sums of flat chunks
     for a full reduction, row blocks when the first axis is kept."""
-    if type(x) is not np.ndarray or not splits_elementwise(x.size):
+    if type(x) is not np.ndarray:
         return np.sum(x, axis=axis, dtype=np_dtype, keepdims=keep)
+    if not splits_elementwise(x.size):  # np.sum's own call, without its Python wrapper
+        return np.add.reduce(x, axis=axis, dtype=np_dtype, keepdims=keep)
     if sorted(axis) == list(range(x.ndim)):
         flat = x.reshape(-1)
         parts = {}
@@ -234,10 +236,11 @@ class NumpyOps:
                 and splits_elementwise(x.size)
             ):
                 return _split_zip(ctx, ufunc, x, y, out)
-            if out is not None and fits(
-                out, np.broadcast_shapes(np.shape(x), np.shape(y)), np.result_type(x, y)
-            ):
-                return ufunc(x, y, out=out)
+            if out is not None:
+                sx, sy = np.shape(x), np.shape(y)  # equal shapes need no broadcasting rules
+                shape = sx if sx == sy else np.broadcast_shapes(sx, sy)
+                if fits(out, shape, np.result_type(x, y)):
+                    return ufunc(x, y, out=out)
             return f(x, y)
 
         return compute
