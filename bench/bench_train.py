@@ -8,9 +8,11 @@ Book section: "Training" (what the chapter distributes).  Run::
 minitf trains with ``GradientDescentOptimizer(lr).minimize(loss)`` as a learner writes it. Its
 default ``GATE_OP`` groups each op's input gradients, so that no update overwrites a weight
 another gradient still reads; for the first layer that means the gradient with respect to the
-fed input is computed too (TF does the same): one 128x300 by 300x784 matmul more than the numpy
-code does.  (``GATE_NONE`` skips it, but then the in-place updates race with the backward pass,
-in TF as here, and the losses no longer agree.)
+fed input is computed too: one 128x300 by 300x784 matmul more than the numpy code does.  TF
+computes it too with its graph optimizer off; with Grappler on (TF's default) its dependency
+optimizer turns that matmul, whose output only feeds control edges, into a NoOp (seen in a
+trace of tensorflow-cpu 2.21); minitf has no Grappler.  (``GATE_NONE`` skips it, but then the
+in-place updates race with the backward pass, in TF as here, and the losses no longer agree.)
 
 The model is an MLP 784-300-100-10 (ReLU, softmax cross entropy), batch 128, plain SGD,
 float32, on synthetic data (a fixed seed).  Both sides start from the same weights and see the
