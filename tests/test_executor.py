@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from helpers import chapter_control_deps_graph, freed, no_cycle_collector
+from helpers import chapter_control_deps_graph, freed, no_cycle_collector, wait_until
 from minitf.runtime import executor, pools, scheduler
 
 pytestmark = pytest.mark.usefixtures("cpu_only")
@@ -37,6 +37,20 @@ def _traced(sess, fetches, feed_dict=None):
     )
     nodes = {n.node_name: n for d in md.step_stats.dev_stats for n in d.node_stats}
     return out, nodes, md
+
+
+def _traced_until(sess, fetches, ok):
+    """``_traced`` again until ``ok(nodes)``: a split kernel's block goes to an intra-op thread
+    when one starts in time, and to the op's own thread on a machine too busy to wake one."""
+    runs = []
+
+    def good_run():
+        if not runs or not ok(runs[-1][1]):
+            runs.append(_traced(sess, fetches))
+        return ok(runs[-1][1])
+
+    assert wait_until(good_run, 30)
+    return runs[-1]
 
 
 def _branches(k=2, depth=3, n=384):
@@ -163,7 +177,9 @@ def test_intra_op_chunks_of_one_matmul_run_on_different_threads():
     a = tf.constant(np.ones((256, 256), np.float32), name="a")
     m = tf.matmul(a, a, name="opA")
     with tf.Session(config=_config(1, intra=2)) as sess:
-        value, nodes, _ = _traced(sess, m)
+        value, nodes, _ = _traced_until(
+            sess, m, lambda nodes: any("intra-op" in c.thread_name for c in nodes["opA"].chunks)
+        )
     np.testing.assert_allclose(value, np.full((256, 256), 256.0))
     chunks = nodes["opA"].chunks
     assert sorted(c.index for c in chunks) == [0, 1]
@@ -471,12 +487,20 @@ def _matmul_pair():
     return g, c
 
 
+def _split_on(name, pool):
+    """Whether node ``name`` ran its blocks after the first on threads of ``pool``."""
+    return lambda nodes: (
+        all(ch.thread_name.split(" #")[0] == pool for ch in nodes[name].chunks if ch.index > 0)
+        and bool(nodes[name].chunks)
+    )
+
+
 def test_default_threads_one_shared_pool_and_cpu_kernels_split():
     """TF 1.15's default: every device's ops run on the one shared inter-op pool; a CPU kernel
     splits over the intra-op pool; a GPU kernel (the card's work) does not."""
     g, c = _matmul_pair()
     with tf.Session(config=_config(2, intra=2)) as sess:
-        values, nodes, _ = _traced(sess, [g.op, c.op])
+        values, nodes, _ = _traced_until(sess, [g.op, c.op], _split_on("c", "intra-op"))
     assert nodes["g"].thread_name.startswith("inter-op #")
     assert nodes["c"].thread_name.startswith("inter-op #")
     assert nodes["g"].chunks == []
@@ -497,7 +521,7 @@ def test_gpu_private_mode_gives_each_gpu_threads_of_its_own(monkeypatch):
         assert (
             pool_set.queue_of(GPU0_NAME) == "GPU:0" and pool_set.queue_of(CPU0_NAME) == "inter-op"
         )
-        values, nodes, _ = _traced(sess, [g.op, c.op])
+        values, nodes, _ = _traced_until(sess, [g.op, c.op], _split_on("g", "GPU:0 intra-op"))
     assert nodes["g"].thread_name == "GPU:0 inter-op #0"
     assert {ch.thread_name.split(" #")[0] for ch in nodes["g"].chunks if ch.index > 0} == {
         "GPU:0 intra-op"

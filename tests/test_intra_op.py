@@ -13,6 +13,7 @@ import os
 import re
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ import pytest
 from threadpoolctl import ThreadpoolController
 
 import minitf as tf
+from helpers import wait_until
 from minitf.runtime import pools, step_run
 
 pytestmark = pytest.mark.usefixtures("cpu_only")
@@ -66,7 +68,8 @@ def _most_at_once(chunks):
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_a_big_matmul_runs_n_chunks_on_at_most_n_threads(n):
     """intra_op_parallelism_threads=N: a 512x512 matmul is N row blocks, on at most N distinct
-    threads, at most N at once; block 0 on the op's inter-op thread, the rest on intra-op."""
+    threads, at most N at once; block 0 on the op's inter-op thread, the rest on intra-op
+    threads, or on the op's thread where it took a block no intra-op thread had started."""
     a_np = np.random.RandomState(0).rand(512, 512).astype(np.float32)
     m = tf.matmul(tf.constant(a_np), tf.constant(a_np), name="big")
     with _session(1, n) as sess:
@@ -78,8 +81,47 @@ def test_a_big_matmul_runs_n_chunks_on_at_most_n_threads(n):
             assert _most_at_once(chunks) <= n
             (first,) = [c for c in chunks if c.index == 0]
             assert first.thread_name == node.thread_name == "inter-op #0"
-            assert all(c.thread_name.startswith("intra-op #") for c in chunks if c.index > 0)
+            assert all(
+                c.thread_name.startswith("intra-op #") or c.thread_id == first.thread_id
+                for c in chunks
+                if c.index > 0
+            )
     np.testing.assert_allclose(value, a_np @ a_np, rtol=1e-5)
+
+
+def test_chunks_no_pool_thread_starts_run_on_the_caller():
+    """Work stealing: with every thread of the pool busy, ``parallel_for`` does not wait for
+    one; the caller runs every chunk itself, and the late pool tasks, still queued, hold
+    nothing of the op (its operands are freed when the op is done)."""
+    pool = pools.ThreadPool("busy", 3)
+    release = threading.Event()
+    for _ in range(3):
+        pool.submit(release.wait, 10)
+    try:
+        seen = []
+        operand = np.ones(4)
+        freed = weakref.ref(operand)
+        pool.parallel_for(9, lambda lo, hi, x=operand: seen.append((lo, hi, threading.get_ident())))
+        assert sorted((lo, hi) for lo, hi, _ in seen) == [(0, 3), (3, 6), (6, 9)]
+        assert {t for _, _, t in seen} == {threading.get_ident()}
+        del operand
+        assert freed() is None
+    finally:
+        release.set()
+        pool.close()
+
+
+def test_a_matmul_with_more_columns_than_rows_splits_its_columns():
+    """A wide product cuts its longer side into blocks, so that each block packs only its part
+    of the larger operand: a 2x2048 by 2048x1024 product runs 3 column blocks on 3 threads
+    (its 2 rows would have made 2), and the blocks make the product."""
+    rs = np.random.RandomState(0)
+    x_np, w_np = rs.rand(2, 2048).astype(np.float32), rs.rand(2048, 1024).astype(np.float32)
+    m = tf.matmul(tf.constant(x_np), tf.constant(w_np), name="wide")
+    with _session(1, 3) as sess:
+        value, node = _traced_node(sess, m, "wide")
+    assert sorted(c.index for c in node.chunks) == [0, 1, 2]
+    np.testing.assert_allclose(value, x_np @ w_np, rtol=1e-5)
 
 
 def test_large_elementwise_op_runs_n_chunks_on_at_most_n_threads():
@@ -101,10 +143,21 @@ def test_blas_runs_one_thread_in_every_chunk_and_gets_its_limit_back(monkeypatch
     a = tf.constant(np.ones((512, 512), np.float32))
     m = tf.matmul(a, a)
     with _session(1, 2) as sess:
-        sess.run(m)
+        # an intra-op thread the OS wakes late leaves its block to the op's thread: run until
+        # one took a block (the first run, on an idle machine)
+        assert wait_until(lambda: _thread_kinds(seen) == 2 or _ran(sess, m), 30)
     assert {name.split(" #")[0] for name, _ in seen} == {"inter-op", "intra-op"}
     assert all(set(threads) == {1} for _, threads in seen)
     assert _blas_threads() == before
+
+
+def _thread_kinds(seen):
+    return len({name.split(" #")[0] for name, _ in seen})
+
+
+def _ran(sess, fetch):
+    sess.run(fetch)
+    return False  # the condition is checked before the next run
 
 
 def _spy_on_chunks(monkeypatch):

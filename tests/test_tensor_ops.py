@@ -271,6 +271,22 @@ def test_zip_with_broadcasting_matches_numpy(name):
     check()
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("into", [None, "new", "g", "features"])
+def test_numpy_relu_grad_is_a_select_even_for_nan_and_into_a_forwarded_input(dtype, into):
+    """ReluGrad on float arrays (a bit mask on numpy): ``g`` where the features are positive,
+    else +0, a NaN or infinite gradient of a dead unit included, as a CUDA card computes it;
+    written into a forwarded input (``g`` or ``features``) or a new buffer alike."""
+    g = np.array([[np.nan, np.inf, -np.inf, -2.0], [np.nan, 3.0, -1.5, 0.5]], dtype)
+    features = np.array([[-1.0, -1.0, 0.0, 4.0], [1.0, np.nan, 2.0, -0.5]], dtype)
+    want = np.array([[0, 0, 0, -2.0], [np.nan, 0, -1.5, 0]], dtype)
+    out = {None: None, "new": np.empty_like(g), "g": g, "features": features}[into]
+    got = numpy_ops.NUMPY.zip("relu_grad")(ONE, g, features, out=out)
+    assert got.dtype == dtype and (into is None or got is out)
+    np.testing.assert_array_equal(got, want)
+    assert not np.signbit(got[np.isfinite(got) & (got == 0)]).any()
+
+
 def test_zip_scalars_agrees_with_zip_on_scalars():
     """numpy's plain scalar functions (what kernels of statically scalar operands call) give
     ``zip``'s answers, TF's float FloorDiv included; the CUDA backend has none."""

@@ -155,7 +155,7 @@ def _sparse_xent(op, device):
         loss = -logp[rows, labels]
         backprop = np.exp(logp)
         backprop[rows, labels] -= 1
-        return loss.astype(features.dtype), backprop.astype(features.dtype)
+        return loss.astype(features.dtype, copy=False), backprop.astype(features.dtype, copy=False)
 
     return compute
 
@@ -175,7 +175,7 @@ def _xent(op, device):
         logp = log_softmax_rows(_precise(features))
         loss = -np.sum(labels * logp, axis=-1)
         backprop = np.exp(logp) - labels
-        return loss.astype(features.dtype), backprop.astype(features.dtype)
+        return loss.astype(features.dtype, copy=False), backprop.astype(features.dtype, copy=False)
 
     return compute
 

@@ -37,8 +37,16 @@ def splits_elementwise(num_elements: int) -> bool:
 
 
 def splits_matmul(m: int, k: int, n: int) -> bool:
-    """Whether an ``m x k`` by ``k x n`` matmul splits its rows over the intra-op pool."""
-    return m * k * n >= SPLIT_FLOPS and m >= 2
+    """Whether an ``m x k`` by ``k x n`` matmul splits its work over the intra-op pool (its
+    rows, or its columns where it has more of those: :func:`matmul_split_length`)."""
+    return m * k * n >= SPLIT_FLOPS and max(m, n) >= 2
+
+
+def matmul_split_length(m: int, n: int) -> int:
+    """How many rows (``m``) or columns (``n``) a split matmul cuts into blocks: the longer
+    side, so that each block repacks the smaller operand (a 128x784 by 784x300 product cuts
+    its 300 columns and each block packs only its part of the 784x300 matrix)."""
+    return m if m >= n else n
 
 
 def scalarize(a: Any) -> Any:
@@ -62,7 +70,23 @@ def _into(result, out):
 
 
 def _relu_grad(g, features, out=None):
-    """TF's ``ReluGrad``: ``g`` where the features are positive, else 0."""
+    """TF's ``ReluGrad``: ``g`` where the features are positive, else 0.  On float arrays as a
+    bit mask (``g``'s bits and all ones, or zero): the same values as ``np.where``, a NaN
+    gradient of a dead unit included, about three times faster (a training step's hot path)."""
+    if (
+        type(g) is np.ndarray
+        and type(features) is np.ndarray
+        and g.dtype.kind == "f"
+        and g.dtype == features.dtype
+        and g.shape == features.shape
+    ):
+        bits = np.dtype("u%d" % g.dtype.itemsize)
+        keep = np.greater(features, 0).astype(bits)
+        np.negative(keep, out=keep)  # 1 -> all ones
+        if out is None:
+            out = np.empty(g.shape, g.dtype)
+        np.bitwise_and(g.view(bits), keep, out=out.view(bits))
+        return out
     return _into(np.where(features > 0, g, np.zeros_like(g)), out)
 
 
@@ -148,8 +172,10 @@ def _split_zip(ctx, ufunc, x, y, out=None):
 def _split_sum(ctx, x, axis, keep, np_dtype):
     """``np.sum`` that splits large inputs over the intra-op pool: partial sums of flat chunks
     for a full reduction, row blocks when the first axis is kept."""
-    if type(x) is not np.ndarray or not splits_elementwise(x.size):
+    if type(x) is not np.ndarray:
         return np.sum(x, axis=axis, dtype=np_dtype, keepdims=keep)
+    if not splits_elementwise(x.size):  # np.sum's own call, without its Python wrapper
+        return np.add.reduce(x, axis=axis, dtype=np_dtype, keepdims=keep)
     if sorted(axis) == list(range(x.ndim)):
         flat = x.reshape(-1)
         parts = {}
@@ -210,10 +236,11 @@ class NumpyOps:
                 and splits_elementwise(x.size)
             ):
                 return _split_zip(ctx, ufunc, x, y, out)
-            if out is not None and fits(
-                out, np.broadcast_shapes(np.shape(x), np.shape(y)), np.result_type(x, y)
-            ):
-                return ufunc(x, y, out=out)
+            if out is not None:
+                sx, sy = np.shape(x), np.shape(y)  # equal shapes need no broadcasting rules
+                shape = sx if sx == sy else np.broadcast_shapes(sx, sy)
+                if fits(out, shape, np.result_type(x, y)):
+                    return ufunc(x, y, out=out)
             return f(x, y)
 
         return compute
@@ -237,9 +264,13 @@ class NumpyOps:
             n = b.shape[1]
             if not splits_matmul(m, k, n):
                 return np.matmul(a, b)
-            # Figure 12-5's op A: row blocks of the result computed by the intra-op pool.
+            # Figure 12-5's op A: row (or column) blocks of the result computed by the
+            # intra-op pool.
             out = np.empty((m, n), np.result_type(a, b))
-            ctx.parallel_for(m, lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]))
+            if matmul_split_length(m, n) == m:
+                ctx.parallel_for(m, lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]))
+            else:
+                ctx.parallel_for(n, lambda lo, hi: np.matmul(a, b[:, lo:hi], out=out[:, lo:hi]))
             return out
 
         return compute

@@ -199,7 +199,9 @@ def split_count(node, intra_threads: int) -> int:
         if not all(s.is_fully_defined() for s in shapes) or shapes[0].ndims != 2:
             return 0
         m, k, n = _matmul_dims(node)
-        return pools.chunk_count(m, intra_threads) if numpy_ops.splits_matmul(m, k, n) else 0
+        if not numpy_ops.splits_matmul(m, k, n):
+            return 0
+        return pools.chunk_count(numpy_ops.matmul_split_length(m, n), intra_threads)
     if (
         len(shapes) == 2
         and all(s.is_fully_defined() for s in shapes)

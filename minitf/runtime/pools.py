@@ -103,7 +103,10 @@ class ThreadPool:
 
     def parallel_for(self, n, fn, record=None):
         """Runs ``fn(lo, hi)`` over ``[0, n)`` in ``num_threads`` chunks: the calling thread
-        takes the first chunk, pool threads the others; returns when all are done.
+        takes the first chunk, pool threads the others; returns when all are done.  A chunk
+        that no pool thread has started by the time the caller is done with its own, the caller
+        runs too (:class:`_Chunks`): a pool thread the OS has not woken yet (a busy machine)
+        never holds the op up.
 
         ``record(index, thread id, thread name, start us, end us)`` is called per chunk.
         """
@@ -111,33 +114,70 @@ class ThreadPool:
         if k == 1:  # one thread (or one item): the caller runs it all, no hand-off
             _run_chunk(fn, 0, (0, n), record)
             return
-        bounds = [(n * c // k, n * (c + 1) // k) for c in range(k)]
-        done = threading.Semaphore(0)
-        failures = []
+        work = _Chunks(n, k, fn, record)
+        for _ in range(1, k):
+            self.submit(work.take)
+        work.run(0)
+        work.take()
+        work.wait()
 
-        def chunk(c):
+
+class _Chunks:
+    """The chunks of one ``parallel_for``, chunk 0 the caller's and the others handed out in
+    order to whoever asks first: a pool thread, or the caller once its own is done (as idle
+    threads steal queued work in Eigen's thread pool, TF's intra-op pool; TF's threads spin a
+    while before sleeping and start at once, minitf's need the OS and the GIL to wake them).
+    The last chunk to end releases the caller: one lock, acquired when the work is made
+    (cheaper than a semaphore, whose every wait and release goes through a condition)."""
+
+    __slots__ = ("bounds", "fn", "record", "left", "ended", "failures", "latch", "k")
+
+    def __init__(self, n, k, fn, record):
+        self.k = k
+        self.bounds = [(n * c // k, n * (c + 1) // k) for c in range(k)]
+        self.fn, self.record = fn, record
+        self.left = list(range(k - 1, 0, -1))  # pop() hands out 1, 2, ...
+        self.ended = itertools.count(1)  # next() is atomic: the count of chunks ended
+        self.failures = []
+        self.latch = threading.Lock()
+        self.latch.acquire()
+
+    def take(self):
+        """Runs chunks nobody has taken until none is left (a late pool task finds none)."""
+        while True:
             try:
-                _run_chunk(fn, c, bounds[c], record)
-            except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
-                failures.append(e)
-            finally:
-                done.release()
+                c = self.left.pop()
+            except IndexError:
+                return
+            self.run(c)
 
-        for c in range(1, k):
-            self.submit(chunk, c)
-        chunk(0)
-        for _ in range(k):
-            done.acquire()
-        if failures:
-            raise failures[0]
+    def run(self, c):
+        try:
+            _run_chunk(self.fn, c, self.bounds[c], self.record)
+        except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
+            self.failures.append(e)
+        finally:
+            if next(self.ended) == self.k:
+                self.latch.release()
+
+    def wait(self):
+        """Waits for the last chunk to end, then re-raises the first failure.  The kernel's
+        function goes: a pool task that comes late still holds this object, and must not keep
+        the op's operands and result alive until it runs."""
+        self.latch.acquire()
+        self.fn = self.record = None
+        if self.failures:
+            raise self.failures[0]
 
 
 def _run_chunk(fn, c, bounds, record):
+    if record is None:
+        fn(*bounds)
+        return
     t0 = time.time_ns() // 1000
     fn(*bounds)
-    if record is not None:
-        ident, name = current_thread()
-        record(c, ident, name, t0, time.time_ns() // 1000)
+    ident, name = current_thread()
+    record(c, ident, name, t0, time.time_ns() // 1000)
 
 
 def chunk_count(n: int, threads: int) -> int:
