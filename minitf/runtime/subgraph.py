@@ -9,7 +9,9 @@ rewrites the client's graph for each (fetches, targets, feeds) signature before 
   caller chooses (a local session: the client's CPU; the master: the device of the fed op), and
   its consumers read it instead.
 
-The partitioner (``graph_partition.py``) then splits the step graph over devices or tasks, and
+When the session's ``ConfigProto`` turns on ``rewrite_options.dependency_optimization``, the
+step graph then goes through that one pass of TF's graph optimizer (``dependency_optimizer.py``),
+as TF runs Grappler on the pruned graph.  The partitioner (``graph_partition.py``) then splits the step graph over devices or tasks, and
 the executor (``executor.py``) runs the pieces.
 """
 
@@ -20,6 +22,8 @@ from typing import Any
 
 from minitf.framework.graph import NodeDef, Operation, Tensor
 from minitf.ops.sendrecv_ops import ARG_OP
+from minitf.runtime import dependency_optimizer
+from minitf.runtime.config_proto import ConfigProto
 
 
 class Node:
@@ -134,10 +138,12 @@ def build_step_graph(
     feed_tensors: Sequence[Tensor],
     feed_device: Callable[[Tensor], str],
     arg_name: Callable[[Tensor], str] | None = None,
+    config: ConfigProto | None = None,
 ) -> StepGraph:
     """The :class:`StepGraph` of one signature over the placed ``ops`` (graph order);
     ``device_of[op]`` is the op's Device, ``feed_device(t)`` names the device of fed ``t``'s
-    ``_Arg`` node (and ``arg_name(t)`` its name, if given)."""
+    ``_Arg`` node (and ``arg_name(t)`` its name, if given); ``config``: the session's
+    ConfigProto, whose rewrite options may ask for the dependency optimizer."""
     feed_index = {t: j for j, t in enumerate(feed_tensors)}
     needed = prune(
         [t.op for t in fetch_tensors if t not in feed_index] + list(target_ops), feed_index
@@ -156,9 +162,12 @@ def build_step_graph(
     for op, node in node_of.items():
         node.inputs = [source(t) for t in op._inputs]
         node.control_inputs = [node_of[c] for c in op._control_inputs]
-    return StepGraph(
+    step = StepGraph(
         list(node_of.values()) + args,
         [source(t) for t in fetch_tensors],
         args,
         [node_of[op] for op in target_ops],
     )
+    if dependency_optimizer.enabled(config):
+        dependency_optimizer.optimize(step, {t.op.name for t in feed_index})
+    return step
