@@ -46,9 +46,7 @@ def mlp_step():
     w2 = tf.Variable(rng.standard_normal((4, 3)).astype(np.float32), name="w2")
     h = tf.nn.relu(tf.matmul(x, w1, name="layer1"))
     logits = tf.matmul(h, w2)
-    loss = tf.reduce_mean(
-        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
-    )
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
     train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
     feed = {x: rng.standard_normal((8, 5)).astype(np.float32), y: np.arange(8) % 3}
     return loss, train, feed, [w1, w2]

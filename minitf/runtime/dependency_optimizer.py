@@ -27,13 +27,9 @@ of a cluster reach it through ``subgraph.build_step_graph``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from minitf.ops.op_def import get_op_def
 from minitf.runtime.config_proto import ConfigProto, RewriterConfig
-
-if TYPE_CHECKING:  # subgraph calls this module
-    from minitf.runtime.subgraph import Node, StepGraph
+from minitf.runtime.step_graph import Node, StepGraph
 
 #: ops TF's dependency optimizer never rewrites, whatever their outputs feed
 _KEEP = frozenset(
