@@ -77,7 +77,7 @@ class GrpcSession:
                         if first[0]:
                             first[0] = False
                             yield pb.CreateSessionRequest(
-                                config=wire.session_config_to_proto(self._config),
+                                config=_session_config(self._config),
                                 target=self._target,
                                 graph_def_chunk=piece,
                             )
@@ -222,3 +222,13 @@ def reset(target, containers=None, config=None):
     except grpc.RpcError as e:
         master.failed(e)
         _raise(e)
+
+
+def _session_config(config):
+    """The SessionConfig the master gets: wire's fields and the dependency optimizer's
+    rewrite options (``runtime/dependency_optimizer.py``; the master runs it)."""
+    msg = wire.session_config_to_proto(config)
+    rewrite = config.graph_options.rewrite_options
+    msg.dependency_optimization = rewrite.dependency_optimization
+    msg.disable_meta_optimizer = rewrite.disable_meta_optimizer
+    return msg

@@ -127,6 +127,9 @@ class Master:
         try:
             header, gdef = wire.read_graph_stream(request_iterator, "CreateSession")
             config = wire.proto_to_session_config(header.config)
+            rewrite = config.graph_options.rewrite_options  # read by dependency_optimizer.py
+            rewrite.dependency_optimization = header.config.dependency_optimization
+            rewrite.disable_meta_optimizer = header.config.disable_meta_optimizer
             default = self.server.config  # the server's config: defaults for its sessions
             config.allow_soft_placement |= bool(default.allow_soft_placement)
             config.log_device_placement |= bool(default.log_device_placement)

@@ -50,7 +50,7 @@ class Signature:
         self.tasks = sorted(handles)
 
 
-def _step_graph(graph, placement, fetch_names, target_names, feed_names, new_name):
+def _step_graph(graph, placement, fetch_names, target_names, feed_names, new_name, config):
     try:
         fetches = [graph.get_tensor_by_name(n) for n in fetch_names]
         targets = [graph.get_operation_by_name(n) for n in target_names]
@@ -69,6 +69,7 @@ def _step_graph(graph, placement, fetch_names, target_names, feed_names, new_nam
         feeds,
         lambda t: placement.device_of[t.op].name,
         lambda t: new_name(t.op.name + "/_arg"),
+        config,
     )
 
 
@@ -165,7 +166,7 @@ class MasterSession:
         """Splits the signature's step graph by task and registers each piece."""
         new_name = graph_partition.namer("%s_S%d", {op.name for op in self.graph.get_operations()})
         step = _step_graph(
-            self.graph, self.placement, fetch_names, target_names, feed_names, new_name
+            self.graph, self.placement, fetch_names, target_names, feed_names, new_name, self.config
         )
         incarnation = {d.name: d.incarnation for d in self.devices}
         parts = graph_partition.partition(

@@ -259,6 +259,48 @@ class OptimizerOptions(Message):
     }
 
 
+_TOGGLE = {0: "DEFAULT", 1: "ON", 2: "OFF", 3: "AGGRESSIVE"}
+_TOGGLES = (
+    "layout_optimizer",
+    "constant_folding",
+    "arithmetic_optimization",
+    "dependency_optimization",
+    "loop_optimization",
+    "function_optimization",
+    "debug_stripper",
+    "shape_optimization",
+    "remapping",
+)
+
+
+class RewriterConfig(Message):
+    """``RewriterConfig`` (TF: ``tensorflow.core.protobuf.rewriter_config_pb2``): which passes of
+    TF's graph optimizer, Grappler, run on a step's graph.  Each pass is a ``Toggle``: DEFAULT (0),
+    ON (1), OFF (2), AGGRESSIVE (3).  In TF, DEFAULT means on for most passes, dependency
+    optimization included, and ``disable_meta_optimizer=True`` turns them all off.
+
+    minitf runs a step's graph as written, as TF does with the meta optimizer disabled, so that
+    every node of a graph shows in a trace: its only pass is ``dependency_optimization``
+    (``minitf.runtime.dependency_optimizer``), which runs when that field is ON or AGGRESSIVE;
+    DEFAULT and OFF both mean off.  The other toggles are accepted and have no effect."""
+
+    DEFAULT, ON, OFF, AGGRESSIVE = 0, 1, 2, 3
+    # in TF's field-number order (the order text format prints them in)
+    FIELDS = {
+        "layout_optimizer": int,
+        "constant_folding": int,
+        "arithmetic_optimization": int,
+        "dependency_optimization": int,
+        "loop_optimization": int,
+        "function_optimization": int,
+        "debug_stripper": int,
+        "shape_optimization": int,
+        "remapping": int,
+        "disable_meta_optimizer": bool,
+    }
+    ENUMS = {name: _TOGGLE for name in _TOGGLES}
+
+
 class GraphOptions(Message):
     FIELDS = {
         "optimizer_options": OptimizerOptions,
@@ -266,6 +308,7 @@ class GraphOptions(Message):
         "infer_shapes": bool,
         "place_pruned_graph": bool,
         "timeline_step": int,
+        "rewrite_options": RewriterConfig,
     }
 
 

@@ -137,6 +137,7 @@ class DirectSession:
                     target_ops,
                     feed_tensors,
                     lambda t: self._client,
+                    config=self.config,
                 )
                 taken = {n.name for n in step.nodes}
                 parts = graph_partition.partition(

@@ -265,6 +265,10 @@ def _wrap(kernel, node, i, device, kdef, cache):
 
 
 def _cached_kernel(node, device, kdef, cache):
+    if node.op is not None and node.type != node.op.type:
+        # rewritten for this signature (dependency_optimizer: a NoOp), stateless: not cached,
+        # so that another signature still gets the op's own kernel
+        return kdef.factory(node, device)
     kernel = cache.get(node.name, device.name)
     if kernel is None:
         kernel = kdef.factory(node, device)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from minitf.framework import dtypes
 from minitf.framework.tensor_shape import TensorShape
 from minitf.ops.sendrecv_ops import RECV_OP, SEND_OP
-from minitf.runtime.subgraph import Node, StepGraph
+from minitf.runtime.step_graph import Node, StepGraph
 
 
 class Partitions:
