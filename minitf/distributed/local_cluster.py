@@ -59,7 +59,9 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 class LocalCluster:
     """Starts one subprocess server per task; ``.cluster_spec``, ``.targets``,
-    ``.target(job, task)``, ``.stop()``, ``.kill(job, task)``, ``.restart(job, task)``."""
+    ``.target(job, task)``, ``.stop()``, ``.kill(job, task)``, ``.restart(job, task)``.
+    ``config``: a ConfigProto whose ``intra_op_parallelism_threads`` every task's server takes
+    (as ``tf.train.Server(config=...)``): the size of its worker's intra-op pool."""
 
     def __init__(
         self,

@@ -5,8 +5,12 @@ Book section: "The Master and Worker Services".  A worker keeps one
 TF's ``BaseRendezvousMgr``): its partitions' ``_Send`` ops leave tensors there, for ``_Recv``
 ops of its own devices and for peers, whose ``RecvTensor`` calls take them.  The step's kernels
 see it through an :class:`RpcRendezvous` (TF's ``RpcRemoteRendezvous``): a key sent on this
-task is received locally; a key sent on another task is fetched from that task with a
-``RecvTensor`` call, on a transport thread, so the waiting ``_Recv`` holds none of the step's.
+task is received locally; the keys sent on another task are fetched from that task on a
+transport thread, so a waiting ``_Recv`` holds none of the step's threads.  A partition's keys
+are fixed when it is planned (:func:`remote_keys`), so at the step's start it asks each peer
+for all of its keys with ONE ``RecvTensors`` call, answered tensor by tensor as the peer's
+``_Send`` ops leave them (TF makes one ``RecvTensor`` call per key; in Python a call costs
+about as much CPU as a small model's step moves, so minitf pays one per peer instead).
 Aborting a step fails its local waits and cancels its calls, and a late ``RecvTensor`` for it
 gets the abort's error: a failure spreads through the cluster instead of leaving steps hanging.
 """

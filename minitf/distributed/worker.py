@@ -3,7 +3,9 @@
 Book section: "The Master and Worker Services".  Every task runs one (TF's ``Worker``): masters
 register the partitions of their sessions' graphs here (``graph_mgr.py``), then run steps of
 them (``RunGraph``: feeding their ``_Arg`` nodes, answering the tensors asked for); peers take
-the tensors this task's ``_Send`` ops left for them (``RecvTensor``, ``rendezvous_mgr.py``).
+the tensors this task's ``_Send`` ops left for them (``RecvTensors``: every key a partition
+takes from this task in a step, on one call; ``RecvTensor``: one key; ``rendezvous_mgr.py``).
+A server's ConfigProto sizes the worker's intra-op pool (``intra_op_parallelism_threads``).
 Variables live in the resource managers of the task's devices and are shared by every graph
 registered here (every session of every master) until ``CleanupAll`` (``Session.reset``).
 """
@@ -53,6 +55,16 @@ def partition_answer(out, stats):
         parts,
         [pb.RunGraphResponse(step_stats=stats)] if stats is not None else [],
     )
+
+
+def _when_done(context):
+    """``on_cancel(fn)`` of a call's handler: ``fn()`` once the call ends (at once if it has)."""
+
+    def on_cancel(fn):
+        if not context.add_callback(fn):
+            fn()
+
+    return on_cancel
 
 
 class StepState:
@@ -115,7 +127,7 @@ class Worker:
             pools.gpu_thread_mode(),
             pools.gpu_thread_count(),
         )
-        # transport threads: each waits for one RecvTensor call of a _Recv (none of a step's)
+        # transport threads: each reads one RecvTensors call of a step (none of a step's threads)
         self.rpc_pool = concurrent.futures.ThreadPoolExecutor(
             256, thread_name_prefix="minitf-recv-%s-%d" % (server.job_name, server.task_index)
         )
@@ -261,7 +273,7 @@ class Worker:
                 wire.CONTROL_RPC_SECONDS if remaining is None else remaining
             )
             arrivals = self.rendezvous.recv_many(
-                request.step_id, list(request.rendezvous_key), deadline, context.add_callback
+                request.step_id, list(request.rendezvous_key), deadline, _when_done(context)
             )
             for ready in arrivals:
                 inline, parts = wire.split_named_tensors(
