@@ -114,7 +114,8 @@ def test_a_peer_answers_several_keys_as_they_are_sent():
 
     ended = []
     answers = mgr.recv_many(3, [a], time.monotonic() + 30, ended.append)
-    cancel = threading.Timer(0.05, lambda: ended[0]())  # the caller cancels the call
+    # the caller cancels the call while it waits
+    cancel = threading.Timer(0.05, lambda: wait_until(lambda: ended, 30) and ended[0]())
     cancel.start()
     with pytest.raises(tf.errors.CancelledError):
         next(answers)
