@@ -442,6 +442,27 @@ def test_a_step_takes_the_tensors_of_each_peer_in_one_call(monkeypatch):
     assert all(len(c[3]) >= 2 for c in train_calls)
 
 
+def test_a_key_not_asked_ahead_is_fetched_when_its_recv_runs(monkeypatch):
+    """A remote key that the step's start did not ask for (none does: the plan lists them
+    all) is fetched when its _Recv asks, with a RecvTensors call of its own."""
+    from minitf.distributed import worker
+
+    monkeypatch.setattr(worker, "remote_keys", lambda eplan, task: {})
+    spec = _spec(ps=1, worker=1)
+    servers = _start(spec)
+    try:
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(np.arange(6, dtype=np.float32), name="late_v")
+        with tf.device("/job:worker/task:0"):
+            total = tf.reduce_sum(v * 2) + tf.reduce_max(v)
+        with tf.Session(_target(spec, "worker", 0)) as sess:
+            sess.run(v.initializer)
+            assert sess.run(total) == 35.0
+    finally:
+        for s in servers:
+            s.stop()
+
+
 def test_control_edges_cross_tasks(cluster):
     spec, _ = cluster
     _reset_all(spec)

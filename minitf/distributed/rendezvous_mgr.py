@@ -195,8 +195,9 @@ class RpcRendezvous:
         task = dnu.task_name_of(send_device)
         if task == self.worker.task_name:
             self.local.recv_async(key, done)
-        else:
-            self.worker.rpc_pool.submit(self._fetch, task, key, done)
+            return
+        self.prefetch({task: [key]})  # a key the step's plan did not list (none do)
+        self._arrived.recv_async(key, done)
 
     def _fetch_many(self, task, keys):
         """Runs on a transport thread: a ``RecvTensors`` call to ``task`` for ``keys``, each
@@ -219,19 +220,6 @@ class RpcRendezvous:
                 )
         except Exception as e:  # noqa: BLE001 - handed to the _Recv ops still waiting
             self._arrived.abort(errors.as_op_error(e))
-
-    def _fetch(self, task, key, done):
-        """Runs on a transport thread: a ``RecvTensor`` call to ``task`` for ``key``."""
-        try:
-            value = self._call(task, key)
-        except Exception as e:  # noqa: BLE001 - handed to the _Recv
-            done(None, e)
-            return
-        done(value, None)
-
-    def _call(self, task, key):
-        request = pb.RecvTensorRequest(step_id=self.step_id, rendezvous_key=key)
-        return wire.assemble_chunks(self._stream(task, "RecvTensor", request))
 
     def _stream(self, task, method, request):
         """The answer messages of a ``method`` call to ``task``, which abort() cancels; a
