@@ -34,6 +34,9 @@ def main(argv=None):
     parser.add_argument("--task", type=int, default=0)
     parser.add_argument("--cpu-only", action="store_true", help="no (emulated) GPUs")
     parser.add_argument(
+        "--intra-op-threads", type=int, default=0, help="the worker's intra-op pool (0: default)"
+    )
+    parser.add_argument(
         "--watch-stdin", action="store_true", help="exit when stdin is closed (the parent died)"
     )
     parser.add_argument(
@@ -57,7 +60,10 @@ def main(argv=None):
     from minitf.distributed.server import Server
 
     stop = threading.Event()
-    server = Server(_load_cluster(args.cluster), job_name=args.job, task_index=args.task)
+    config = tf.ConfigProto(intra_op_parallelism_threads=args.intra_op_threads)
+    server = Server(
+        _load_cluster(args.cluster), job_name=args.job, task_index=args.task, config=config
+    )
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     signal.signal(signal.SIGINT, lambda *a: stop.set())
     if args.watch_stdin:

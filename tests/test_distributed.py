@@ -394,6 +394,75 @@ def test_received_tensors_are_freed_when_the_step_ends(cluster, monkeypatch):
             assert all(freed(r) for r in received)
 
 
+def test_a_step_takes_the_tensors_of_each_peer_in_one_call(monkeypatch):
+    """A partition asks each peer, at the start of its step, for every tensor its _Recv ops
+    take from it: one RecvTensors call per peer and step, each tensor answered as it is
+    ready (the worker's reads of the ps variables, the ps's of the worker's gradients)."""
+    from minitf.distributed.worker import Worker
+
+    calls = []
+
+    def counting(name):
+        serve = getattr(Worker, name)
+
+        def handler(self, request, context):
+            calls.append((name, self.task_name, request.step_id, request.rendezvous_key))
+            return serve(self, request, context)
+
+        return handler
+
+    for name in ("RecvTensor", "RecvTensors"):
+        monkeypatch.setattr(Worker, name, counting(name))
+    spec = _spec(ps=1, worker=1)
+    servers = _start(spec)
+    try:
+        with tf.device("/job:ps/task:0"):
+            w = tf.Variable(np.ones([4, 3], np.float32), name="w1c")
+            b = tf.Variable(np.zeros([3], np.float32), name="b1c")
+        with tf.device("/job:worker/task:0"):
+            x = tf.constant(np.arange(8, dtype=np.float32).reshape(2, 4))
+            loss = tf.reduce_sum(tf.matmul(x, w) + b)
+            train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+        with tf.Session(_target(spec, "worker", 0)) as sess:
+            sess.run(tf.global_variables_initializer())
+            del calls[:]
+            for _ in range(3):
+                sess.run(train)
+            np.testing.assert_allclose(sess.run(b), [-3.0, -3.0, -3.0])
+            np.testing.assert_allclose(sess.run(w)[:, 0], 1 - 3 * 0.5 * np.array([4, 6, 8, 10]))
+    finally:
+        for s in servers:
+            s.stop()
+    train_calls = [c for c in calls if c[2] in {c[2] for c in calls[:2]}]
+    assert all(c[0] == "RecvTensors" for c in calls)
+    assert sorted(c[1] for c in train_calls) == [
+        "/job:ps/replica:0/task:0",  # the worker takes the variables ...
+        "/job:worker/replica:0/task:0",  # ... the ps the gradients
+    ]
+    assert all(len(c[3]) >= 2 for c in train_calls)
+
+
+def test_a_key_not_asked_ahead_is_fetched_when_its_recv_runs(monkeypatch):
+    """A remote key that the step's start did not ask for (none does: the plan lists them
+    all) is fetched when its _Recv asks, with a RecvTensors call of its own."""
+    from minitf.distributed import worker
+
+    monkeypatch.setattr(worker, "remote_keys", lambda eplan, task: {})
+    spec = _spec(ps=1, worker=1)
+    servers = _start(spec)
+    try:
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(np.arange(6, dtype=np.float32), name="late_v")
+        with tf.device("/job:worker/task:0"):
+            total = tf.reduce_sum(v * 2) + tf.reduce_max(v)
+        with tf.Session(_target(spec, "worker", 0)) as sess:
+            sess.run(v.initializer)
+            assert sess.run(total) == 35.0
+    finally:
+        for s in servers:
+            s.stop()
+
+
 def test_control_edges_cross_tasks(cluster):
     spec, _ = cluster
     _reset_all(spec)

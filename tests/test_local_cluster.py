@@ -219,3 +219,27 @@ def test_cli_serves_until_ctrl_c(tmp_path):
             proc.kill()
             proc.wait(5)
         proc.stdout.close()
+
+
+def test_the_cluster_config_sizes_each_workers_intra_op_pool():
+    """``LocalCluster(config=...)`` hands each task's server the ConfigProto's
+    ``intra_op_parallelism_threads``, like ``tf.train.Server(config=...)``: its worker splits a
+    large MatMul over that many intra-op threads (the default is up to 4, one per core)."""
+    config = tf.ConfigProto(intra_op_parallelism_threads=3)
+    server = tf.train.Server({"local": ["localhost:0"]}, config=config, start=False)
+    try:
+        assert server.worker.pool_set.intra_threads == 3
+    finally:
+        server.stop()
+    with LocalCluster({"worker": 1}, config=config) as cluster:
+        with tf.device("/job:worker/task:0"):
+            a = tf.ones([512, 512])
+            product = tf.matmul(a, a, name="big_product")
+        md = tf.RunMetadata()
+        with tf.Session(cluster.target("worker")) as sess:
+            opts = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+            assert sess.run(product, options=opts, run_metadata=md)[0, 0] == 512.0
+    (node,) = [
+        n for d in md.step_stats.dev_stats for n in d.node_stats if n.node_name == "big_product"
+    ]
+    assert len(node.chunks) == 3

@@ -79,3 +79,50 @@ def test_blocking_recv_waits_for_another_thread_and_times_out():
         r.recv("never", timeout=0.01)
     r.send("never", 1)  # the timed-out waiter is gone: the value stays
     assert r.pending() == 1
+
+
+def _key(name):
+    return create_key("/job:ps/replica:0/task:0/device:CPU:0", 7, "/job:w/task:0/cpu:0", name)
+
+
+def test_a_peer_answers_several_keys_as_they_are_sent():
+    """RecvTensors' side of a worker (RendezvousMgr.recv_many): every key of a step in one
+    call, each answered in the first batch after it was sent, then the call ends; a key's
+    failure (the step aborted), the call's end and its deadline stop the wait."""
+    import time
+
+    from minitf.distributed.rendezvous_mgr import RendezvousMgr
+
+    mgr = RendezvousMgr()
+    a, b, c = _key("a:0"), _key("b:0"), _key("c:0")
+    mgr.find(1).send(b, 2.0)
+    answers = mgr.recv_many(1, [a, b, c], time.monotonic() + 30, lambda fn: None)
+    assert next(answers) == [(b, 2.0)]  # sent before the call: at once
+    mgr.find(1).send(c, 3.0)
+    mgr.find(1).send(a, 1.0)
+    assert next(answers) == [(c, 3.0), (a, 1.0)]  # in the order they were sent
+    assert next(answers, None) is None
+    mgr.finish(1)
+    assert 1 not in mgr._steps  # everything sent was taken: the step's table goes
+
+    answers = mgr.recv_many(2, [a, b], time.monotonic() + 30, lambda fn: None)
+    mgr.find(2).send(a, 1.0)
+    assert next(answers) == [(a, 1.0)]
+    mgr.abort(2, tf.errors.AbortedError(None, None, "step 2 failed"))
+    with pytest.raises(tf.errors.AbortedError, match="step 2 failed"):
+        next(answers)
+
+    ended = []
+    answers = mgr.recv_many(3, [a], time.monotonic() + 30, ended.append)
+    # the caller cancels the call while it waits
+    cancel = threading.Timer(0.05, lambda: wait_until(lambda: ended, 30) and ended[0]())
+    cancel.start()
+    with pytest.raises(tf.errors.CancelledError):
+        next(answers)
+    cancel.join(30)
+    assert not mgr.find(3)._waiters  # its wait was withdrawn
+    with pytest.raises(tf.errors.DeadlineExceededError, match="Timed out waiting for tensors"):
+        next(mgr.recv_many(4, [a], time.monotonic() + 0.01, lambda fn: None))
+    for bad in ([a, a], ["nope"]):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            next(mgr.recv_many(5, bad, time.monotonic() + 30, lambda fn: None))

@@ -129,6 +129,7 @@ def test_generated_modules_define_the_services_and_messages():
             "RunGraph",
             "RunGraphs",
             "RecvTensor",
+            "RecvTensors",
             "CleanupAll",
         ]
     )
@@ -148,6 +149,8 @@ def test_generated_modules_define_the_services_and_messages():
     assert parsers["RunGraph"] == parsers["RunGraphs"] == (None, None)
     assert parsers["RecvTensor"][1] is None
     assert parsers["RecvTensor"][0] == pb.RecvTensorRequest.FromString
+    assert parsers["RecvTensors"] == (pb.RecvTensorsRequest.FromString, None)
+    assert kinds["RecvTensors"] == "unary_stream"
     # a RunGraphResponse's bytes are a RunStepResponse (a master forwards them unparsed)
     for field in ("recv", "recv_part", "step_stats"):
         mine = pb.RunGraphResponse.DESCRIPTOR.fields_by_name[field]

@@ -59,7 +59,9 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 class LocalCluster:
     """Starts one subprocess server per task; ``.cluster_spec``, ``.targets``,
-    ``.target(job, task)``, ``.stop()``, ``.kill(job, task)``, ``.restart(job, task)``."""
+    ``.target(job, task)``, ``.stop()``, ``.kill(job, task)``, ``.restart(job, task)``.
+    ``config``: a ConfigProto whose ``intra_op_parallelism_threads`` every task's server takes
+    (as ``tf.train.Server(config=...)``): the size of its worker's intra-op pool."""
 
     def __init__(
         self,
@@ -68,8 +70,11 @@ class LocalCluster:
         cpu_only: bool = True,
         env: Mapping[str, str] | None = None,
         start_timeout: float = 30.0,
+        config: Any = None,
     ) -> None:
         self._jobs = dict(jobs)
+        # what a task's server takes of the ConfigProto (its worker's intra-op pool size)
+        self._intra = int(getattr(config, "intra_op_parallelism_threads", 0) or 0)
         self._host = host
         self._cpu_only = cpu_only
         self._env = dict(os.environ if env is None else env)
@@ -111,6 +116,8 @@ class LocalCluster:
         ]
         if self._cpu_only:
             cmd.append("--cpu-only")
+        if self._intra:
+            cmd += ["--intra-op-threads", str(self._intra)]
         env = dict(self._env)
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")

@@ -5,16 +5,22 @@ Book section: "The Master and Worker Services".  A worker keeps one
 TF's ``BaseRendezvousMgr``): its partitions' ``_Send`` ops leave tensors there, for ``_Recv``
 ops of its own devices and for peers, whose ``RecvTensor`` calls take them.  The step's kernels
 see it through an :class:`RpcRendezvous` (TF's ``RpcRemoteRendezvous``): a key sent on this
-task is received locally; a key sent on another task is fetched from that task with a
-``RecvTensor`` call, on a transport thread, so the waiting ``_Recv`` holds none of the step's.
+task is received locally; the keys sent on another task are fetched from that task on a
+transport thread, so a waiting ``_Recv`` holds none of the step's threads.  A partition's keys
+are fixed when it is planned (:func:`remote_keys`), so at the step's start it asks each peer
+for all of its keys with ONE ``RecvTensors`` call, answered tensor by tensor as the peer's
+``_Send`` ops leave them (TF makes one ``RecvTensor`` call per key; in Python a call costs
+about as much CPU as a small model's step moves, so minitf pays one per peer instead).
 Aborting a step fails its local waits and cancels its calls, and a late ``RecvTensor`` for it
 gets the abort's error: a failure spreads through the cluster instead of leaving steps hanging.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
+import weakref
 
 import grpc
 
@@ -23,6 +29,7 @@ from minitf.distributed import wire
 from minitf.distributed.worker_cache import closed_channel_error, rpc_error
 from minitf.framework import errors
 from minitf.framework.rendezvous import LocalRendezvous, parse_key
+from minitf.kernels.sendrecv_kernels import edge_key
 from minitf.runtime import device_name_utils as dnu
 
 _STALE_SECONDS = 600.0
@@ -49,10 +56,44 @@ class RendezvousMgr:
 
     def recv(self, step_id: int, key: str, timeout: float):
         """What ``RecvTensor`` answers: the value sent under ``key`` in that step."""
+        parse_key(key)  # a malformed key (InvalidArgumentError) is never sent: no waiting
         r = self.find(step_id)
         try:
             return r.recv(key, timeout)
         finally:
+            self._drop_if_empty(step_id, r)
+
+    def recv_many(self, step_id: int, keys: list, deadline: float, on_cancel):
+        """What ``RecvTensors`` answers: lists of ``(key, value)`` of the step's ``keys``, each
+        list holding those sent since the previous one, until every key came.  A key's failure
+        (the step aborted) raises its error; ``deadline`` passing DeadlineExceededError;
+        ``on_cancel(fn)`` asks for ``fn()`` when the call ends (then it stops waiting)."""
+        if len(set(keys)) != len(keys):
+            raise errors.InvalidArgumentError(None, None, "RecvTensors got a key twice.")
+        for k in keys:
+            parse_key(k)
+        r = self.find(step_id)
+        got: queue.SimpleQueue = queue.SimpleQueue()
+        waits = {k: (lambda v, e, k=k: got.put((k, v, e))) for k in keys}
+        on_cancel(lambda: got.put(None))
+        try:
+            for k, done in waits.items():
+                r.recv_async(k, done)
+            left = len(keys)
+            while left:
+                batch = [_next_arrival(got, deadline, keys)]
+                while not got.empty():
+                    batch.append(got.get_nowait())
+                if None in batch:
+                    raise errors.CancelledError(None, None, "RecvTensors was cancelled.")
+                for _, _, e in batch:
+                    if e is not None:
+                        raise e
+                left -= len(batch)
+                yield [(k, v) for k, v, _ in batch]
+        finally:
+            for k, done in waits.items():
+                r.forget(k, done)
             self._drop_if_empty(step_id, r)
 
     def abort(self, step_id: int, error: errors.OpError) -> None:
@@ -94,6 +135,34 @@ class RendezvousMgr:
             r.abort(error)
 
 
+def _next_arrival(got, deadline, keys):
+    try:
+        return got.get(timeout=max(deadline - time.monotonic(), 0.0))
+    except queue.Empty:
+        raise errors.DeadlineExceededError(
+            None, None, "Timed out waiting for tensors %s" % ", ".join(keys)[:200]
+        ) from None
+
+
+_REMOTE_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def remote_keys(eplan, task_name: str) -> dict:
+    """``{peer task: [keys]}``: what the ``_Recv`` ops of a partition's plan take from other
+    tasks (known once the plan is built: every key names its step's frame ``0:0``)."""
+    keys = _REMOTE_KEYS.get(eplan)
+    if keys is None:
+        keys = {}
+        for n in eplan.nodes:
+            if n.type == "_Recv":
+                key = edge_key(n)
+                task = dnu.task_name_of(parse_key(key)[0])
+                if task != task_name:
+                    keys.setdefault(task, []).append(key)
+        _REMOTE_KEYS[eplan] = keys
+    return keys
+
+
 class RpcRendezvous:
     """One step's rendezvous as its kernels on a worker see it (``ctx.rendezvous``)."""
 
@@ -105,36 +174,62 @@ class RpcRendezvous:
         self._lock = threading.Lock()
         self._calls = []
         self._aborted = None
+        self._ahead: set = set()  # keys fetched ahead (prefetch), kept in self._arrived
+        self._arrived = LocalRendezvous()
 
     def send(self, key, value):
         self.local.send(key, value)
 
+    def prefetch(self, keys_by_task: dict) -> None:
+        """Asks each peer, with one ``RecvTensors`` call, for every key the step will take
+        from it; their ``_Recv`` ops then find the tensors here as they arrive."""
+        for task, keys in keys_by_task.items():
+            self._ahead.update(keys)
+            self.worker.rpc_pool.submit(self._fetch_many, task, keys)
+
     def recv_async(self, key, done):
+        if key in self._ahead:
+            self._arrived.recv_async(key, done)
+            return
         send_device = parse_key(key)[0]
         task = dnu.task_name_of(send_device)
         if task == self.worker.task_name:
             self.local.recv_async(key, done)
-        else:
-            self.worker.rpc_pool.submit(self._fetch, task, key, done)
-
-    def _fetch(self, task, key, done):
-        """Runs on a transport thread: a ``RecvTensor`` call to ``task`` for ``key``."""
-        try:
-            value = self._call(task, key)
-        except Exception as e:  # noqa: BLE001 - handed to the _Recv
-            done(None, e)
             return
-        done(value, None)
+        self.prefetch({task: [key]})  # a key the step's plan did not list (none do)
+        self._arrived.recv_async(key, done)
 
-    def _call(self, task, key):
+    def _fetch_many(self, task, keys):
+        """Runs on a transport thread: a ``RecvTensors`` call to ``task`` for ``keys``, each
+        tensor handed on as it completes; a failure fails every key not yet there."""
+        wanted = set(keys)
+        request = pb.RecvTensorsRequest(step_id=self.step_id, rendezvous_key=keys)
+        receiver = wire.NamedTensorReceiver(max_total_bytes=len(keys) * wire.MAX_TENSOR_BYTES)
+        try:
+            for raw in self._stream(task, "RecvTensors", request):
+                receiver.add_message(raw, pb.RecvTensorsResponse, "tensor", "part")
+                for key, value in receiver.take().items():
+                    if key not in wanted:
+                        raise wire.malformed("RecvTensorsResponse")
+                    wanted.discard(key)
+                    self._arrived.send(key, value)
+            receiver.finish()
+            if wanted:
+                raise errors.UnavailableError(
+                    None, None, "%s ended the call before sending every tensor." % task
+                )
+        except Exception as e:  # noqa: BLE001 - handed to the _Recv ops still waiting
+            self._arrived.abort(errors.as_op_error(e))
+
+    def _stream(self, task, method, request):
+        """The answer messages of a ``method`` call to ``task``, which abort() cancels; a
+        failed call raises the OpError of its status (derived: the peer's failure)."""
         address = self.worker.task_address(task)
         channels = self.worker.channels
         timeout = max(self.deadline - time.monotonic(), 0.001)
         try:
-            call = channels.worker(address).RecvTensor(
-                pb.RecvTensorRequest(step_id=self.step_id, rendezvous_key=key),
-                timeout=timeout,
-                metadata=channels.metadata,
+            call = getattr(channels.worker(address), method)(
+                request, timeout=timeout, metadata=channels.metadata
             )
         except ValueError:  # the channel closed meanwhile: another call found the peer gone
             raise closed_channel_error(task, address) from None
@@ -144,7 +239,7 @@ class RpcRendezvous:
                 raise self._aborted
             self._calls.append(call)
         try:
-            return wire.assemble_chunks(call)
+            yield from call
         except grpc.RpcError as e:
             channels.failed(address, e)
             if self._aborted is not None:
@@ -153,6 +248,7 @@ class RpcRendezvous:
             err.derived = True  # the peer's failure (or its absence) caused this one
             raise err from None
         finally:
+            call.cancel()  # (a no-op once it ended) a reader that stops early ends the call
             with self._lock:
                 if call in self._calls:
                     self._calls.remove(call)
@@ -165,4 +261,5 @@ class RpcRendezvous:
             calls, self._calls = list(self._calls), []
         for c in calls:
             c.cancel()
+        self._arrived.abort(error)
         self.worker.rendezvous.abort(self.step_id, error)

@@ -164,7 +164,7 @@ class Server:
         self._joined = False
         self._stop_event = threading.Event()
         devices = devices_mod.local_devices(self._config, job_name, task_index)
-        self.worker = Worker(self, devices)
+        self.worker = Worker(self, devices, self._config)
         self.master = Master(self)
         self._executor, self._grpc = self._grpc_server(job_name, task_index)
         bound = self._bind(host, port)

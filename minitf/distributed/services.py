@@ -23,7 +23,7 @@ PACKAGE = pb.DESCRIPTOR.package
 #: Methods whose requests reach the server as bytes ...
 RAW_REQUESTS = frozenset({"RunStep", "RunSteps", "RunGraph", "RunGraphs"})
 #: ... and whose responses reach the client as bytes (method names are unique across services).
-RAW_RESPONSES = RAW_REQUESTS | {"RecvTensor"}
+RAW_RESPONSES = RAW_REQUESTS | {"RecvTensor", "RecvTensors"}
 _KINDS = {
     (False, False): "unary_unary",
     (False, True): "unary_stream",

@@ -3,7 +3,9 @@
 Book section: "The Master and Worker Services".  Every task runs one (TF's ``Worker``): masters
 register the partitions of their sessions' graphs here (``graph_mgr.py``), then run steps of
 them (``RunGraph``: feeding their ``_Arg`` nodes, answering the tensors asked for); peers take
-the tensors this task's ``_Send`` ops left for them (``RecvTensor``, ``rendezvous_mgr.py``).
+the tensors this task's ``_Send`` ops left for them (``RecvTensors``: every key a partition
+takes from this task in a step, on one call; ``RecvTensor``: one key; ``rendezvous_mgr.py``).
+A server's ConfigProto sizes the worker's intra-op pool (``intra_op_parallelism_threads``).
 Variables live in the resource managers of the task's devices and are shared by every graph
 registered here (every session of every master) until ``CleanupAll`` (``Session.reset``).
 """
@@ -18,7 +20,7 @@ import time
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import streams, wire
 from minitf.distributed.graph_mgr import GraphMgr
-from minitf.distributed.rendezvous_mgr import RendezvousMgr, RpcRendezvous
+from minitf.distributed.rendezvous_mgr import RendezvousMgr, RpcRendezvous, remote_keys
 from minitf.distributed.worker_cache import Channels
 from minitf.framework import errors
 from minitf.runtime import device_name_utils as dnu
@@ -53,6 +55,16 @@ def partition_answer(out, stats):
         parts,
         [pb.RunGraphResponse(step_stats=stats)] if stats is not None else [],
     )
+
+
+def _when_done(context):
+    """``on_cancel(fn)`` of a call's handler: ``fn()`` once the call ends (at once if it has)."""
+
+    def on_cancel(fn):
+        if not context.add_callback(fn):
+            fn()
+
+    return on_cancel
 
 
 class StepState:
@@ -98,7 +110,7 @@ class StepState:
 class Worker:
     """The worker service of one task."""
 
-    def __init__(self, server, devices):
+    def __init__(self, server, devices, config=None):
         self.server = server
         self.devices = devices
         self.task_name = dnu.task_name(server.job_name, server.task_index)
@@ -108,13 +120,14 @@ class Worker:
         self.rendezvous = RendezvousMgr()
         self.graph_mgr = GraphMgr(self.task_name, devices)
         self.channels = Channels(server.token, single_threaded_streams=True)
+        intra = getattr(config, "intra_op_parallelism_threads", 0)
         self.pool_set = pools.PoolSet(
             32,
-            max(1, min(os.cpu_count() or 1, 4)),
+            pools.default_threads(intra) if intra else max(1, min(os.cpu_count() or 1, 4)),
             pools.gpu_thread_mode(),
             pools.gpu_thread_count(),
         )
-        # transport threads: each waits for one RecvTensor call of a _Recv (none of a step's)
+        # transport threads: each reads one RecvTensors call of a step (none of a step's threads)
         self.rpc_pool = concurrent.futures.ThreadPoolExecutor(
             256, thread_name_prefix="minitf-recv-%s-%d" % (server.job_name, server.task_index)
         )
@@ -194,6 +207,8 @@ class Worker:
             step = StepState(rendezvous)
             if on_step is not None:
                 on_step(step)
+            if rendezvous is not None:
+                rendezvous.prefetch(remote_keys(eplan, self.task_name))
             tracer = Tracer(eplan) if header.options.trace_level > 0 else None
             ctx = executor.StepContext(args, rendezvous, tracer)
             vals = step_run.run_step(
@@ -247,6 +262,28 @@ class Worker:
             value = self.rendezvous.recv(request.step_id, request.rendezvous_key, timeout)
             for chunk in wire.iter_tensor_chunks(value, wire.STREAM_CHUNK_BYTES):
                 yield chunk
+        except Exception as e:  # noqa: BLE001
+            streams.abort(context, e, derived=True)
+
+    def RecvTensors(self, request, context):
+        """Several tensors of a step, each in the first answer message after it was sent."""
+        try:
+            remaining = context.time_remaining()
+            deadline = time.monotonic() + (
+                wire.CONTROL_RPC_SECONDS if remaining is None else remaining
+            )
+            arrivals = self.rendezvous.recv_many(
+                request.step_id, list(request.rendezvous_key), deadline, _when_done(context)
+            )
+            for ready in arrivals:
+                inline, parts = wire.split_named_tensors(
+                    ready,
+                    chunk_bytes=wire.STREAM_CHUNK_BYTES,
+                    wrap=(pb.RecvTensorsResponse, "part"),
+                )
+                yield from wire.coalesce(
+                    itertools.chain([pb.RecvTensorsResponse(tensor=inline)], parts)
+                )
         except Exception as e:  # noqa: BLE001
             streams.abort(context, e, derived=True)
 

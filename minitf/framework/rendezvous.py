@@ -101,9 +101,7 @@ class LocalRendezvous:
 
         self.recv_async(key, done)
         if not got.wait(max(timeout, 0.0)):
-            with self._lock:
-                if self._waiters.get(key) is done:
-                    del self._waiters[key]
+            self.forget(key, done)
             if not got.is_set():
                 raise errors.DeadlineExceededError(
                     None, None, "Timed out waiting for tensor %s" % key[:200]
@@ -124,6 +122,13 @@ class LocalRendezvous:
             waiters, self._waiters = list(self._waiters.values()), {}
         for done in waiters:
             done(None, error)
+
+    def forget(self, key: str, done: Done) -> None:
+        """Withdraws the receive of ``key`` that ``done`` waits for, if it still waits (its
+        receiver gave up: a timeout, a cancelled call)."""
+        with self._lock:
+            if self._waiters.get(key) is done:
+                del self._waiters[key]
 
     def pending(self) -> int:
         """Values sent but not yet received (a step that ended cleanly leaves none)."""

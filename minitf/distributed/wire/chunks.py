@@ -423,10 +423,11 @@ class NamedTensorReceiver:
         self.max_total_bytes = max_total_bytes
         self._values = {}
         self._open = {}  # name -> _ChunkAssembler of a tensor still streaming
+        self._taken = set()  # names of the tensors take() handed out
         self._total = 0
 
     def _claim(self, name, nbytes):
-        if name in self._values or name in self._open:
+        if name in self._values or name in self._open or name in self._taken:
             raise _invalid("Tensor %s was sent twice." % _short(name))
         self._total += nbytes
         if self._total > self.max_total_bytes:
@@ -478,3 +479,10 @@ class NamedTensorReceiver:
                 "Tensor %s ended after %d of %d bytes." % (_short(name), asm.pos, asm.total)
             )
         return dict(self._values)
+
+    def take(self):
+        """``{name: ndarray}`` of the tensors completed since the last take (a stream whose
+        tensors are used as they arrive); finish() then returns only those not taken."""
+        done, self._values = self._values, {}
+        self._taken.update(done)
+        return done
