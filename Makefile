@@ -69,7 +69,7 @@ lab: setup-lab
 
 # Re-executes every notebook in place (after a change to what minitf prints).
 notebooks: setup-lab
-	for nb in notebooks/*.ipynb; do \
+	for nb in notebooks/*.ipynb notebooks/solutions/*.ipynb; do \
 	    MINITF_STATE_DIR=$$(mktemp -d) NUMBA_ENABLE_CUDASIM=1 \
 	    $(BIN)/jupyter nbconvert --to notebook --execute --inplace $$nb || exit 1; done
 

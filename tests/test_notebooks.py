@@ -1,11 +1,12 @@
 """The teaching notebooks run top to bottom and still print what their committed outputs say.
 
-Runs ``pytest --nbval`` on ``notebooks/`` in a child process: every code cell is executed in a
-fresh kernel per notebook and its outputs are compared with the committed ones, after the
-sanitizers of ``notebooks/nbval_sanitize.cfg`` (pids, dates, pictures).  The child gets a
-private ``MINITF_STATE_DIR`` (emulated-card memory reservations never meet other processes'),
-a private ``TMPDIR``, and the environment the committed outputs were made in: two emulated
-GPUs, no real CUDA card, nothing hidden by ``CUDA_VISIBLE_DEVICES``.
+Runs ``pytest --nbval`` on ``notebooks/`` in a child process (pytest recurses into
+``notebooks/solutions/``, the exercises' answers, and the test requires those too): every code
+cell is executed in a fresh kernel per notebook and its outputs are compared with the committed
+ones, after the sanitizers of ``notebooks/nbval_sanitize.cfg`` (pids, dates, pictures).  The
+child gets a private ``MINITF_STATE_DIR`` (emulated-card memory reservations never meet other
+processes'), a private ``TMPDIR``, and the environment the committed outputs were made in: two
+emulated GPUs, no real CUDA card, nothing hidden by ``CUDA_VISIBLE_DEVICES``.
 
 To refresh a notebook's outputs after a deliberate change::
 
@@ -48,8 +49,13 @@ def test_notebooks_match_their_committed_outputs(tmp_path):
             "nbval is not installed: the notebooks cannot be checked (it belongs to the "
             "test dependencies)"
         )
-    names = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+    names = sorted(
+        p.relative_to(NOTEBOOKS).as_posix()
+        for pattern in ("*.ipynb", "solutions/*.ipynb")
+        for p in NOTEBOOKS.glob(pattern)
+    )
     assert names, "no notebook found in %s" % NOTEBOOKS
+    assert any(n.startswith("solutions/") for n in names), "no solutions notebook found"
     cmd = [
         sys.executable,
         "-m",
@@ -62,13 +68,13 @@ def test_notebooks_match_their_committed_outputs(tmp_path):
         "-rA",
         "-p",
         "no:cacheprovider",
-        "notebooks/",
+        "notebooks/",  # pytest recurses: notebooks/solutions/ too
     ]
     proc = subprocess.run(
         cmd, cwd=ROOT, env=_nbval_env(tmp_path), capture_output=True, text=True, timeout=TIMEOUT_S
     )
     report = proc.stdout + proc.stderr
     assert proc.returncode == 0, "nbval failed (exit %d):\n%s" % (proc.returncode, report[-20000:])
-    passed = re.findall(r"^PASSED notebooks/([^:\s]+\.ipynb)::Cell \d+", proc.stdout, re.M)
+    passed = set(re.findall(r"^PASSED notebooks/([^:\s]+\.ipynb)::Cell \d+", proc.stdout, re.M))
     missing = [n for n in names if n not in passed]
     assert not missing, "notebooks not collected by nbval: %s\n%s" % (missing, report[-5000:])

@@ -251,7 +251,8 @@ def test_widgets_in_jupyterlab(browser, jupyterlab, notebook, screenshot_dir):
 @pytest.mark.parametrize("course_notebook", ["00_start_here.ipynb", "03_placing_operations.ipynb"])
 def test_course_notebooks_run_in_jupyterlab(browser, jupyterlab, tmp_path, course_notebook):
     """The workshop's own notebooks 00 and 03, outputs cleared, run top to bottom in JupyterLab
-    from the Run menu; 03's placement explorer renders as a live widget with its graph."""
+    from the Run menu; 03's placement explorer renders as a live widget with its graph, and one
+    of its exercises is answered through the page until its check passes."""
     from playwright.sync_api import expect
 
     expect.set_options(timeout=STEP)
@@ -279,10 +280,42 @@ def test_course_notebooks_run_in_jupyterlab(browser, jupyterlab, tmp_path, cours
             expect(widgets.first).to_be_attached()
             expect(widgets.first.locator("select").first).to_be_attached()
             expect(widgets.first.locator("svg").first).to_be_attached()
+            _answer_exercise(page)
         else:
             expect(page.locator(".jp-OutputArea-output").first).to_be_attached()
     finally:
         page.close()
+
+
+# Notebook 03's exercise 2 (predict the placer): its cell, its check and a learner's answer
+EXERCISE_CELL = 'prediction = {"n": ..., "m": ..., "s": ...}'
+EXERCISE_CHECK = "... in prediction.values()"
+EXERCISE_ANSWER = 'prediction = {"n": "CPU:0", "m": "GPU:0", "s": "GPU:0"}'
+
+
+def _answer_exercise(page):
+    """Works notebook 03's exercise 2 as a learner: the check first says "Not answered yet";
+    the answer is typed over the placeholder in the page, both cells are run with Shift+Enter
+    and the check then reports the placer's placements as right."""
+    from playwright.sync_api import expect
+
+    cells = page.locator(".jp-Notebook .jp-CodeCell")
+    expect(cells.filter(has_text=EXERCISE_CELL)).to_have_count(1)
+    # by position, since typing the answer changes the text a filter would look for
+    i = cells.evaluate_all("(els, t) => els.findIndex(e => e.innerText.includes(t))", EXERCISE_CELL)
+    exercise, check = cells.nth(i), cells.nth(i + 1)
+    expect(check).to_contain_text(EXERCISE_CHECK)
+    expect(check.locator(".jp-OutputArea-output")).to_contain_text("Not answered yet")
+    exercise.locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.type(EXERCISE_ANSWER)
+    expect(exercise.locator(".cm-content")).to_have_text(EXERCISE_ANSWER)
+    page.keyboard.press("Shift+Enter")  # runs the answer; the check cell becomes the active one
+    page.keyboard.press("Shift+Enter")  # runs the check
+    expect(check.locator(".jp-OutputArea-output")).to_contain_text(
+        "Right: {'n': 'CPU:0', 'm': 'GPU:0', 's': 'GPU:0'}"
+    )
+    expect(check.locator(".jp-OutputArea-output")).not_to_contain_text("Not answered yet")
 
 
 def leftover_children(*words):
