@@ -416,6 +416,8 @@ class Reservation:
                 _mine.pop(self.id, None)
             if os.getpid() != self._pid:
                 return  # a forked child never releases its parent's memory
+            if not os.path.isdir(self._dir):
+                return  # the state folder was removed (a notebook's temporary one at exit)
             with _locked_card(self._dir, self.card_id) as state:
                 state["entries"] = [e for e in state["entries"] if e.get("id") != self.id]
 
