@@ -28,11 +28,12 @@ settings.load_profile("minitf")
 # Card reservations of emulated GPUs are machine-wide (like a real driver's): keep this test
 # run's in a private registry so it never competes with notebooks or other runs on the machine.
 os.environ["MINITF_STATE_DIR"] = _STATE_DIR = tempfile.mkdtemp(prefix="minitf-tests-")
+_RUN_PID = os.getpid()
 
 
-def _remove_state_dir(pid=os.getpid()):
+def _remove_state_dir():
     """The run's registry folder goes when the run ends (never from a forked child)."""
-    if os.getpid() == pid:
+    if os.getpid() == _RUN_PID:
         shutil.rmtree(_STATE_DIR, ignore_errors=True)
 
 
