@@ -17,6 +17,7 @@ import pytest
 
 import minitf as tf
 from minitf import smi
+from minitf.lib import file_io
 from minitf.runtime import card_registry
 
 GiB = 1 << 30
@@ -137,11 +138,23 @@ def test_registry_is_written_atomically(registry_dir, monkeypatch):
     path = registry_dir / "gpu0.json"
     before = path.read_text()
 
-    def dump_half(obj, f, **kwargs):
-        f.write('{"entries": [')
-        raise OSError(28, "No space left on device")
+    real_open = open
 
-    monkeypatch.setattr(card_registry.json, "dump", dump_half)
+    class HalfFile:  # a disk that fills up half way through the write
+        def __init__(self, *args):
+            self._f = real_open(*args)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self._f.close()
+
+        def write(self, data):
+            self._f.write(data[: len(data) // 2])
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(file_io, "open", HalfFile, raising=False)
     with pytest.raises(tf.errors.UnavailableError, match="No space left on device"):
         card_registry.reserve(0, CARD, GiB)
     assert path.read_text() == before

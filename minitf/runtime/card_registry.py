@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from minitf.framework import errors
+from minitf.lib import file_io
 from minitf.runtime.allocator import describe_size, human_readable_num_bytes
 
 _thread_lock = threading.Lock()
@@ -288,15 +289,10 @@ def _load(path: str, directory: str) -> dict[str, Any]:
 
 def _store(path: str, state: dict[str, Any], directory: str) -> None:
     """Writes the registry atomically: a temporary file, then a rename."""
-    tmp = "%s.%d.tmp" % (path, os.getpid())
     state["format"] = _FORMAT
-    try:
-        with open(tmp, "w") as f:
-            json.dump(state, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)  # readers see the old or the new file, never half
+    try:  # readers see the old or the new file, never half
+        file_io.atomic_write_string_to_file(path, json.dumps(state, indent=1, sort_keys=True))
     except OSError as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
         raise _os_error("write", directory, e) from None
 
 
