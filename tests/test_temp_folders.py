@@ -3,13 +3,14 @@ item 13).
 
 Book section: "Managing the GPU RAM" (each notebook keeps its emulated cards' registry in a
 private temporary folder).  A notebook holds its folders as ``tempfile.TemporaryDirectory``
-objects, deleted when the kernel exits; the registry gives nothing back into a folder that is
-already gone (it used to re-create it at exit); the test run's own registry folder is removed
-by ``tests/conftest.py`` at exit.
+objects, deleted by its last cell or when the kernel exits; the registry gives nothing back
+into a folder that is already gone (it used to re-create it at exit); the test run's own
+registry folder is removed by ``tests/conftest.py`` at exit.
 """
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +36,11 @@ def test_notebooks_use_folders_deleted_at_exit():
         cells = json.loads(path.read_text())["cells"]
         code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
         assert "mkdtemp" not in code, "%s makes a folder nobody removes" % path.name
+        # a kernel that is killed (nbval stops its kernels so) runs no exit handler: the last
+        # cell removes the folders too
+        last = "".join(cells[-1]["source"])
+        for name in re.findall(r"^\s*(\w+) = tempfile\.TemporaryDirectory\(", code, re.M):
+            assert name in last and ".cleanup()" in last, (path.name, name)
 
 
 NOTEBOOK_SETUP = """
