@@ -16,7 +16,7 @@ import pytest
 
 import minitf as tf
 from helpers import child_pids, wait_until
-from minitf.distributed import LocalCluster
+from minitf.distributed import LocalCluster, local_cluster
 from minitf.distributed.local_cluster import free_port
 
 pytestmark = pytest.mark.cluster
@@ -165,7 +165,7 @@ def test_children_exit_when_the_parent_is_killed(tmp_path):
             "-c",
             textwrap.dedent("""
         import sys, time
-        from minitf.distributed import LocalCluster
+        from minitf.distributed import LocalCluster, local_cluster
         c = LocalCluster({"worker": 2})
         print(" ".join(str(c.pid("worker", i)) for i in range(2)), flush=True)
         time.sleep(120)
@@ -188,6 +188,7 @@ def test_children_exit_when_the_parent_is_killed(tmp_path):
 def test_cluster_started_from_a_thread_that_ends_keeps_serving():
     """Linux's death signal follows the thread that started a child: a cluster started from a
     short-lived thread (a callback, a worker thread) used to die with that thread."""
+    holders = local_cluster._spawner._holders  # clusters other tests left running (lc)
     started = []
     starter = threading.Thread(target=lambda: started.append(LocalCluster({"worker": 1})))
     starter.start()
@@ -203,10 +204,12 @@ def test_cluster_started_from_a_thread_that_ends_keeps_serving():
             assert sess.run(y) == 10.0
     finally:
         cluster.stop()
-    assert proc.poll() is not None  # stopped and reaped; the spawner thread ends with it
-    assert wait_until(
-        lambda: not any(t.name == "minitf-cluster-spawner" for t in threading.enumerate())
-    )
+    assert proc.poll() is not None  # stopped and reaped
+    assert local_cluster._spawner._holders == holders
+    if holders == 0:  # the spawner thread ends with the last cluster
+        assert wait_until(
+            lambda: not any(t.name == "minitf-cluster-spawner" for t in threading.enumerate())
+        )
 
 
 def test_children_of_a_thread_started_cluster_die_with_the_process(tmp_path):
@@ -216,7 +219,7 @@ def test_children_of_a_thread_started_cluster_die_with_the_process(tmp_path):
             "-c",
             textwrap.dedent("""
         import sys, threading
-        from minitf.distributed import LocalCluster
+        from minitf.distributed import LocalCluster, local_cluster
         out = []
         t = threading.Thread(target=lambda: out.append(LocalCluster({"worker": 1})))
         t.start(); t.join()
