@@ -122,7 +122,17 @@ def main(argv=None):
     parser.add_argument(
         "--json", action="store_true", help="print the data as JSON instead of the table"
     )
+    parser.add_argument(
+        "--reset",
+        action="store_true",
+        help="forget every reservation of the emulated cards (a damaged registry included); "
+        "only when no minitf program is running",
+    )
     args = parser.parse_args(argv)
+    if args.reset:
+        _registry.clear()
+        print("Emulated GPU registry in %s reset." % _registry.state_dir())
+        return 0
     if args.json:
         print(json.dumps(smi_data(), indent=2))
     else:

@@ -11,7 +11,9 @@
 Both device fixtures go back to the environment's setting (``emulate_gpus(None)``) afterwards.
 """
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -25,7 +27,17 @@ settings.load_profile("minitf")
 
 # Card reservations of emulated GPUs are machine-wide (like a real driver's): keep this test
 # run's in a private registry so it never competes with notebooks or other runs on the machine.
-os.environ["MINITF_STATE_DIR"] = tempfile.mkdtemp(prefix="minitf-tests-")
+os.environ["MINITF_STATE_DIR"] = _STATE_DIR = tempfile.mkdtemp(prefix="minitf-tests-")
+_RUN_PID = os.getpid()
+
+
+def _remove_state_dir():
+    """The run's registry folder goes when the run ends (never from a forked child)."""
+    if os.getpid() == _RUN_PID:
+        shutil.rmtree(_STATE_DIR, ignore_errors=True)
+
+
+atexit.register(_remove_state_dir)
 # CI has no GPU: CUDA kernels run in Numba's simulator unless MINITF_TEST_REAL_CUDA=1 (set it
 # on a CUDA machine to run the same tests on the card).
 if os.environ.get("MINITF_TEST_REAL_CUDA") != "1":

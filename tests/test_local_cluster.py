@@ -16,7 +16,7 @@ import pytest
 
 import minitf as tf
 from helpers import child_pids, wait_until
-from minitf.distributed import LocalCluster
+from minitf.distributed import LocalCluster, local_cluster
 from minitf.distributed.local_cluster import free_port
 
 pytestmark = pytest.mark.cluster
@@ -165,7 +165,7 @@ def test_children_exit_when_the_parent_is_killed(tmp_path):
             "-c",
             textwrap.dedent("""
         import sys, time
-        from minitf.distributed import LocalCluster
+        from minitf.distributed import LocalCluster, local_cluster
         c = LocalCluster({"worker": 2})
         print(" ".join(str(c.pid("worker", i)) for i in range(2)), flush=True)
         time.sleep(120)
@@ -183,6 +183,64 @@ def test_children_exit_when_the_parent_is_killed(tmp_path):
         parent.wait(10)
         parent.stdout.close()
     assert wait_until(lambda: not any(_alive(p) for p in pids), 10)
+
+
+def test_cluster_started_from_a_thread_that_ends_keeps_serving():
+    """Linux's death signal follows the thread that started a child: a cluster started from a
+    short-lived thread (a callback, a worker thread) used to die with that thread."""
+    holders = local_cluster._spawner._holders  # clusters other tests left running (lc)
+    started = []
+    starter = threading.Thread(target=lambda: started.append(LocalCluster({"worker": 1})))
+    starter.start()
+    starter.join(60)
+    (cluster,) = started
+    try:
+        proc = cluster._procs[("worker", 0)]
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=1.0)  # the death signal would have come at once
+        with tf.device("/job:worker/task:0"):
+            y = tf.constant(2.0) * 5.0
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            assert sess.run(y) == 10.0
+    finally:
+        cluster.stop()
+    assert proc.poll() is not None  # stopped and reaped
+    assert local_cluster._spawner._holders == holders
+    if holders == 0:  # the spawner thread ends with the last cluster
+        assert wait_until(
+            lambda: not any(t.name == "minitf-cluster-spawner" for t in threading.enumerate())
+        )
+
+
+def test_children_of_a_thread_started_cluster_die_with_the_process(tmp_path):
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent("""
+        import sys, threading
+        from minitf.distributed import LocalCluster, local_cluster
+        out = []
+        t = threading.Thread(target=lambda: out.append(LocalCluster({"worker": 1})))
+        t.start(); t.join()
+        print(out[0].pid("worker", 0), flush=True)
+        sys.stdin.read()
+    """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=_env(),
+        text=True,
+    )
+    try:
+        pid = int(parent.stdout.readline())
+        assert _alive(pid)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        parent.stdout.close()
+        parent.stdin.close()
+    assert wait_until(lambda: not _alive(pid), 10)
 
 
 @pytest.mark.slow

@@ -78,3 +78,5 @@ def test_notebooks_match_their_committed_outputs(tmp_path):
     passed = set(re.findall(r"^PASSED notebooks/([^:\s]+\.ipynb)::Cell \d+", proc.stdout, re.M))
     missing = [n for n in names if n not in passed]
     assert not missing, "notebooks not collected by nbval: %s\n%s" % (missing, report[-5000:])
+    left = sorted(p.name for p in (tmp_path / "tmp").glob("minitf-*"))
+    assert not left, "the notebooks left temporary folders behind: %s" % left

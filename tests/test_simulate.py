@@ -238,7 +238,10 @@ def test_two_inter_op_threads_run_independent_branches_in_parallel():
 
 def test_expensive_nodes_queue_fifo_and_a_thread_keeps_the_one_it_readied():
     with tf.device("/gpu:0"):
-        outs = [tf.square(tf.ones([256, 256], name="in%d" % k), name="sq%d" % k) for k in range(3)]
+        outs = [
+            tf.square(tf.constant(1.0, shape=[256, 256], name="in%d" % k), name="sq%d" % k)
+            for k in range(3)
+        ]
     sim = Simulation(tf.Session(), [o.op for o in outs], inter_op_threads=2, intra_op_threads=1)
     assert sim.ready_queues() == {"inter-op": ["in0", "in1", "in2"]}
     ev = [sim.next_event() for _ in range(2)]
@@ -333,8 +336,16 @@ def test_small_matmuls_and_inline_nodes_do_not_split():
 
 def test_intra_op_pool_is_shared_between_split_nodes():
     with tf.device("/cpu:0"):
-        m1 = tf.matmul(tf.ones([512, 512], name="a1"), tf.ones([512, 512], name="b1"), name="m1")
-        m2 = tf.matmul(tf.ones([512, 512], name="a2"), tf.ones([512, 512], name="b2"), name="m2")
+        m1 = tf.matmul(
+            tf.constant(1.0, shape=[512, 512], name="a1"),
+            tf.constant(1.0, shape=[512, 512], name="b1"),
+            name="m1",
+        )
+        m2 = tf.matmul(
+            tf.constant(1.0, shape=[512, 512], name="a2"),
+            tf.constant(1.0, shape=[512, 512], name="b2"),
+            name="m2",
+        )
     stats = simulate(tf.Session(), [m1, m2], inter_op_threads=2, intra_op_threads=3)
     n1, n2 = nodes_of(stats)["m1"][0], nodes_of(stats)["m2"][0]
     assert {c.thread_name for c in n1.chunks[1:] + n2.chunks[1:]} <= {

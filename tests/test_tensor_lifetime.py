@@ -192,7 +192,7 @@ def test_a_value_sent_to_another_card_lives_until_its_recv_has_it(fresh_cards, m
     freed after; at the end of the step neither card holds anything."""
     tf.config.emulate_gpus(2, memory_limit=64 * MiB)
     with tf.device("/gpu:0"):
-        a = tf.ones([256, 256], name="ones") * 2.0
+        a = tf.constant(1.0, shape=[256, 256], name="ones") * 2.0
         a = tf.identity(a * 1.0, name="sent")
     with tf.device("/gpu:1"):
         b = a + 1.0

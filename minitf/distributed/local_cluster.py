@@ -14,9 +14,10 @@ No orphans: on Linux every child sets ``PR_SET_PDEATHSIG = SIGKILL`` for itself 
 (it dies with its parent; set in the child, not in a ``preexec_fn``, so spawning runs no Python
 between fork and exec next to gRPC's threads), and a watchdog thread in the child exits when
 its stdin (a pipe from the parent) closes; ``stop()`` / the context manager terminate and reap
-every child.  (Linux sends the death signal when the *thread* that started the child exits:
-start clusters from a thread that lives as long as the cluster, e.g. the main thread of a
-notebook kernel.)
+every child.  Linux sends the death signal when the *thread* that started the child exits, so
+every child is started by one daemon thread of this module (:class:`_Spawner`) that lives while
+any cluster does: a cluster started from a short-lived thread outlives that thread, and its
+children still die with the process.
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections import deque
 from collections.abc import Mapping
+from concurrent.futures import Future
 from typing import Any, Literal
 
 from minitf.distributed.cluster_spec import ClusterSpec
@@ -46,6 +50,61 @@ def die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except OSError:
         pass
+
+
+class _Spawner:
+    """The one thread that starts every LocalCluster child (their death signal is tied to it).
+
+    It runs while at least one cluster holds it (:meth:`hold`/:meth:`release`) and ends with
+    the last one, so no thread is left behind once every cluster has stopped.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._requests: deque[tuple[list[str], dict[str, Any], Future]] = deque()
+        self._holders = 0
+        self._thread: threading.Thread | None = None
+
+    def hold(self) -> None:
+        with self._cond:
+            self._holders += 1
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="minitf-cluster-spawner", daemon=True
+                )
+                self._thread.start()
+
+    def release(self) -> None:
+        with self._cond:
+            self._holders -= 1
+            self._cond.notify_all()
+
+    def popen(self, cmd: list[str], **kwargs: Any) -> subprocess.Popen:
+        """``subprocess.Popen(cmd, **kwargs)`` run by the spawner thread (callers hold it)."""
+        if threading.current_thread() is self._thread:
+            return subprocess.Popen(cmd, **kwargs)
+        done: Future = Future()
+        with self._cond:
+            self._requests.append((cmd, kwargs, done))
+            self._cond.notify_all()
+        return done.result(timeout=60)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._requests and self._holders > 0:
+                    self._cond.wait()
+                if not self._requests:
+                    self._thread = None  # the last cluster stopped: so does this thread
+                    return
+                cmd, kwargs, done = self._requests.popleft()
+            try:
+                done.set_result(subprocess.Popen(cmd, **kwargs))
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                done.set_exception(e)
+
+
+_spawner = _Spawner()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -80,6 +139,7 @@ class LocalCluster:
         self._env = dict(os.environ if env is None else env)
         self._timeout = start_timeout
         self._procs: dict[tuple[str, int], subprocess.Popen] = {}
+        self._holds_spawner = False
         for attempt in range(3):
             spec = {
                 job: ["%s:%d" % (host, free_port(host)) for _ in range(n)]
@@ -121,7 +181,10 @@ class LocalCluster:
         env = dict(self._env)
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-        return subprocess.Popen(
+        if not self._holds_spawner:
+            _spawner.hold()
+            self._holds_spawner = True
+        return _spawner.popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
         )
 
@@ -193,6 +256,9 @@ class LocalCluster:
                 p.kill()
                 p.wait(5)
             self._close_pipes(p)
+        if getattr(self, "_holds_spawner", False):
+            self._holds_spawner = False
+            _spawner.release()
 
     def __enter__(self) -> LocalCluster:
         return self

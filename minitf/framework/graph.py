@@ -877,10 +877,14 @@ def convert_to_tensor(
         if isinstance(value, base):
             if dtype is None and preferred_dtype is not None:
                 try:
-                    return fn(value, dtypes_mod.as_dtype(preferred_dtype), name, as_ref)
+                    out = fn(value, dtypes_mod.as_dtype(preferred_dtype), name, as_ref)
+                    if out is not NotImplemented:
+                        return out
                 except (TypeError, ValueError):
                     pass
-            return fn(value, dtype, name, as_ref)
+            out = fn(value, dtype, name, as_ref)
+            if out is not NotImplemented:  # (TF: the function declines; try the next one)
+                return out
     raise TypeError(
         "Cannot convert %r of type %s to a Tensor: no conversion function is "
         "registered for it" % (value, type(value).__name__)

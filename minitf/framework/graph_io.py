@@ -22,6 +22,7 @@ import numpy as np
 
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import Graph, Operation, Tensor
+from minitf.lib import file_io
 from minitf.lib.protobuf import tf_protos_pb2 as pb
 
 #: ``versions.producer`` of the GraphDefs written (TF 1.15's ``TF_GRAPH_DEF_VERSION``).
@@ -234,8 +235,5 @@ def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool =
     os.makedirs(logdir, exist_ok=True)
     path = os.path.join(logdir, name)
     data = text_format.MessageToString(msg).encode() if as_text else msg.SerializeToString()
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    file_io.atomic_write_string_to_file(path, data)
     return path

@@ -6,6 +6,7 @@ nodes that the simple placer puts next to their consumer) and every example that
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,11 +43,33 @@ for _t in ("LogicalNot", "Where", "Squeeze"):
 register_op("GatherV2", type_attr="Tparams")
 
 
+def _check_elements(raw: np.ndarray, value: Any, dtype: dtypes.DType) -> None:
+    """TF's errors for elements a constant of ``dtype`` cannot hold: None, or a number where
+    strings are expected."""
+    if raw.dtype != object:
+        if dtype == dtypes.string and raw.dtype.kind not in "US" and raw.size:
+            bad = raw.reshape(-1)[0].item()
+            raise TypeError(
+                "Expected string, got %r of type '%s' instead." % (bad, type(bad).__name__)
+            )
+        return
+    if value is None:
+        raise ValueError("None values not supported.")
+    for v in raw.reshape(-1):
+        if v is None or (
+            dtype == dtypes.string and not isinstance(v, (str, bytes, np.str_, np.bytes_))
+        ):
+            raise TypeError(
+                "Expected %s, got %r of type '%s' instead." % (dtype.name, v, type(v).__name__)
+            )
+
+
 def _const_array(value, dtype, shape, verify_shape):
     if dtype is None:
         dtype = dtypes.infer_dtype(value)
     np_dtype = dtype.as_numpy_dtype
     raw = np.asarray(value, dtype=object if dtype == dtypes.string else None)
+    _check_elements(raw, value, dtype)
     if dtype.is_integer or dtype.is_bool:
         if raw.dtype.kind in "fc" and raw.size and not np.all(np.mod(raw.real, 1) == 0):
             bad = raw.reshape(-1)[np.argmax(np.mod(raw.real.reshape(-1), 1) != 0)]
@@ -60,7 +83,13 @@ def _const_array(value, dtype, shape, verify_shape):
         )
     if dtype == dtypes.string:
         raw = np.vectorize(_as_bytes, otypes=[object])(raw) if raw.size else raw
-    arr = np.array(raw, dtype=np_dtype)
+    try:
+        arr = np.array(raw, dtype=np_dtype)
+    except (TypeError, ValueError, OverflowError):  # a dict, a set, an object: TF's text
+        raise TypeError(
+            "Failed to convert object of type %s to Tensor. Contents: %s. Consider "
+            "casting elements to a supported type." % (type(value), value)
+        ) from None
     if shape is not None:
         shape = tuple(tensor_shape.as_shape(shape).as_list())
         size = int(np.prod(shape, dtype=np.int64))
@@ -116,8 +145,53 @@ def _constant_conversion(value, dtype=None, name=None, as_ref=False):
     return constant(value, dtype=dtype, name=name or "Const")
 
 
+def _nested_tensor_dtype(values: Sequence[Any]) -> dtypes.DType | None:
+    """The dtype of the first tensor in nested lists/tuples (None when they hold none)."""
+    for v in values:
+        if isinstance(v, Tensor):
+            return v.dtype.base_dtype
+        if isinstance(v, (list, tuple)):
+            found = _nested_tensor_dtype(v)
+            if found is not None:
+                return found
+    return None
+
+
+def _autopack(values: Sequence[Any], dtype: dtypes.DType, name: str) -> Any:
+    """TF's autopacking: a nested list holding tensors becomes ``Pack`` ops named ``packed``."""
+    with name_scope(name) as scope:
+        elems, must_pack = [], False
+        for i, v in enumerate(values):
+            if isinstance(v, (list, tuple)):
+                v = _autopack(v, dtype, str(i))
+            if isinstance(v, Tensor):
+                if v.dtype.base_dtype != dtype:
+                    raise TypeError(
+                        "Cannot convert a list containing a tensor of dtype %s to %s "
+                        "(Tensor is: %r)" % (v.dtype, dtype, v)
+                    )
+                must_pack = True
+            elems.append(v)
+        if not must_pack:
+            return elems
+        tensors = [
+            v if isinstance(v, Tensor) else constant(v, dtype=dtype, name=str(i))
+            for i, v in enumerate(elems)
+        ]
+        return stack(tensors, name=scope)
+
+
+def _autopacking_conversion(value, dtype=None, name=None, as_ref=False):
+    found = _nested_tensor_dtype(value)
+    if found is None:
+        return NotImplemented  # no tensor inside: a constant
+    return _autopack(value, dtypes.as_dtype(dtype or found).base_dtype, name or "packed")
+
+
 # Python and numpy values become constants wherever a tensor is expected (TF's priorities: lists
-# and tuples at 100, anything else last, at 200).
+# and tuples holding tensors packed at 99, other lists and tuples at 100, anything else last,
+# at 200).
+register_tensor_conversion_function((list, tuple), _autopacking_conversion, 99)
 register_tensor_conversion_function((list, tuple), _constant_conversion, 100)
 register_tensor_conversion_function(object, _constant_conversion, 200)
 
@@ -297,9 +371,12 @@ def reshape(tensor: TensorLike, shape: TensorLike, name: str | None = None) -> T
 
 
 def fill(dims: TensorLike, value: TensorLike, name: str | None = None) -> Tensor:
-    """``Fill``: a tensor of shape ``dims`` filled with ``value``."""
+    """``Fill``: a tensor of shape ``dims`` filled with ``value`` (made when the step runs)."""
     with name_scope(name, "Fill", [dims, value]) as scope:
-        dims_t = convert_to_tensor(dims, dtype=dtypes.int32, name="dims")
+        if isinstance(dims, Tensor) and dims.dtype.base_dtype == dtypes.int64:
+            dims_t = dims
+        else:
+            dims_t = convert_to_tensor(dims, dtype=dtypes.int32, name="dims")
         value_t = convert_to_tensor(value, name="value")
         d = _static_value(dims_t)
         shape = (
@@ -308,26 +385,48 @@ def fill(dims: TensorLike, value: TensorLike, name: str | None = None) -> Tensor
             else tensor_shape.unknown_shape()
         )
         dt = value_t.dtype.base_dtype
-        return apply_op("Fill", [dims_t, value_t], [(dt, shape)], scope, {"T": dt}).outputs[0]
+        attrs = {"T": dt, "index_type": dims_t.dtype.base_dtype}
+        return apply_op("Fill", [dims_t, value_t], [(dt, shape)], scope, attrs).outputs[0]
 
 
 def zeros(shape: TensorLike, dtype: DTypeLike = dtypes.float32, name: str | None = None) -> Tensor:
-    """A tensor of zeros (a ``Const`` named ``zeros`` for a static shape)."""
-    return _filled(shape, dtype, name, "zeros", 0)
+    """A tensor of zeros: a ``Const`` below 1,000 elements, else a ``Fill`` (as TF: a big
+    constant would be built in host memory and copied into every GraphDef)."""
+    dtype = dtypes.as_dtype(dtype).base_dtype
+    return _filled(shape, dtype, name, "zeros", False if dtype == dtypes.bool else 0)
 
 
 def ones(shape: TensorLike, dtype: DTypeLike = dtypes.float32, name: str | None = None) -> Tensor:
-    """A tensor of ones (a ``Const`` named ``ones`` for a static shape)."""
-    return _filled(shape, dtype, name, "ones", 1)
+    """A tensor of ones: a ``Const`` below 1,000 elements, else a ``Fill`` (as TF)."""
+    dtype = dtypes.as_dtype(dtype).base_dtype
+    return _filled(shape, dtype, name, "ones", True if dtype == dtypes.bool else 1)
+
+
+def _shape_as_tensor(shape: TensorLike) -> Tensor:
+    """A static shape as TF's ``shape_as_tensor`` Const (int64 if a dimension needs it);
+    ValueError for a partly known shape."""
+    dims = tensor_shape.as_shape(shape).as_list()  # TypeError/ValueError: not a static shape
+    if None in dims:
+        raise ValueError("Cannot convert a partially known TensorShape to a Tensor: %s" % shape)
+    dt = dtypes.int64 if any(d >= 2**31 for d in dims) else dtypes.int32
+    return constant(dims, dtype=dt, name="shape_as_tensor")
 
 
 def _filled(shape, dtype, name, default_name, value):
-    dtype = dtypes.as_dtype(dtype).base_dtype
+    """TF's zeros/ones: a Const when the static shape holds fewer than 1,000 elements, else
+    ``Fill(shape_as_tensor, Const)``; a shape given as a tensor is always filled."""
     with name_scope(name, default_name, [shape]) as scope:
-        if isinstance(shape, Tensor):
-            return fill(shape, constant(value, dtype=dtype), name=scope)
-        shape = tensor_shape.as_shape(shape).as_list()
-        return constant(value, dtype=dtype, shape=shape, name=scope)
+        if not isinstance(shape, Tensor):
+            try:
+                dims = tensor_shape.as_shape(shape).as_list()
+                if None not in dims and math.prod(dims) < 1000:
+                    return constant(value, dtype=dtype, shape=dims, name=scope)
+                shape = _shape_as_tensor(shape)
+            except (TypeError, ValueError):  # a list holding tensors
+                shape = convert_to_tensor(shape, dtype=dtypes.int32)
+        if shape.shape.ndims == 0:
+            shape = reshape(shape, [-1])  # a vector of dimensions
+        return fill(shape, constant(value, dtype=dtype), name=scope)
 
 
 def stack(values: Sequence[TensorLike], axis: int = 0, name: str | None = "stack") -> Tensor:

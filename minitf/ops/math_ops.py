@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import DTypeLike, Tensor, convert_to_tensor, name_scope
 from minitf.ops import array_ops
-from minitf.ops.array_ops import TensorLike, _static_value, constant
+from minitf.ops.array_ops import TensorLike, _const_array, _static_value, constant
 from minitf.ops.op_def import apply_op, register_op, shape_error
 
 for _t in (
@@ -222,7 +222,7 @@ def _reduction(op_type, input_tensor, axis, keepdims, name):
             raise ValueError("reduce with axis=None needs a tensor of known rank in minitf")
         axes = list(range(rank))
     else:
-        axes = [int(a) for a in ([axis] if isinstance(axis, int) else axis)]
+        axes = [int(a) for a in _const_array(axis, dtypes.int32, None, False)[0].reshape(-1)]
     if rank is not None:
         for a in axes:
             if not -rank <= a < max(rank, 1):

@@ -87,7 +87,7 @@ def describe_size(num_bytes: int) -> str:
 # =============================================================================================
 
 
-def _type_string(dtype_name: Any) -> str | None:
+def type_string(dtype_name: Any) -> str | None:
     """TF's name of an element type in messages: ``float`` for float32, ``double`` ..."""
     if dtype_name is None:
         return None
@@ -102,7 +102,7 @@ def _type_string(dtype_name: Any) -> str | None:
         return str(dtype_name)
 
 
-def _shape_string(shape: Any) -> str:
+def shape_string(shape: Any) -> str:
     """``shape[2048,2048]`` (``?`` for an unknown dimension, ``shape[]`` for a scalar)."""
     dims = getattr(shape, "dims", shape)
     if dims is None:
@@ -206,9 +206,9 @@ class Allocator:
     # -- allocation ---------------------------------------------------------------------------
     def _oom_message(self, nbytes: int, shape: Any, dtype_name: Any) -> str:
         what = "OOM when allocating tensor"
-        type_str = _type_string(dtype_name)
+        type_str = type_string(dtype_name)
         if shape is not None:
-            what += " with " + _shape_string(shape)
+            what += " with " + shape_string(shape)
             if type_str:
                 what += " and type " + type_str
         elif type_str:

@@ -20,6 +20,7 @@ import atexit
 import contextlib
 import fcntl
 import json
+import numbers
 import os
 import sys
 import threading
@@ -29,6 +30,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from minitf.framework import errors
+from minitf.lib import file_io
 from minitf.runtime.allocator import describe_size, human_readable_num_bytes
 
 _thread_lock = threading.Lock()
@@ -41,8 +43,18 @@ def state_dir() -> str:
     return os.environ.get("MINITF_STATE_DIR") or "/tmp/minitf-%d" % os.getuid()
 
 
+def byte_count(what: str, value: object) -> int:
+    """``value`` as a number of bytes (an int >= 0); InvalidArgumentError naming ``what`` if it
+    is not one."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise errors.InvalidArgumentError(
+            None, None, "%s must be a number of bytes >= 0, got %r" % (what, value)
+        )
+    return int(value)
+
+
 def _card_paths(directory: str, card_id: int) -> tuple[str, str]:
-    card_id = int(card_id)
+    card_id = byte_count("GPU card id", card_id)
     return (
         os.path.join(directory, "gpu%d.json" % card_id),
         os.path.join(directory, "gpu%d.lock" % card_id),
@@ -110,48 +122,178 @@ def _cmdline() -> str:
         return " ".join([sys.executable] + sys.argv)
 
 
-@contextlib.contextmanager
-def _locked_card(directory: str, card_id: int) -> Iterator[dict[str, Any]]:
-    """Exclusive access to one card's registry file: a thread lock, then ``flock``."""
-    path, lock_path = _card_paths(directory, card_id)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    with _thread_lock:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+# How long a process waits for another one's hold on a card's registry file before giving up
+# (a real driver never hangs a process because another one is stuck; neither does minitf).
+LOCK_TIMEOUT_S = 10.0
+_FORMAT = "minitf-card-registry/1"
+RESET_HINT = (
+    "To reset it, make sure no minitf program uses the emulated cards, then run "
+    "`python -m minitf.smi --reset` (or delete the file)."
+)
+
+
+def _os_error(what: str, directory: str, e: OSError) -> errors.OpError:
+    """An OSError on the state folder as a TF error naming ``MINITF_STATE_DIR``."""
+    denied = isinstance(e, PermissionError)
+    cls = errors.PermissionDeniedError if denied else errors.UnavailableError
+    return cls(
+        None,
+        None,
+        "Cannot %s the emulated GPU registry in MINITF_STATE_DIR=%s: %s. Point MINITF_STATE_DIR "
+        "at a folder this user can write." % (what, directory, e.strerror or e),
+    )
+
+
+def _lock_holder(fd: int) -> str:
+    """What the lock file says about the process holding it (written by each holder)."""
+    try:
+        text = os.pread(fd, 200, 0).decode(errors="replace").strip()
+        pid = int(text.split()[0])
+    except (OSError, ValueError, IndexError):
+        return "a process that has not written its pid yet"
+    return "pid %d" % pid
+
+
+def _acquire_flock(fd: int, lock_path: str, card_id: int, timeout: float) -> None:
+    """``flock`` with a deadline: DeadlineExceededError naming the holder's pid after it."""
+    deadline = time.monotonic() + timeout
+    delay = 0.001
+    while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            state = _load(path)
-            before = json.dumps(state, sort_keys=True)
-            live = [e for e in state["entries"] if _is_alive(e)]
-            state["entries"] = live  # a dead process's reservation is reclaimed
-            try:
-                yield state
-            finally:  # (callers change nothing before they may fail)
-                if json.dumps(state, sort_keys=True) != before:
-                    _store(path, state)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise errors.DeadlineExceededError(
+                    None,
+                    None,
+                    "Timed out after %g s waiting for the lock of emulated GPU %d's registry (%s), "
+                    "held by %s. If that process is stuck, stop it (kill <pid>); its hold ends "
+                    "with it." % (timeout, card_id, lock_path, _lock_holder(fd)),
+                ) from None
+            time.sleep(delay)  # polling a file lock: there is nothing to wait on
+            delay = min(delay * 2, 0.05)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, b"%d\n" % os.getpid(), 0)
+
+
+@contextlib.contextmanager
+def _card_lock(directory: str, card_id: int) -> Iterator[str]:
+    """Exclusive access to one card's registry file (a thread lock, then ``flock``), waited for
+    at most LOCK_TIMEOUT_S; yields the registry file's path."""
+    path, lock_path = _card_paths(directory, card_id)
+    timeout = LOCK_TIMEOUT_S
+    if not _thread_lock.acquire(timeout=timeout):
+        raise errors.DeadlineExceededError(
+            None,
+            None,
+            "Timed out after %g s waiting for another thread of pid %d to finish "
+            "with emulated GPU %d's registry (%s)" % (timeout, os.getpid(), card_id, lock_path),
+        )
+    try:
+        try:
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as e:
+            raise _os_error("open", directory, e) from None
+        try:
+            _acquire_flock(fd, lock_path, card_id, timeout)
+            yield path
         finally:
             os.close(fd)  # closing the descriptor drops the flock
+    finally:
+        _thread_lock.release()
 
 
-def _load(path: str) -> dict[str, Any]:
+@contextlib.contextmanager
+def _locked_card(directory: str, card_id: int) -> Iterator[dict[str, Any]]:
+    """One card's registry, read and validated under its lock; written back if changed."""
+    with _card_lock(directory, card_id) as path:
+        state = _load(path, directory)
+        before = json.dumps(state, sort_keys=True)
+        state["entries"] = [e for e in state["entries"] if _is_alive(e)]  # reclaim the dead's
+        try:
+            yield state
+        finally:  # (callers change nothing before they may fail)
+            if json.dumps(state, sort_keys=True) != before:
+                _store(path, state, directory)
+
+
+def _damaged(path: str, directory: str, why: str) -> errors.DataLossError:
+    return errors.DataLossError(
+        None,
+        None,
+        "The emulated GPU registry file %s (in MINITF_STATE_DIR=%s) is damaged or not minitf's: "
+        "%s. minitf does not guess which memory is reserved. %s"
+        % (path, directory, why, RESET_HINT),
+    )
+
+
+def _is_count(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _entry_problem(e: object) -> str | None:
+    """Why a registry entry is not one minitf wrote (None if it is)."""
+    if not isinstance(e, dict):
+        return "an entry is not an object"
+    if not isinstance(e.get("id"), str) or not isinstance(e.get("name", ""), str):
+        return "an entry has no id"
+    if not _is_count(e.get("pid")) or not e["pid"]:
+        return "an entry has no valid pid"
+    if not _is_count(e.get("bytes")):
+        return "an entry reserves %r bytes" % (e.get("bytes"),)
+    if not (e.get("start_time") is None or _is_count(e["start_time"])):
+        return "an entry has an invalid start time"
+    if not _is_count(e.get("sessions", 0)):
+        return "an entry has an invalid session count"
+    return None
+
+
+def _validate(state: object) -> str | None:
+    """Why ``state`` is not a registry minitf wrote (None if it is)."""
+    if not isinstance(state, dict) or not isinstance(state.get("entries"), list):
+        return "it holds no list of entries"
+    if state.get("format", _FORMAT) != _FORMAT:
+        return "its format is %r, not %r" % (state.get("format"), _FORMAT)
+    for e in state["entries"]:
+        problem = _entry_problem(e)
+        if problem:
+            return problem
+    capacity = state.get("capacity")
+    if capacity is not None and not _is_count(capacity):
+        return "its capacity is %r" % (capacity,)
+    held = sum(e["bytes"] for e in state["entries"])
+    if capacity is not None and held > capacity:
+        return "its entries reserve %d bytes of a %d-byte card" % (held, capacity)
+    return None
+
+
+def _load(path: str, directory: str) -> dict[str, Any]:
     try:
-        with open(path) as f:
-            state = json.load(f)
-        if not isinstance(state, dict) or not isinstance(state.get("entries"), list):
-            raise ValueError("not a registry file")
+        with open(path, "rb") as f:
+            raw = f.read()
     except FileNotFoundError:
-        state = {"entries": []}
-    except ValueError:
-        # A damaged file (a crash mid-write cannot cause one: writes are atomic) is reset.
-        state = {"entries": []}
-    state["entries"] = [e for e in state["entries"] if isinstance(e, dict)]
+        return {"entries": []}
+    except OSError as e:
+        raise _os_error("read", directory, e) from None
+    try:
+        state = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise _damaged(path, directory, "it is not JSON (%s)" % e) from None
+    problem = _validate(state)
+    if problem:
+        raise _damaged(path, directory, problem)
     return state
 
 
-def _store(path: str, state: dict[str, Any]) -> None:
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    with open(tmp, "w") as f:
-        json.dump(state, f, indent=1, sort_keys=True)
-    os.replace(tmp, path)  # readers see the old or the new file, never half
+def _store(path: str, state: dict[str, Any], directory: str) -> None:
+    """Writes the registry atomically: a temporary file, then a rename."""
+    state["format"] = _FORMAT
+    try:  # readers see the old or the new file, never half
+        file_io.atomic_write_string_to_file(path, json.dumps(state, indent=1, sort_keys=True))
+    except OSError as e:
+        raise _os_error("write", directory, e) from None
 
 
 def _describe_holders(entries: list[dict[str, Any]]) -> str:
@@ -227,10 +369,12 @@ class Reservation:
         """allow_growth: raise this reservation to ``new_total`` bytes (a smaller value changes
         nothing: memory is never given back).  Fails like :func:`reserve` - naming the extra
         bytes asked for - when the card has not that much free.  Returns the new total."""
-        new_total = int(new_total)
+        new_total = byte_count("new_total", new_total)
         with self._lock:
             if self._released:
-                raise ValueError("GPU %d reservation %s was released" % (self.card_id, self.id))
+                raise errors.FailedPreconditionError(
+                    None, None, "GPU %d reservation %s was released" % (self.card_id, self.id)
+                )
             if new_total <= self._bytes:
                 return self._bytes
             with _locked_card(self._dir, self.card_id) as state:
@@ -268,6 +412,8 @@ class Reservation:
                 _mine.pop(self.id, None)
             if os.getpid() != self._pid:
                 return  # a forked child never releases its parent's memory
+            if not os.path.isdir(self._dir):
+                return  # the state folder was removed (a notebook's temporary one at exit)
             with _locked_card(self._dir, self.card_id) as state:
                 state["entries"] = [e for e in state["entries"] if e.get("id") != self.id]
 
@@ -308,9 +454,7 @@ def reserve(card_id: int, capacity: int, nbytes: int, owner: str | None = None) 
     rest, when the other live processes leave less than ``nbytes`` free.  ``owner``: the
     process name shown by ``minitf.smi`` (default: ``python3 <script>``).
     """
-    nbytes, capacity = int(nbytes), int(capacity)
-    if nbytes < 0:
-        raise ValueError("cannot reserve a negative number of bytes (%d)" % nbytes)
+    nbytes, capacity = byte_count("nbytes", nbytes), byte_count("capacity", capacity)
     owner = owner or _default_owner()
     directory = state_dir()
     rid = uuid.uuid4().hex
@@ -345,14 +489,17 @@ def free_bytes(card_id: int, capacity: int) -> int:
 
 
 def clear(card_id: int | None = None) -> None:
-    """Forgets every reservation of one card (all cards with None).  For tests and for a
-    teaching machine in a bad state; running processes are not told."""
+    """Forgets every reservation of one card (all cards with None), damaged registry files
+    included (``python -m minitf.smi --reset``).  For tests and for a teaching machine in a bad
+    state; running processes are not told."""
     directory = state_dir()
     if card_id is None:
         try:
             names = os.listdir(directory)
         except FileNotFoundError:
             return
+        except OSError as e:
+            raise _os_error("list", directory, e) from None
         ids = sorted(
             int(n[3:-5])
             for n in names
@@ -360,9 +507,9 @@ def clear(card_id: int | None = None) -> None:
         )
     else:
         ids = [int(card_id)]
-    for i in ids:
-        with _locked_card(directory, i) as state:
-            state["entries"] = []
+    for i in ids:  # a damaged file is not read: clear() is how it is reset
+        with _card_lock(directory, i) as path:
+            _store(path, {"entries": []}, directory)
 
 
 def _release_all_at_exit() -> None:

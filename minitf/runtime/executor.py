@@ -26,6 +26,7 @@ from minitf.framework import errors
 from minitf.framework.resource_mgr import VariableRef
 from minitf.kernels import registry
 from minitf.ops.op_def import get_op_def
+from minitf.runtime.allocator import shape_string, type_string
 from minitf.runtime.gc_pause import gc_paused
 from minitf.runtime.graph_partition import Partitions
 from minitf.runtime.placer import attach_node
@@ -356,7 +357,12 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
 def node_error(exc, eplan, i):
     """Re-raises a kernel failure as TF does: same class, the node named in ``[[...]]``."""
     node = eplan.nodes[i]
-    if isinstance(exc, (ValueError, TypeError, ArithmeticError, IndexError)):
+    if isinstance(exc, MemoryError):
+        cls, msg = (
+            errors.ResourceExhaustedError,
+            _host_oom_message(node, eplan.node_devices[i]),
+        )
+    elif isinstance(exc, (ValueError, TypeError, ArithmeticError, IndexError)):
         cls, msg = errors.InvalidArgumentError, "%s: %s" % (type(exc).__name__, exc)
     else:
         exc = errors.as_op_error(exc)
@@ -365,6 +371,16 @@ def node_error(exc, eplan, i):
         msg = attach_node(msg, node.name)
     op = node.op
     return cls(op.node_def if op is not None else None, op, msg)
+
+
+def _host_oom_message(node, device):
+    """TF's allocator text for a kernel whose output the host could not allocate."""
+    what = "OOM when allocating tensor"
+    if len(node.outputs) == 1:
+        dtype, shape = node.outputs[0]
+        what += " with %s and type %s" % (shape_string(shape), type_string(dtype))
+    allocator = getattr(getattr(device, "allocator", None), "name", "cpu")
+    return "%s on %s by allocator %s" % (what, node.device, allocator)
 
 
 def raise_node_error(exc, eplan, i):

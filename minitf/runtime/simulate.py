@@ -518,13 +518,13 @@ def figure_12_5(graph=None):
     with g.as_default():
         with g.device("/gpu:0"):
             a = math_ops.matmul(
-                array_ops.ones([512, 512], name="A_x"),
-                array_ops.ones([512, 512], name="A_w"),
+                array_ops.constant(1.0, shape=[512, 512], name="A_x"),
+                array_ops.constant(1.0, shape=[512, 512], name="A_w"),
                 name="A",
             )
-            b = math_ops.square(array_ops.ones([1024, 1024], name="B_x"), name="B")
+            b = math_ops.square(array_ops.constant(1.0, shape=[1024, 1024], name="B_x"), name="B")
         with g.device("/gpu:1"):
-            c = math_ops.square(array_ops.ones([1024, 1024], name="C_x"), name="C")
+            c = math_ops.square(array_ops.constant(1.0, shape=[1024, 1024], name="C_x"), name="C")
             d = math_ops.square(c, name="D")
             e = math_ops.negative(c, name="E")
     return {"A": a, "B": b, "C": c, "D": d, "E": e}

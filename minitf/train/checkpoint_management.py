@@ -20,10 +20,10 @@ import glob
 import logging
 import os
 import re
-import uuid
 
 from google.protobuf import text_format
 
+from minitf.lib import file_io
 from minitf.lib.bundle_pb2 import CheckpointState
 from minitf.lib.protobuf.tf_protos_pb2 import SaverDef
 
@@ -86,10 +86,7 @@ def update_checkpoint_state(
             "Save path '%s' conflicts with path used for checkpoint state.  Please use a "
             "different save path." % model_checkpoint_path
         )
-    tmp = "%s.tmp%s" % (state_file, uuid.uuid4().hex)
-    with open(tmp, "w") as f:
-        f.write(text_format.MessageToString(ckpt))
-    os.replace(tmp, state_file)
+    file_io.atomic_write_string_to_file(state_file, text_format.MessageToString(ckpt))
 
 
 def _relative(path, save_dir):

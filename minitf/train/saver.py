@@ -33,6 +33,7 @@ import numpy as np
 from minitf.framework import device_spec as pydev
 from minitf.framework import errors, graph_io
 from minitf.framework.graph import GraphKeys, Tensor, get_default_graph, name_scope
+from minitf.lib import file_io
 from minitf.lib.protobuf.tf_protos_pb2 import MetaGraphDef, SaverDef
 from minitf.ops import array_ops, control_flow_ops, io_ops, state_ops
 from minitf.ops.variables import Variable
@@ -195,9 +196,7 @@ def _build_saver_def(saveables, sharded, max_to_keep, hours, name, filename):
 def _write_meta_graph(path: str, graph, saver_def: SaverDef) -> None:
     """Writes the ``.meta`` file: the graph's ``MetaGraphDef`` (graph_def, collections and the
     ``saver_def``), binary as TF writes it (``framework/graph_io.py``)."""
-    data = graph_io.meta_graph_def(graph, saver_def)
-    with open(path, "wb") as f:
-        f.write(data)
+    file_io.atomic_write_string_to_file(path, graph_io.meta_graph_def(graph, saver_def))
 
 
 def _as_str(value) -> str:
