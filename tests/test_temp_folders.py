@@ -32,7 +32,7 @@ def _left(tmp_path):
 
 
 def test_notebooks_use_folders_deleted_at_exit():
-    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+    for path in sorted((ROOT / "notebooks").rglob("*.ipynb")):
         cells = json.loads(path.read_text())["cells"]
         code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
         assert "mkdtemp" not in code, "%s makes a folder nobody removes" % path.name
