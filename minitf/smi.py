@@ -17,11 +17,11 @@ The module object itself is callable, so ``import minitf.smi; minitf.smi()`` pri
 """
 
 import argparse
+import json
 import os
 import socket
-import threading
-import json
 import sys
+import threading
 import time
 import types
 
@@ -134,12 +134,13 @@ def compact_lines(data=None):
             % (os.path.basename(p["name"].split()[0]) if p["name"] else "?", p["memory"] // MiB)
             for p in c["processes"]
         )
-        lines.append(
-            (
-                "[%d] %-20.20s | %5d / %5d MB | %s"
-                % (c["id"], c["name"], c["memory_used"] // MiB, c["memory_total"] // MiB, procs)
-            ).rstrip()
+        line = "[%d] %-20.20s | %5d / %5d MB" % (
+            c["id"],
+            c["name"],
+            c["memory_used"] // MiB,
+            c["memory_total"] // MiB,
         )
+        lines.append(line + (" | " + procs if procs else ""))
     return lines
 
 
@@ -195,10 +196,10 @@ def watch(interval=1.0, count=None, compact=False, file=None, stop=None, on_fram
 
     Runs in the caller's thread (no thread is started) until ``count`` refreshes were shown,
     ``stop`` (a ``threading.Event``) is set, or the user interrupts (a notebook's stop button).
-    In a notebook each refresh replaces the previous one in place; elsewhere each refresh is written to
-    ``file`` (default stdout), after a clear-screen when it is a terminal.  ``on_frame(i)`` is
-    called after refresh ``i`` (e.g. to run a training step between refreshes).  Returns the
-    number of refreshes shown.
+    In a notebook each refresh replaces the previous one in place; elsewhere each refresh is
+    written to ``file`` (default stdout), after a clear-screen when it is a terminal.
+    ``on_frame(i)`` is called after refresh ``i`` (e.g. to run a training step between
+    refreshes).  Returns the number of refreshes shown.
     """
     if interval < 0:
         raise ValueError("interval must be >= 0 seconds, got %r" % (interval,))

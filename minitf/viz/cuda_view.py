@@ -21,7 +21,6 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-
 BLOCK_COLORS = ("#cfe0f3", "#fbd9b5", "#cdeac4", "#e6d3ea", "#f9ecb0", "#cbe7e5")
 
 
