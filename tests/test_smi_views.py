@@ -149,3 +149,11 @@ def test_log_level_hides_cpp_warnings_from_level_2(monkeypatch, caplog, level, w
         acc.set_global_step(2)
     assert ("smaller value" in caplog.text) is warned
     assert acc.global_step == 2
+
+
+def test_command_line_loop_is_watch(monkeypatch):
+    """``python -m minitf.smi -l SEC [--compact]`` is ``watch(SEC)`` until interrupted."""
+    calls = []
+    monkeypatch.setattr(smi_mod, "watch", lambda *a, **kw: calls.append((a, kw)))
+    assert smi_mod.main(["-l", "0.5", "--compact"]) == 0
+    assert calls == [((0.5,), {"compact": True, "file": smi_mod.sys.stdout})]
