@@ -150,3 +150,10 @@ def test_notebook_says_kernels_were_checked_only_in_the_simulator():
     text = NOTEBOOK.read_text()
     assert "Simulator only so far" in text
     assert os.path.basename(str(NOTEBOOK)).startswith("01b_")
+
+
+def test_thread_map_draws_idle_threads_of_the_launch():
+    block = np.zeros((2, 3, 2), np.int32)
+    thread = np.zeros((2, 3, 2), np.int32)
+    svg = cv.ThreadMap(block, thread, (2, 2), grid_dim=(2, 1))._repr_svg_()
+    assert svg.count("<rect") == 8 and svg.count("idle") == 2

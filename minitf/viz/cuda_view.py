@@ -84,19 +84,40 @@ def _svg(width: int, height: int, body: list[str]) -> str:
 
 class ThreadMap:
     """One cell per output element, coloured by the block that computed it and labelled with
-    the thread's ``threadIdx`` (x, y) and its global index ``cuda.grid(2)``.
+    the thread's ``threadIdx`` (x, y) and its global index ``cuda.grid(2)``; with ``grid_dim``
+    the launch's threads that fall outside the array are drawn too, dashed ("idle").
 
     ``block`` and ``thread``: int arrays of shape (rows, cols, 2) holding the (x, y) of
     ``blockIdx`` and ``threadIdx`` each element's thread wrote there."""
 
     CELL = 52
 
-    def __init__(self, block: np.ndarray, thread: np.ndarray, block_dim: tuple[int, int]):
+    def __init__(
+        self,
+        block: np.ndarray,
+        thread: np.ndarray,
+        block_dim: tuple[int, int],
+        grid_dim: tuple[int, int] | None = None,
+    ):
         self.block = np.asarray(block)
         self.thread = np.asarray(thread)
         self.block_dim = block_dim
+        self.grid_dim = grid_dim
         if self.block.shape != self.thread.shape or self.block.ndim != 3:
             raise ValueError("block and thread must both have shape (rows, cols, 2)")
+
+    def _idle(self, r: int, c: int) -> str:
+        s = self.CELL
+        bx, tx = divmod(c, self.block_dim[0])
+        by, ty = divmod(r, self.block_dim[1])
+        x, y = 30 + c * s, 30 + r * s
+        return (
+            '<rect x="%d" y="%d" width="%d" height="%d" fill="white" stroke="#999" '
+            'stroke-dasharray="4 3"/><text x="%d" y="%d" fill="#999">b(%d,%d)</text>'
+            '<text x="%d" y="%d" fill="#999">t(%d,%d)</text>'
+            '<text x="%d" y="%d" fill="#999">idle</text>'
+            % (x, y, s, s, x + 4, y + 14, bx, by, x + 4, y + 28, tx, ty, x + 4, y + 42)
+        )
 
     def _cell(self, r: int, c: int) -> str:
         s = self.CELL
@@ -116,12 +137,21 @@ class ThreadMap:
 
     def _repr_svg_(self) -> str:
         rows, cols = self.block.shape[:2]
+        all_rows, all_cols = rows, cols
+        if self.grid_dim is not None:
+            all_cols = max(cols, self.grid_dim[0] * self.block_dim[0])
+            all_rows = max(rows, self.grid_dim[1] * self.block_dim[1])
         body = [
-            '<text x="30" y="18">out[row, col]: b = blockIdx (x, y), t = threadIdx (x, y), '
-            "g = cuda.grid(2) = (col, row)</text>"
+            '<text x="30" y="12">out[row, col]: b = blockIdx (x, y), t = threadIdx (x, y),</text>'
+            '<text x="30" y="24">g = cuda.grid(2) = (col, row)</text>'
         ]
-        body += [self._cell(r, c) for r in range(rows) for c in range(cols)]
-        return _svg(40 + cols * self.CELL, 40 + rows * self.CELL, body)
+        body += [
+            self._cell(r, c) if r < rows and c < cols else self._idle(r, c)
+            for r in range(all_rows)
+            for c in range(all_cols)
+        ]
+        width = max(40 + all_cols * self.CELL, 380)
+        return _svg(width, 40 + all_rows * self.CELL, body)
 
 
 class ReductionTree:
@@ -204,7 +234,7 @@ class MemoryOverTime:
             '<text x="%d" y="16">%s</text>' % (left, escape(self.title)),
             '<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#666"/>'
             % (left, top, w, h),
-            '<text x="4" y="%d">%.0f</text><text x="4" y="%d">0</text>'
+            '<text x="4" y="%d">%.0f MiB</text><text x="4" y="%d">0</text>'
             % (top + 10, top_mib, top + h),
             '<text x="%d" y="%d">step %d</text><text x="%d" y="%d">step %d</text>'
             % (left, top + h + 14, x0, left + w - 50, top + h + 14, x1),
