@@ -372,3 +372,39 @@ def test_average_gradients_across_gpu_towers(two_gpus, capsys):
     assert [placed[n] for n in expand_names] == [("ExpandDims", CPU0)] * 2
     np.testing.assert_allclose(value, np.mean([2 * g[0] for g in TOWER_GRADS], axis=0))
     np.testing.assert_array_equal(value, [[6.0, 8.0], [10.0, 12.0]])
+
+
+def test_multi_tower_on_four_emulated_gpus(capsys):
+    """The blog's towers on '/device:GPU:2' and '/device:GPU:3' as written, with four emulated
+    cards (notebook 01b): each MatMul on its card, AddN on CPU:0."""
+    tf.config.emulate_gpus(4)
+    c, total = build_towers(["/device:GPU:2", "/device:GPU:3"])
+    sess = tf.Session(config=config(log_device_placement=True))
+    value, lines = run_logged(capsys, sess, total)
+    placed = placements(lines)
+    assert placed["MatMul"] == ("MatMul", GPU0.replace("GPU:0", "GPU:2"))
+    assert placed["MatMul_1"] == ("MatMul", GPU0.replace("GPU:0", "GPU:3"))
+    assert placed["AddN"] == ("AddN", CPU0)
+    np.testing.assert_array_equal(value, [[44.0, 56.0], [98.0, 128.0]])
+
+
+def test_environment_cell_log_level_5_and_visible_devices(monkeypatch, capsys):
+    """The post's first cell: TF_CPP_MIN_LOG_LEVEL='5' hides every C++ log line (no 'Creating
+    TensorFlow device'), CUDA_VISIBLE_DEVICES='0,1,2' leaves three of four cards, and the int32
+    variable pinned to /gpu:0 goes to the CPU under allow_soft_placement."""
+    tf.config.emulate_gpus(4)
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "5")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    _, _, c = build_vector_add()
+    with tf.device("/gpu:0"):
+        tf.Variable(0, name="a_gpu")
+    capsys.readouterr()
+    sess = tf.Session(config=config(allow_soft_placement=True, log_device_placement=True))
+    sess.run(tf.global_variables_initializer())
+    np.testing.assert_array_equal(sess.run(c), [2.0, 4.0, 6.0])
+    out = capsys.readouterr().out.splitlines()
+    assert not any(ln.startswith("Creating TensorFlow device") for ln in out)
+    mapping = [ln for ln in out if ln.startswith("/job:localhost") and " -> " in ln]
+    assert [ln.split(" -> ")[0].rsplit(":", 1)[-1] for ln in mapping] == ["0", "1", "2"]
+    placed = placements([ln for ln in out if PLACEMENT_RE.match(ln)])
+    assert placed["a_gpu"] == ("VariableV2", CPU0) and placed["add"] == ("AddV2", GPU0)

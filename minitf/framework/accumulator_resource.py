@@ -29,6 +29,7 @@ from collections.abc import Callable
 import numpy as np
 
 from minitf.framework import errors
+from minitf.lib import cpp_log_level
 
 logger = logging.getLogger("minitf")
 
@@ -93,7 +94,7 @@ class ConditionalAccumulator:
     def set_global_step(self, new_global_step: int) -> None:
         """The chief's ``SetGlobalStep``; going back logs TF's warning but is done."""
         with self._lock:
-            if new_global_step < self.global_step:
+            if new_global_step < self.global_step and cpp_log_level.shown(cpp_log_level.WARNING):
                 logger.warning(
                     "Attempt to set current_global_step_ to smaller value: "
                     "current_global_step_ = %d >= %d = new_global_step.",

@@ -20,6 +20,7 @@ import numpy as np
 from minitf.framework import errors
 from minitf.framework.graph import Graph, Operation, Tensor
 from minitf.framework.rendezvous import LocalRendezvous
+from minitf.lib import cpp_log_level
 from minitf.runtime import devices as devices_mod
 from minitf.runtime import (
     executor,
@@ -74,8 +75,10 @@ class DirectSession:
         self._op_timeout = config.operation_timeout_in_ms
         self._running = set()  # the StepContexts of the steps running now
         if config.log_device_placement:
+            # "Creating TensorFlow device" is a C++ INFO line: TF_CPP_MIN_LOG_LEVEL >= 1 hides it
+            created = gpu_process_state.creation_lines(self.devices, config.gpu_options)
             placer.print_log(
-                gpu_process_state.creation_lines(self.devices, config.gpu_options)
+                (created if cpp_log_level.shown(cpp_log_level.INFO) else [])
                 + devices_mod.device_mapping_lines(self.devices)
             )
         _live.add(self)
