@@ -159,8 +159,11 @@ def test_table_tf1_side_was_run_and_tf2_side_is_shown():
     the table appears in a TF2 block."""
     executed = set()
     for cell in _code_cells():
-        assert cell["execution_count"] is not None and cell["outputs"], _source(cell)[:200]
-        executed |= _used_names(_source(cell))
+        used = _used_names(_source(cell))
+        # a cell that calls tf.* ran and shows what it printed (the last cell only tidies up)
+        assert cell["execution_count"] is not None, _source(cell)[:200]
+        assert cell["outputs"] or not any(n.startswith("tf.") for n in used), _source(cell)[:200]
+        executed |= used
     blocks = "\n".join(_tf2_blocks())
     rows = _concept_table()
     assert len(rows) >= 9
