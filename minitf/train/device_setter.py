@@ -4,6 +4,11 @@ Book section: "Sharding Variables Across Multiple Parameter Servers".  The devic
 returns sends every variable (a ``VariableV2`` op, and the other stateful "ps ops") to the next
 parameter-server task in turn, and every other op to ``worker_device``; device strings set by
 inner ``tf.device`` blocks win field by field.  reference/tf1_semantics.md §4 is the spec.
+
+``ps_strategy`` picks the task: round robin by default; ``GreedyLoadBalancingStrategy`` with
+``byte_size_load_fn`` (TF 1.15's ``tf.contrib.training``, re-exported by ``minitf.contrib``)
+sends each variable, in creation order, to the ps task holding the fewest bytes so far, so that
+one big layer does not share its task with everything else.
 """
 
 from __future__ import annotations
@@ -12,8 +17,11 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from minitf.distributed.cluster_spec import ClusterSpec
 from minitf.framework.device_spec import DeviceSpec
+from minitf.framework.tensor_shape import TensorShape
 
 STANDARD_PS_OPS = (
     "Variable",
@@ -44,6 +52,36 @@ class _RoundRobinStrategy:
         task = self._next
         self._next = (self._next + 1) % self._num_tasks
         return task
+
+
+class GreedyLoadBalancingStrategy:
+    """``tf.contrib.training.GreedyLoadBalancingStrategy``: the least-loaded ps task so far
+    (ties: the lowest index), then that task's load grows by ``load_fn(op)``.  The result
+    depends on the order in which the variables are made."""
+
+    def __init__(self, num_tasks: int, load_fn: Callable[[Any], float]) -> None:
+        self._num_tasks = num_tasks
+        self._load_fn = load_fn
+        self._ps_loads = np.zeros(num_tasks)
+
+    def __call__(self, op: Any) -> int:
+        task = int(np.argmin(self._ps_loads))
+        self._ps_loads[task] += self._load_fn(op)
+        return task
+
+
+def byte_size_load_fn(op: Any) -> int:
+    """``tf.contrib.training.byte_size_load_fn``: the bytes of a single-output op's tensor
+    (a variable's size), its elements times its dtype's size."""
+    if len(op.outputs) != 1:
+        raise ValueError("Op %s must have a single output" % op)
+    output = op.outputs[0]
+    shape = output.get_shape()
+    if not shape.is_fully_defined():
+        # a variable op being placed may not have its output's shape yet: its attr has it
+        shape = TensorShape(op.get_attr("shape"))
+    shape.assert_is_fully_defined()
+    return shape.num_elements() * output.dtype.size
 
 
 class _ReplicaDeviceChooser:

@@ -7,6 +7,8 @@
   (Figure 12-6);
 * :class:`TrainingCurves` -- loss, accuracy ... against the step, redrawn while training
   (matplotlib; a PNG, not SVG);
+* :class:`TrainingDashboard` -- several workers' losses against steps and time, their
+  samples/s and their gradients' staleness (Figures 12-11 and 12-18; matplotlib, a PNG);
 * :class:`PlacementExplorer`, :class:`StepThrough` -- live widgets (``minitf.viz.widgets``,
   imported on first use so ``import minitf`` never needs ipywidgets).
 
@@ -19,6 +21,7 @@ from minitf.viz.graph_view import GraphView
 from minitf.viz.memory_view import MemoryView
 from minitf.viz.timeline_view import TimelineView
 from minitf.viz.training_curves import TrainingCurves
+from minitf.viz.training_dashboard import TrainingDashboard
 
 __all__ = [
     "ClusterView",
@@ -28,6 +31,7 @@ __all__ = [
     "StepThrough",
     "TimelineView",
     "TrainingCurves",
+    "TrainingDashboard",
 ]
 
 

@@ -4,7 +4,7 @@ Book section: "Training" (what every parallel-training lesson watches: does the 
 and as fast with 2 replicas as with 1?).  Drawn with matplotlib, as every notebook reader
 knows it; in a notebook the picture is one output that updates while the loop runs (a display
 handle, at most every ``redraw_secs``), and the last picture stays in the saved notebook as a
-PNG, so it shows without a live kernel::
+PNG, so it shows without a live kernel (the machinery is :class:`LiveFigure`'s)::
 
     curves = TrainingCurves("loss", "accuracy", title="digits MLP")
     for step in tqdm(range(300)):
@@ -15,13 +15,14 @@ PNG, so it shows without a live kernel::
 
 from __future__ import annotations
 
-import io
 import time
 from collections.abc import Callable
 from typing import Any
 
+from minitf.viz.live_figure import LiveFigure
 
-class TrainingCurves:
+
+class TrainingCurves(LiveFigure):
     """One panel per metric, each metric's values against the step."""
 
     def __init__(
@@ -34,14 +35,10 @@ class TrainingCurves:
     ) -> None:
         if not metrics:
             raise ValueError("TrainingCurves needs at least one metric name, e.g. 'loss'")
+        super().__init__(redraw_secs=redraw_secs, display=display, clock=clock)
         self.metrics = list(metrics)
         self.title = title
         self.history: dict[str, tuple[list, list]] = {m: ([], []) for m in metrics}
-        self._redraw_secs, self._clock = redraw_secs, clock
-        self._last_draw: float | None = None
-        self._handle = None
-        self._want_display = display
-        self.draws = 0
 
     def add(self, step: int, **values: float) -> None:
         """Records the metrics' values at ``step``; redraws when ``redraw_secs`` passed."""
@@ -54,14 +51,7 @@ class TrainingCurves:
             steps, vals = self.history[name]
             steps.append(int(step))
             vals.append(float(value))
-        now = self._clock()
-        if self._last_draw is None or now - self._last_draw >= self._redraw_secs:
-            self._last_draw = now
-            self._show()
-
-    def close(self) -> None:
-        """Draws the final picture (every point recorded)."""
-        self._show()
+        self.tick()
 
     def figure(self) -> Any:
         """A matplotlib Figure of the curves so far (no pyplot state is touched)."""
@@ -78,24 +68,3 @@ class TrainingCurves:
         if self.title:
             fig.suptitle(self.title)
         return fig
-
-    def _repr_png_(self) -> bytes:
-        buf = io.BytesIO()
-        self.figure().savefig(buf, format="png", dpi=80)
-        return buf.getvalue()
-
-    def _show(self):
-        self.draws += 1
-        if not self._want_display:
-            return
-        try:
-            from IPython import get_ipython
-            from IPython.display import display
-        except ImportError:
-            return
-        if get_ipython() is None:  # a script: nothing to draw into
-            return
-        if self._handle is None:
-            self._handle = display(self, display_id=True)
-        else:
-            self._handle.update(self)

@@ -1,0 +1,179 @@
+"""Data parallelism: what two replicas buy over one, and what crosses the wire.
+
+Book section: "Parallel training" / "Data parallelism" (in-graph towers on the GPUs of one
+machine; between-graph replicas on a cluster, asynchronous and synchronous; "bandwidth
+saturation").  Run::
+
+    python bench/bench_parallel_training.py           # every figure
+    python bench/bench_parallel_training.py --quick   # fewer steps (a smoke run)
+
+Every device or worker is held to one core: one BLAS thread (``OPENBLAS_NUM_THREADS=1`` and
+friends, set before numpy loads, and in the cluster's processes), sessions with
+``intra_op_parallelism_threads=1``, and each worker task of the cluster pinned to a core of its
+own (``os.sched_setaffinity``).  The machine has 2 cores.
+
+1. *Towers on emulated GPUs* (one process, ``tf.config.emulate_gpus(2)``): the 784-300-100-10
+   MLP on synthetic data, batch 256 per tower; samples/s of 2 towers (seed 003's averaged
+   gradients, one ``apply_gradients``) against 1 tower.  Goal: >= 1.6x.
+2. *Between-graph replicas* (LocalCluster, 1 ps; tests/data/dp_worker.py as each worker's
+   client): 2 workers, asynchronous (a plain optimizer each) and synchronous
+   (``SyncReplicasOptimizer``, 2 aggregated), against 1 worker; the MLP and the digits MLP
+   (64-64-10), batch 256 per worker.  Samples/s: every replica's runs after its first, over the
+   time they took.  Goals: >= 1.5x asynchronous, >= 1.3x synchronous.
+3. *Bytes per step per ps task*: the bytes of the ``_Recv`` transfers to and from each ps task
+   in a traced step (RunMetadata step stats, ``FULL_TRACE``) against the minimum, each
+   parameter once per direction (2 x the bytes of the variables on that task).
+
+The ratios are noisy: the machine is shared with other work, and every figure is measured
+while it runs; a ratio compares figures of the same run, never of different runs.
+"""
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+os.environ.setdefault("MINITF_EMULATED_GPUS", "0")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import minitf as tf  # noqa: E402
+from minitf.distributed import LocalCluster  # noqa: E402
+
+BATCH = 256
+ONE_CORE = dict(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
+
+
+# -- 1. towers on emulated GPUs --------------------------------------------------------------
+
+
+def _tower_graph(towers):
+    """The MLP on ``towers`` emulated GPUs, gradients averaged on the CPU (seed 003)."""
+    opt = tf.train.GradientDescentOptimizer(0.01)
+    grads, feeds = [], []
+    for i in range(towers):
+        with tf.device("/gpu:%d" % i), tf.name_scope("tower_%d" % i):
+            x = tf.placeholder(tf.float32, [BATCH, 784])
+            y = tf.placeholder(tf.int64, [BATCH])
+            with tf.variable_scope("model", reuse=tf.AUTO_REUSE):
+                h = tf.layers.dense(x, 300, tf.nn.relu, name="hidden1")
+                h = tf.layers.dense(h, 100, tf.nn.relu, name="hidden2")
+                logits = tf.layers.dense(h, 10, name="logits")
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            )
+            grads.append(opt.compute_gradients(loss))
+            feeds.append((x, y))
+    with tf.device("/cpu:0"):
+        mean = [
+            (tf.reduce_mean(tf.stack([g for g, _ in pairs]), 0), pairs[0][1])
+            for pairs in zip(*grads)
+        ]
+        train = opt.apply_gradients(mean)
+    return train, feeds
+
+
+def towers_samples_per_sec(towers, steps):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((BATCH, 784)).astype(np.float32)
+    y = rng.integers(0, 10, BATCH)
+    with tf.Graph().as_default():
+        train, feeds = _tower_graph(towers)
+        feed = {p: v for xy in feeds for p, v in zip(xy, (x, y))}
+        with tf.Session(config=tf.ConfigProto(**ONE_CORE)) as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(3):
+                sess.run(train, feed)
+            start = time.perf_counter()
+            for _ in range(steps):
+                sess.run(train, feed)
+            seconds = time.perf_counter() - start
+    return towers * BATCH * steps / seconds
+
+
+def bench_towers(steps, rounds):
+    tf.config.emulate_gpus(2)
+    try:
+        one, two = [], []
+        for _ in range(rounds):  # alternating, so that a slow spell hits both
+            one.append(towers_samples_per_sec(1, steps))
+            two.append(towers_samples_per_sec(2, steps))
+    finally:
+        tf.config.emulate_gpus(None)
+    a, b = float(np.median(one)), float(np.median(two))
+    print("1. towers on emulated GPUs (784-300-100-10, batch %d per tower)" % BATCH)
+    print("   1 tower : %8.0f samples/s" % a)
+    print("   2 towers: %8.0f samples/s   ratio %.2fx   goal >= 1.6x" % (b, b / a))
+    return b / a
+
+
+# -- 2. and 3. replicas on a cluster -------------------------------------------------------
+
+
+def _pin(cluster, workers):
+    """Each worker task on a core of its own; the ps may use any."""
+    cores = sorted(os.sched_getaffinity(0))
+    for i in range(workers):
+        os.sched_setaffinity(cluster.pid("worker", i), {cores[i % len(cores)]})
+
+
+def run_replicas(model, mode, workers, steps):
+    """One LocalCluster (1 ps); returns (samples/s of all replicas, ps bytes per traced step,
+    variable bytes)."""
+    from test_data_parallel import train_replicas
+
+    env = dict(os.environ)
+    extra = ["--mode", mode, "--workers", workers, "--model", model, "--steps", steps]
+    extra += ["--batch", BATCH, "--trace-steps", 2, "--lr", 0.05]
+    with LocalCluster({"ps": 1, "worker": workers}, env=env) as cluster:
+        _pin(cluster, workers)
+        with tempfile.TemporaryDirectory() as d:
+            got = train_replicas(cluster, Path(d), workers, extra)
+    # the first run (set-up) and the traced ones are not timed
+    rate = sum(int(r["timed_runs"]) * BATCH / float(r["seconds"]) for r in got)
+    return rate, got[0]["ps_bytes"][-1], got[0]["var_bytes"]
+
+
+def bench_cluster(steps, model):
+    print("2. between-graph replicas, %s MLP, 1 ps, batch %d per worker" % (model, BATCH))
+    one, ps_bytes, var_bytes = run_replicas(model, "async", 1, steps)
+    print("   1 worker          : %8.0f samples/s" % one)
+    ratios = {}
+    for mode, goal in (("async", 1.5), ("sync", 1.3)):
+        two, two_bytes, _ = run_replicas(model, mode, 2, steps)
+        ratios[mode] = two / one
+        print(
+            "   2 workers, %-6s: %8.0f samples/s   ratio %.2fx   goal >= %.1fx"
+            % (mode, two, two / one, goal)
+        )
+    minimum = 2 * int(var_bytes.sum())  # each parameter, once each way
+    print(
+        "3. bytes per step to and from ps 0: %d (1 worker, async); minimum %d "
+        "(each parameter once per direction); ratio %.4f"
+        % (ps_bytes[0], minimum, ps_bytes[0] / minimum)
+    )
+    return ratios
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args()
+    steps, rounds, cluster_steps = (10, 1, 12) if args.quick else (40, 3, 60)
+    bench_towers(steps, rounds)
+    for model in ("mlp784", "digits"):
+        bench_cluster(cluster_steps, model)
+    print("(machine shared with other work: the ratios are noisy)")
+
+
+if __name__ == "__main__":
+    main()
