@@ -15,11 +15,16 @@ own (``os.sched_setaffinity``).  The machine has 2 cores.
 1. *Towers on emulated GPUs* (one process, ``tf.config.emulate_gpus(2)``): the 784-300-100-10
    MLP on synthetic data, batch 256 per tower; samples/s of 2 towers (seed 003's averaged
    gradients, one ``apply_gradients``) against 1 tower.  Goal: >= 1.6x.
+0. *The machine*: how much more two busy processes get done than one (2.0 on 2 idle cores):
+   the ceiling of every ratio below, measured in the same run.
 2. *Between-graph replicas* (LocalCluster, 1 ps; tests/data/dp_worker.py as each worker's
    client): 2 workers, asynchronous (a plain optimizer each) and synchronous
    (``SyncReplicasOptimizer``, 2 aggregated), against 1 worker; the MLP and the digits MLP
    (64-64-10), batch 256 per worker.  Samples/s: every replica's runs after its first, over the
-   time they took.  Goals: >= 1.5x asynchronous, >= 1.3x synchronous.
+   time they took (median of rounds that alternate the three set-ups).  Goals: >= 1.5x
+   asynchronous, >= 1.3x synchronous.  Under each: the CPU milliseconds that one run costs in
+   each process, and from them the most that two idle cores could give (2 x the CPU of a
+   1-worker run over that of a 2-worker run): a ceiling that the machine's load does not move.
 3. *Bytes per step per ps task*: the bytes of the ``_Recv`` transfers to and from each ps task
    in a traced step (RunMetadata step stats, ``FULL_TRACE``) against the minimum, each
    parameter once per direction (2 x the bytes of the variables on that task).
@@ -51,6 +56,38 @@ from minitf.distributed import LocalCluster  # noqa: E402
 
 BATCH = 256
 ONE_CORE = dict(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
+
+
+# -- 0. what the machine gives two processes ---------------------------------------------------
+
+_SPIN = """
+import os, time
+import numpy as np
+a = np.ones((256, 784), np.float32); w = np.ones((784, 300), np.float32)
+n, end = 0, time.perf_counter() + %f
+while time.perf_counter() < end:
+    a @ w
+    n += 1
+print(n)
+"""
+
+
+def machine_parallelism(seconds=2.0):
+    """Matmuls done by 2 processes at once over those of 1 alone (2.0 on 2 idle cores): the
+    ceiling of every ratio below, on this machine, now."""
+    import subprocess
+
+    def spin(n):
+        code = _SPIN % seconds
+        procs = [
+            subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+            for _ in range(n)
+        ]
+        return sum(int(p.communicate(timeout=60)[0]) for p in procs)
+
+    ratio = spin(2) / spin(1)
+    print("0. two busy processes do %.2fx the work of one (2.00 on 2 idle cores)" % ratio)
+    return ratio
 
 
 # -- 1. towers on emulated GPUs --------------------------------------------------------------
@@ -126,42 +163,86 @@ def _pin(cluster, workers):
         os.sched_setaffinity(cluster.pid("worker", i), {cores[i % len(cores)]})
 
 
-def run_replicas(model, mode, workers, steps):
-    """One LocalCluster (1 ps); returns (samples/s of all replicas, ps bytes per traced step,
-    variable bytes)."""
-    from test_data_parallel import train_replicas
+def _cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (/proc/<pid>/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    env = dict(os.environ)
+
+def run_replicas(model, mode, workers, steps):
+    """One LocalCluster (1 ps).  Returns samples/s of all replicas, the ps bytes of a traced
+    step, the variables' bytes, and CPU milliseconds per run: {process: ms}."""
+    from test_data_parallel import _finish, start_replicas
+
     extra = ["--mode", mode, "--workers", workers, "--model", model, "--steps", steps]
     extra += ["--batch", BATCH, "--trace-steps", 2, "--lr", 0.05]
-    with LocalCluster({"ps": 1, "worker": workers}, env=env) as cluster:
+    with LocalCluster({"ps": 1, "worker": workers}, env=dict(os.environ)) as cluster:
         _pin(cluster, workers)
+        tasks = {"ps": cluster.pid("ps", 0)}
+        tasks.update({"worker %d" % i: cluster.pid("worker", i) for i in range(workers)})
         with tempfile.TemporaryDirectory() as d:
-            got = train_replicas(cluster, Path(d), workers, extra)
+            procs = start_replicas(cluster, Path(d), workers, extra)
+            before = {k: _cpu_seconds(p) for k, p in tasks.items()}
+            wall = time.perf_counter()
+            _finish(procs)
+            wall = time.perf_counter() - wall
+            after = {k: _cpu_seconds(p) for k, p in tasks.items()}
+            got = [np.load(Path(d) / ("worker%d.npz" % i)) for i in range(workers)]
     # the first run (set-up) and the traced ones are not timed
     rate = sum(int(r["timed_runs"]) * BATCH / float(r["seconds"]) for r in got)
-    return rate, got[0]["ps_bytes"][-1], got[0]["var_bytes"]
+    # per run of one replica: the ps serves every replica's runs, a worker task its own
+    cpu = {k: 1000 * (after[k] - before[k]) / steps for k in tasks}
+    cpu["ps"] /= workers
+    cpu["client"] = np.mean([1000 * float(r["cpu_seconds"]) / int(r["timed_runs"]) for r in got])
+    cores = (sum(after.values()) - sum(before.values())) / wall
+    return rate, got[0]["ps_bytes"][-1], got[0]["var_bytes"], (cpu, cores)
 
 
-def bench_cluster(steps, model):
+def _cpu_line(cpu):
+    per_run, cores = cpu
+    parts = ", ".join("%s %.1f" % kv for kv in per_run.items())
+    return "CPU ms per run: %s; the tasks kept %.2f cores busy" % (parts, cores)
+
+
+def _cpu_per_run(cpu):
+    """CPU ms that one replica's run costs, over every process (the ps and client shares)."""
+    per_run, _ = cpu
+    workers = [v for k, v in per_run.items() if k.startswith("worker")]
+    return per_run["ps"] + float(np.mean(workers)) + per_run["client"]
+
+
+def bench_cluster(steps, model, rounds):
+    """Rounds of (1 worker, 2 async, 2 sync), alternating; medians."""
     print("2. between-graph replicas, %s MLP, 1 ps, batch %d per worker" % (model, BATCH))
-    one, ps_bytes, var_bytes = run_replicas(model, "async", 1, steps)
+    configs = [("async", 1), ("async", 2), ("sync", 2)]
+    got = {c: [] for c in configs}
+    for _ in range(rounds):
+        for mode, workers in configs:
+            got[(mode, workers)].append(run_replicas(model, mode, workers, steps))
+    rate = {c: float(np.median([r[0] for r in got[c]])) for c in configs}
+    one = rate[("async", 1)]
     print("   1 worker          : %8.0f samples/s" % one)
-    ratios = {}
+    print("      " + _cpu_line(got[("async", 1)][-1][3]))
+    cpu_one = _cpu_per_run(got[("async", 1)][-1][3])
     for mode, goal in (("async", 1.5), ("sync", 1.3)):
-        two, two_bytes, _ = run_replicas(model, mode, 2, steps)
-        ratios[mode] = two / one
+        two, cpu = rate[(mode, 2)], got[(mode, 2)][-1][3]
         print(
             "   2 workers, %-6s: %8.0f samples/s   ratio %.2fx   goal >= %.1fx"
             % (mode, two, two / one, goal)
         )
+        print("      " + _cpu_line(cpu))
+        print(
+            "      on 2 idle cores at most 2 x %.1f / %.1f = %.2fx (CPU per run, 1 / 2 workers)"
+            % (cpu_one, _cpu_per_run(cpu), 2 * cpu_one / _cpu_per_run(cpu))
+        )
+    _, ps_bytes, var_bytes, _ = got[("async", 1)][-1]
     minimum = 2 * int(var_bytes.sum())  # each parameter, once each way
     print(
         "3. bytes per step to and from ps 0: %d (1 worker, async); minimum %d "
         "(each parameter once per direction); ratio %.4f"
         % (ps_bytes[0], minimum, ps_bytes[0] / minimum)
     )
-    return ratios
 
 
 def main():
@@ -169,9 +250,10 @@ def main():
     p.add_argument("--quick", action="store_true")
     args = p.parse_args()
     steps, rounds, cluster_steps = (10, 1, 12) if args.quick else (40, 3, 60)
+    machine_parallelism()
     bench_towers(steps, rounds)
     for model in ("mlp784", "digits"):
-        bench_cluster(cluster_steps, model)
+        bench_cluster(cluster_steps, model, rounds)
     print("(machine shared with other work: the ratios are noisy)")
 
 

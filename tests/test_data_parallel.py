@@ -18,12 +18,17 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from helpers import wait_until
 from minitf.distributed import LocalCluster
 from minitf.train.staleness import StalenessHook, staleness_of, staleness_probe
 
 WORKER_SCRIPT = str(Path(__file__).parent / "data" / "dp_worker.py")
 ROOT = str(Path(__file__).parent.parent)
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    with tf.Graph().as_default():
+        yield
 
 
 def _env():
@@ -145,6 +150,7 @@ def test_sync_replicas_match_one_replica_with_the_combined_batch(tmp_path, ps):
         assert list(r["steps"]) == list(range(1, steps + 1)) and r["global_step"] == steps
         np.testing.assert_allclose(r["params"], ref["params"], rtol=1e-4, atol=1e-6)
     assert not np.allclose(ref["params"][0], ref["params"][-1])  # it did train
+    assert list(ref["staleness"]) == [0] * steps  # one replica alone: never stale
     devices = [d.split("/device")[0] for d in got[0]["var_devices"]]
     # round robin: the global step first (ps 0), then kernel, bias, kernel, bias
     assert devices == ["/job:ps/task:%d" % ((i + 1) % ps) for i in range(4)]
@@ -227,12 +233,6 @@ def test_the_probe_needs_the_step_op():
     assert gs is not None
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default():
-        yield
-
-
 # -- faults ------------------------------------------------------------------------------------
 
 
@@ -309,7 +309,8 @@ def test_greedy_load_balancing_places_variables_by_bytes():
 def test_byte_size_load_fn_needs_one_output_of_known_shape():
     from minitf.contrib.training import byte_size_load_fn
 
-    with pytest.raises(ValueError, match="Op name: \"noop\"\nop: \"NoOp\" must have a single output"):
+    text = 'Op name: "noop"\nop: "NoOp" must have a single output'
+    with pytest.raises(ValueError, match=text):
         byte_size_load_fn(tf.no_op(name="noop"))
     p = tf.placeholder(tf.float32, [None, 3])
     with pytest.raises(ValueError, match=r"Shape \(\?, 3\) is not fully defined"):

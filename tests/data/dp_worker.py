@@ -29,7 +29,6 @@ import minitf as tf
 from minitf.train.staleness import StalenessHook
 
 
-
 def parse(argv):
     p = argparse.ArgumentParser()
     p.add_argument("--target", default="")
@@ -155,11 +154,13 @@ def train_loop(args, sess, x, y, train, gs, data):
     for k in range(args.steps):
         if k == 1:
             start = time.perf_counter()  # the first run sets things up
+            cpu = time.process_time()
         rows = np.arange((k * w + args.task) * b, (k * w + args.task + 1) * b) % n
         feed = {x: xs[rows], y: ys[rows]}
         if k >= args.steps - args.trace_steps:
             if stop is None and start is not None:
                 stop = time.perf_counter()  # traced runs are not timed
+                cpu = time.process_time() - cpu
             meta = tf.RunMetadata()
             sess.run(train, feed, options=traced_options, run_metadata=meta)
             traced.append(ps_bytes(meta, args.ps))
@@ -176,8 +177,11 @@ def train_loop(args, sess, x, y, train, gs, data):
             recorded.append(np.concatenate([v.ravel() for v in values]))
         if args.task == 0:
             print("step", k + 1, flush=True)
-    seconds = (stop or time.perf_counter()) - start if start is not None else 0.0
-    return steps, recorded, seconds, traced, spans
+    if start is None:
+        return steps, recorded, (0.0, 0.0), traced, spans
+    if stop is None:
+        stop, cpu = time.perf_counter(), time.process_time() - cpu
+    return steps, recorded, (stop - start, cpu), traced, spans
 
 
 def _last_sync_run(sess, train, gs, feed, options, until):
@@ -214,7 +218,8 @@ def main(argv):
         steps=np.array(steps, np.int64),
         params=np.stack(params) if params else np.zeros((0, 0), np.float32),
         staleness=np.array(getattr(hook, "staleness", []), np.int64),
-        seconds=seconds,
+        seconds=seconds[0],
+        cpu_seconds=seconds[1],
         timed_runs=max(args.steps - 1 - args.trace_steps, 0),
         accuracy=acc,
         global_step=final,
