@@ -11,6 +11,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
+from helpers import child_pids, wait_until
 from minitf.distributed import LocalCluster
 from minitf.train.staleness import StalenessHook, staleness_of, staleness_probe
 
@@ -25,10 +27,22 @@ WORKER_SCRIPT = str(Path(__file__).parent / "data" / "dp_worker.py")
 ROOT = str(Path(__file__).parent.parent)
 
 
+def _process_wide(t):
+    """Helper threads kept once made: minitf's step watchdog, gRPC's threads of its cached
+    channels (a session to another process's master makes them)."""
+    module = getattr(getattr(t, "_target", None), "__module__", "") or ""
+    return t.name == "minitf-step-watchdog" or module.startswith("grpc")
+
+
 @pytest.fixture(autouse=True)
 def fresh_graph():
+    """Each test's graph; no process or thread of it left behind."""
+    before, threads = child_pids(), set(threading.enumerate())
     with tf.Graph().as_default():
         yield
+    assert wait_until(lambda: child_pids() <= before, 10), child_pids() - before
+    left = lambda: {t for t in set(threading.enumerate()) - threads if not _process_wide(t)}  # noqa: E731
+    assert wait_until(lambda: not left(), 10), left()
 
 
 def _env():
