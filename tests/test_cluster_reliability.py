@@ -4,10 +4,15 @@ alone, many client threads on one session all finish, a killed worker is reporte
 TF's "no timeout" values, ports out of range.  The heavy versions (1,000 threads or calls) are
 in tests/stress/test_cluster_load.py."""
 
+import subprocess
+import sys
+import textwrap
+import time
 
 import pytest
 
 import minitf as tf
+from minitf.distributed.local_cluster import free_port
 
 pytestmark = pytest.mark.cluster
 
@@ -16,6 +21,37 @@ def _rpc(**kw):
     config = tf.ConfigProto(**kw)
     config.rpc_options.use_rpc_for_inprocess_master = True
     return config
+
+
+# -- item 10: operation_timeout_in_ms <= 0 or huge means no timeout ----------------------------
+
+
+@pytest.mark.parametrize("ms", [-1, 2**63 - 1])
+def test_operation_timeout_without_a_limit_runs_over_grpc(ms):
+    with tf.train.Server.create_local_server() as server:
+        g = tf.Graph()
+        with g.as_default():
+            c = tf.constant(2.0) * 3.0
+        for config in (tf.ConfigProto(operation_timeout_in_ms=ms), _rpc(operation_timeout_in_ms=ms)):
+            with tf.Session(server.target, graph=g, config=config) as sess:
+                assert sess.run(c) == 6.0
+                opts = tf.RunOptions(timeout_in_ms=ms)
+                assert sess.run(c, options=opts) == 6.0
+
+
+def test_negative_run_timeout_falls_back_to_the_session_timeout():
+    """TF: a RunOptions.timeout_in_ms <= 0 leaves the session's operation_timeout_in_ms."""
+    g = tf.Graph()
+    with g.as_default():
+        q = tf.FIFOQueue(1, tf.float32)
+        d = q.dequeue()
+    with tf.train.Server.create_local_server() as server:
+        for target, config in (("", tf.ConfigProto), (server.target, _rpc)):
+            with tf.Session(target, graph=g, config=config(operation_timeout_in_ms=300)) as sess:
+                t0 = time.monotonic()
+                with pytest.raises(tf.errors.DeadlineExceededError):
+                    sess.run(d, options=tf.RunOptions(timeout_in_ms=-1))
+                assert time.monotonic() - t0 < 5
 
 
 # -- item 11: ports past 65535 -------------------------------------------------------------------
