@@ -4,15 +4,14 @@ alone, many client threads on one session all finish, a killed worker is reporte
 TF's "no timeout" values, ports out of range.  The heavy versions (1,000 threads or calls) are
 in tests/stress/test_cluster_load.py."""
 
-import subprocess
-import sys
-import textwrap
+import threading
 import time
 
 import pytest
 
 import minitf as tf
-from minitf.distributed.local_cluster import free_port
+from helpers import wait_until
+from minitf.distributed.local_cluster import LocalCluster
 
 pytestmark = pytest.mark.cluster
 
@@ -32,7 +31,10 @@ def test_operation_timeout_without_a_limit_runs_over_grpc(ms):
         g = tf.Graph()
         with g.as_default():
             c = tf.constant(2.0) * 3.0
-        for config in (tf.ConfigProto(operation_timeout_in_ms=ms), _rpc(operation_timeout_in_ms=ms)):
+        for config in (
+            tf.ConfigProto(operation_timeout_in_ms=ms),
+            _rpc(operation_timeout_in_ms=ms),
+        ):
             with tf.Session(server.target, graph=g, config=config) as sess:
                 assert sess.run(c) == 6.0
                 opts = tf.RunOptions(timeout_in_ms=ms)
@@ -67,3 +69,40 @@ def test_port_out_of_range_is_rejected_naming_the_address(port):
     with pytest.raises(ValueError, match='"%s"' % addr):
         tf.train.Server({"worker": [addr]}, job_name="worker", task_index=0)
     assert tf.train.ClusterSpec({"worker": ["localhost:65535"]}).num_tasks("worker") == 1
+
+
+# -- item 9: a task killed mid-step is reported at once -------------------------------------------
+
+
+def test_worker_killed_mid_step_is_reported_within_2_s():
+    """The master's own partition (blocked in a dequeue) is cancelled as soon as another task's
+    partition fails: the client does not wait for it to end first."""
+    with LocalCluster({"worker": 2}) as lc:
+        with tf.Graph().as_default():
+            with tf.device("/job:worker/task:1"):
+                there = tf.FIFOQueue(1, tf.float32, shared_name="there").dequeue()
+                started = tf.constant(1.0)
+            with tf.device("/job:worker/task:0"):
+                here = tf.FIFOQueue(1, tf.float32, shared_name="here").dequeue()
+                signals = tf.FIFOQueue(1, tf.float32, shared_name="signals")
+                signal = signals.enqueue(started)  # worker 1's partition has begun
+            config = tf.ConfigProto(operation_timeout_in_ms=30000)
+            with tf.Session(lc.target("worker", 0), config=config) as sess:
+                errs = []
+
+                def run():
+                    try:
+                        sess.run([here, there, signal])
+                    except tf.errors.OpError as e:
+                        errs.append((time.monotonic(), e))
+
+                t = threading.Thread(target=run)
+                t.start()
+                assert wait_until(lambda: sess.run(signals.size()) == 1, 10)
+                t0 = time.monotonic()
+                lc.kill("worker", 1)
+                t.join(5)
+                assert not t.is_alive() and len(errs) == 1
+                assert errs[0][0] - t0 < 2.0, errs[0][0] - t0
+                assert isinstance(errs[0][1], tf.errors.UnavailableError), errs
+                assert "/job:worker/replica:0/task:1" in errs[0][1].message

@@ -107,6 +107,10 @@ class PartitionRun:
                 arrived.put(m)
             arrived.put(_DONE)
         except Exception as e:  # noqa: BLE001
+            # the first failure stops the others at once, the partition read on the step's
+            # own thread too (it may run for long yet), as TF's master aborts a step's rendezvous
+            if not getattr(e, "derived", False):
+                self.cancel_all()
             arrived.put(e)
 
     def cancel_all(self, reason=None):
