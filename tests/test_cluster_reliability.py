@@ -4,6 +4,9 @@ alone, many client threads on one session all finish, a killed worker is reporte
 TF's "no timeout" values, ports out of range.  The heavy versions (1,000 threads or calls) are
 in tests/stress/test_cluster_load.py."""
 
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -11,7 +14,7 @@ import pytest
 
 import minitf as tf
 from helpers import wait_until
-from minitf.distributed.local_cluster import LocalCluster
+from minitf.distributed.local_cluster import LocalCluster, free_port
 
 pytestmark = pytest.mark.cluster
 
@@ -106,3 +109,53 @@ def test_worker_killed_mid_step_is_reported_within_2_s():
                 assert errs[0][0] - t0 < 2.0, errs[0][0] - t0
                 assert isinstance(errs[0][1], tf.errors.UnavailableError), errs
                 assert "/job:worker/replica:0/task:1" in errs[0][1].message
+
+
+# -- item 1: a script with in-process servers exits at once ---------------------------------------
+
+SEED_CLUSTER_SCRIPT = textwrap.dedent("""
+    import sys
+    import minitf as tf
+    ports = sys.argv[1:6]
+    cluster = tf.train.ClusterSpec({
+        "ps": ["127.0.0.1:%s" % p for p in ports[:2]],
+        "worker": ["127.0.0.1:%s" % p for p in ports[2:]],
+    })
+    servers = [tf.train.Server(cluster, job_name=j, task_index=i)
+               for j, n in (("ps", 2), ("worker", 3)) for i in range(n)]
+    with tf.device("/job:ps/task:0"):
+        a = tf.Variable(1.0, name="a")
+    with tf.device("/job:ps/task:1"):
+        b = tf.Variable(2.0, name="b")
+    with tf.device("/job:worker/task:1"):
+        c = a + b
+    with tf.device("/job:worker/task:2"):
+        d = c * 2.0
+    config = tf.ConfigProto()
+    config.rpc_options.use_rpc_for_inprocess_master = sys.argv[6] == "rpc"
+    with tf.Session(servers[2].target, config=config) as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(3):
+            result = sess.run(d)
+    print(result, flush=True)
+""")
+
+
+@pytest.mark.parametrize("master", ["rpc", "direct"])
+def test_script_with_in_process_servers_exits_within_2_s_of_its_last_line(tmp_path, master):
+    """Five tf.train.Server in one script, never stopped (as in the seed's cluster code): the
+    process ends right after its last line, as a TF process does."""
+    script = tmp_path / "cluster_script.py"
+    script.write_text(SEED_CLUSTER_SCRIPT)
+    ports = [str(free_port()) for _ in range(5)]
+    with subprocess.Popen(
+        [sys.executable, str(script), *ports, master], stdout=subprocess.PIPE, text=True
+    ) as p:
+        try:
+            assert p.stdout.readline() == "6.0\n"
+            t0 = time.monotonic()
+            p.wait(timeout=60)
+            assert time.monotonic() - t0 < 2.0
+            assert p.returncode == 0
+        finally:
+            p.kill()

@@ -11,9 +11,11 @@ with every RPC in the ``minitf-cluster-token`` metadata entry.
 from __future__ import annotations
 
 import concurrent.futures
+import concurrent.futures.thread  # registers its exit hook before ours (see _stop_at_exit)
 import hmac
 import os
 import threading
+import weakref
 from typing import Any, Literal
 
 import grpc
@@ -26,6 +28,24 @@ from minitf.distributed.worker_cache import TOKEN_HEADER
 from minitf.framework import errors
 from minitf.runtime import devices as devices_mod
 from minitf.runtime.config_proto import ConfigProto
+
+#: The servers of this process that are serving (stopped at interpreter exit).
+_running: weakref.WeakSet = weakref.WeakSet()
+
+
+def _stop_at_exit() -> None:
+    """Stops the servers still serving when the interpreter exits, as a TF process simply ends:
+    without it, Python would wait for their handler threads (a step call kept open holds one
+    up to streams.IDLE_SECONDS) before exiting.  Registered with threading's exit hooks, which
+    run before those that join the threads of thread pools."""
+    for server in list(_running):
+        try:
+            server.stop()
+        except Exception:  # noqa: BLE001 - the process is ending
+            pass
+
+
+threading._register_atexit(_stop_at_exit)  # type: ignore[attr-defined]
 
 
 class ServerDef:
@@ -251,6 +271,7 @@ class Server:
             if not self._started:
                 self._grpc.start()
                 self._started = True
+                _running.add(self)
                 master_interface.register(self)  # sessions in this process: direct calls
 
     def join(self, timeout: float | None = None) -> None:
@@ -268,6 +289,7 @@ class Server:
             if self._stopped:
                 return
             self._stopped = True
+        _running.discard(self)
         master_interface.unregister(self)
         self._shutdown(grace)
 
