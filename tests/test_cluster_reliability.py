@@ -10,10 +10,13 @@ import textwrap
 import threading
 import time
 
+import cluster_load
+import grpc
 import pytest
 
 import minitf as tf
 from helpers import wait_until
+from minitf.distributed import wire
 from minitf.distributed.local_cluster import LocalCluster, free_port
 
 pytestmark = pytest.mark.cluster
@@ -106,7 +109,8 @@ def test_worker_killed_mid_step_is_reported_within_2_s():
                 lc.kill("worker", 1)
                 t.join(5)
                 assert not t.is_alive() and len(errs) == 1
-                assert errs[0][0] - t0 < 2.0, errs[0][0] - t0
+                print("\nkilled worker reported after %.3f s" % (errs[0][0] - t0))
+                assert errs[0][0] - t0 < 2.0
                 assert isinstance(errs[0][1], tf.errors.UnavailableError), errs
                 assert "/job:worker/replica:0/task:1" in errs[0][1].message
 
@@ -159,3 +163,48 @@ def test_script_with_in_process_servers_exits_within_2_s_of_its_last_line(tmp_pa
             assert p.returncode == 0
         finally:
             p.kill()
+
+
+# -- item 2: RecvTensor calls without a deadline leave the server's other methods alone ----------
+
+
+@pytest.mark.slow
+def test_blocked_recv_calls_leave_other_rpcs_answering():
+    """300 RecvTensor(s) calls with no deadline for a step that never runs (more than the 256
+    handler threads the whole server used to have): other RPCs still answer within 1 s."""
+    with tf.train.Server.create_local_server() as server:
+        channel, calls = cluster_load.blocked_recvs("localhost:%d" % server.bound_port, 300)
+        try:
+            # (the server used to have 256 handler threads in all)
+            assert wait_until(lambda: cluster_load.handler_threads() >= 256, 30)
+            assert cluster_load.answer_seconds(server) < 1.0
+        finally:
+            for c in calls:
+                c.cancel()
+            channel.close()
+
+
+def test_recv_without_a_deadline_waits_the_control_rpc_cap(monkeypatch):
+    """gRPC reports ~9.2e18 s left on a call without a deadline: the handler waits the 30 s
+    cap of a control RPC instead (here cut to 0.3 s)."""
+    monkeypatch.setattr(wire, "CONTROL_RPC_SECONDS", 0.3)
+    with tf.train.Server.create_local_server() as server:
+        channel, calls = cluster_load.blocked_recvs("localhost:%d" % server.bound_port, 2)
+        try:
+            assert wait_until(lambda: all(c.done() for c in calls), 10)
+            assert {c.code() for c in calls} == {grpc.StatusCode.DEADLINE_EXCEEDED}
+        finally:
+            channel.close()
+
+
+# -- item 3: many client threads on one session ---------------------------------------------------
+
+
+@pytest.mark.slow
+def test_300_client_threads_on_one_session_all_finish():
+    """More concurrent steps than the master's server had handler threads (each step holds one
+    there while its partitions' tensors cross into that server): every step finishes."""
+    with LocalCluster({"ps": 1, "worker": 2}) as lc:
+        results, errs, hung = cluster_load.many_clients(lc.target("worker", 0), 300, steps=1)
+    assert not hung and not errs, errs[:3]
+    assert results == [5.0] * 300
