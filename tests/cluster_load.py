@@ -79,7 +79,13 @@ def many_clients(target, n_threads, steps=2, join_seconds=120.0):
         with tf.Session(target) as sess:
             sess.run(v.initializer)
 
+            together = threading.Barrier(n_threads)
+
             def client():
+                try:  # every thread starts its first step at the same time
+                    together.wait(join_seconds)
+                except threading.BrokenBarrierError:
+                    pass
                 for _ in range(steps):
                     try:
                         results.append(sess.run(out))
