@@ -10,6 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 
+def _check_port(job: str, index: int, addr: str) -> None:
+    """Rejects a numeric port past 65535 (TF takes it modulo 65536 without a word)."""
+    port = addr.rpartition(":")[2]
+    if port.isdigit() and int(port) > 65535:
+        raise ValueError(
+            'Task %d of job %r has address "%s", whose port %s is out of range: a port is a '
+            "number from 0 to 65535" % (index, job, addr[:200], port[:20])
+        )
+
+
 class ClusterSpec:
     """``ClusterSpec({"ps": ["host:2221"], "worker": ["host:2222", "host:2223"]})``.
 
@@ -53,6 +63,7 @@ class ClusterSpec:
                         "Task %d of job %r has address %r; addresses are "
                         '"host:port" strings' % (index, job, addr)
                     )
+                _check_port(job, index, addr)
             self._cluster[job] = table
 
     def __bool__(self) -> bool:

@@ -58,8 +58,7 @@ class GrpcSession:
         self._master = master_interface.for_target(target, config)
 
     def _op_timeout(self):
-        ms = self._config.operation_timeout_in_ms
-        return ms / 1000.0 if ms > 0 else None
+        return wire.timeout_seconds(self._config.operation_timeout_in_ms)
 
     def _sync_graph(self):
         ops = self._graph.get_operations()
@@ -172,7 +171,7 @@ class GrpcSession:
             opts.trace_level = int(options.trace_level) if run_metadata is not None else 0
             opts.timeout_in_ms = int(options.timeout_in_ms)
             if options.timeout_in_ms > 0:
-                timeout = options.timeout_in_ms / 1000.0 + STEP_SLACK_SECONDS
+                timeout = wire.timeout_seconds(options.timeout_in_ms) + STEP_SLACK_SECONDS
         if self._op_timeout():
             timeout = min(timeout, self._op_timeout() + STEP_SLACK_SECONDS)
         return opts, timeout
@@ -216,7 +215,7 @@ def reset(target, containers=None, config=None):
     master = master_interface.for_target(target, config)
     timeout = CONTROL_RPC_SECONDS
     if config is not None and config.operation_timeout_in_ms > 0:
-        timeout = config.operation_timeout_in_ms / 1000.0
+        timeout = wire.timeout_seconds(config.operation_timeout_in_ms)
     try:
         master.call("Reset", pb.ResetRequest(container=list(containers or [])), timeout)
     except grpc.RpcError as e:

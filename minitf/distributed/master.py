@@ -90,8 +90,8 @@ class Master:
                     for f in filters
                 )
             ]
-        op_timeout = getattr(config, "operation_timeout_in_ms", 0) or 0
-        timeout = timeout or (op_timeout / 1000.0 if op_timeout else CONTROL_RPC_SECONDS)
+        op_timeout = wire.timeout_seconds(getattr(config, "operation_timeout_in_ms", 0) or 0)
+        timeout = timeout or op_timeout or CONTROL_RPC_SECONDS
 
         def status(task, address):
             for attempt in (0, 1):  # once more on a fresh channel: the task may be back
@@ -239,8 +239,7 @@ class Master:
             for s in sessions:  # their running steps too (a step blocked in a queue ends)
                 s.end()
             containers = list(request.container)
-            remaining = context.time_remaining()
-            timeout = CONTROL_RPC_SECONDS if remaining is None else remaining
+            timeout = wire.handler_seconds(context.time_remaining(), CONTROL_RPC_SECONDS)
 
             def cleanup(task, address):
                 try:

@@ -32,10 +32,12 @@ def step_options(options, remaining, config):
     """``(seconds the step may take, the RunStepOptions its partitions get)``: the client's
     deadline, the step's ``timeout_in_ms`` and the session's ``operation_timeout_in_ms``,
     whichever ends first (a partition on an open call learns it from its request)."""
-    timeout = wire.DEFAULT_STEP_SECONDS if remaining is None else remaining
-    op_timeout = options.timeout_in_ms or config.operation_timeout_in_ms
-    if op_timeout:
-        timeout = min(timeout, op_timeout / 1000.0)
+    timeout = wire.handler_seconds(remaining, wire.DEFAULT_STEP_SECONDS)
+    op_timeout = wire.timeout_seconds(options.timeout_in_ms) or wire.timeout_seconds(
+        config.operation_timeout_in_ms
+    )
+    if op_timeout is not None:
+        timeout = min(timeout, op_timeout)
     ms = int(math.ceil(timeout * 1000))
     if timeout < wire.DEFAULT_STEP_SECONDS and options.timeout_in_ms != ms:
         options = pb.RunStepOptions(trace_level=options.trace_level, timeout_in_ms=ms)
@@ -105,6 +107,10 @@ class PartitionRun:
                 arrived.put(m)
             arrived.put(_DONE)
         except Exception as e:  # noqa: BLE001
+            # the first failure stops the others at once, the partition read on the step's
+            # own thread too (it may run for long yet), as TF's master aborts a step's rendezvous
+            if not getattr(e, "derived", False):
+                self.cancel_all()
             arrived.put(e)
 
     def cancel_all(self, reason=None):

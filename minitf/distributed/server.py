@@ -11,9 +11,11 @@ with every RPC in the ``minitf-cluster-token`` metadata entry.
 from __future__ import annotations
 
 import concurrent.futures
+import concurrent.futures.thread  # registers its exit hook before ours (see _stop_at_exit)
 import hmac
 import os
 import threading
+import weakref
 from typing import Any, Literal
 
 import grpc
@@ -26,6 +28,42 @@ from minitf.distributed.worker_cache import TOKEN_HEADER
 from minitf.framework import errors
 from minitf.runtime import devices as devices_mod
 from minitf.runtime.config_proto import ConfigProto
+
+#: Handler threads of a server per class of method: ``{class: (threads, methods)}`` ("control":
+#: every other method).  A call holds a thread while it waits (a RecvTensor for a step that has
+#: not run yet, a step on an open call), so a class that waits cannot take the threads of the
+#: others: a thousand RecvTensor calls without a deadline leave the server's other methods
+#: answering, and the steps of many client threads (each holding a master's "step" thread)
+#: leave the threads that their partitions' tensors cross (TF's server holds no thread while a
+#: call waits: its calls are asynchronous).
+HANDLER_POOLS = {
+    "control": (64, ()),
+    "step": (256, ("RunStep", "RunSteps")),
+    "graph": (1024, ("RunGraph", "RunGraphs")),
+    "recv": (1024, ("RecvTensor", "RecvTensors")),
+}
+#: Calls a server accepts at once (past it gRPC answers RESOURCE_EXHAUSTED): the pools' threads
+#: and as many calls again waiting for one.
+MAX_CONCURRENT_RPCS = 2 * sum(n for n, _ in HANDLER_POOLS.values())
+
+
+#: The servers of this process that are serving (stopped at interpreter exit).
+_running: weakref.WeakSet = weakref.WeakSet()
+
+
+def _stop_at_exit() -> None:
+    """Stops the servers still serving when the interpreter exits, as a TF process simply ends:
+    without it, Python would wait for their handler threads (a step call kept open holds one
+    up to streams.IDLE_SECONDS) before exiting.  Registered with threading's exit hooks, which
+    run before those that join the threads of thread pools."""
+    for server in list(_running):
+        try:
+            server.stop()
+        except Exception:  # noqa: BLE001 - the process is ending
+            pass
+
+
+threading._register_atexit(_stop_at_exit)  # type: ignore[attr-defined]
 
 
 class ServerDef:
@@ -166,7 +204,7 @@ class Server:
         devices = devices_mod.local_devices(self._config, job_name, task_index)
         self.worker = Worker(self, devices, self._config)
         self.master = Master(self)
-        self._executor, self._grpc = self._grpc_server(job_name, task_index)
+        self._pools, self._grpc = self._grpc_server(job_name, task_index)
         bound = self._bind(host, port)
         self.bound_port = bound
         self.bound_address = "%s:%d" % (host, bound)
@@ -175,21 +213,25 @@ class Server:
             self.start()
 
     def _grpc_server(self, job_name, task_index):
-        """The grpcio server with the master and worker services (256 handler threads: each
-        open step call holds one), checking the cluster token if there is one."""
+        """The grpcio server with the master and worker services, checking the cluster token if
+        there is one; each class of method has its own pool of handler threads
+        (:data:`HANDLER_POOLS`)."""
         interceptors = [_TokenInterceptor(self.token)] if self.token else []
-        executor = concurrent.futures.ThreadPoolExecutor(
-            256, thread_name_prefix="minitf-grpc-%s-%d" % (job_name, task_index)
-        )
+        name = "minitf-grpc-%s-%d" % (job_name, task_index)
+        pools = {
+            cls: concurrent.futures.ThreadPoolExecutor(n, thread_name_prefix="%s-%s" % (name, cls))
+            for cls, (n, _) in HANDLER_POOLS.items()
+        }
+        pool_of = {m: pools[cls] for cls, (_, methods) in HANDLER_POOLS.items() for m in methods}
         server = grpc.server(
-            executor,
+            pools["control"],
             interceptors=interceptors,
             options=wire.GRPC_OPTIONS + (("grpc.so_reuseport", 0),),
-            maximum_concurrent_rpcs=1024,
+            maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
         )
-        services.add_to_server(server, "MasterService", self.master)
-        services.add_to_server(server, "WorkerService", self.worker)
-        return executor, server
+        services.add_to_server(server, "MasterService", self.master, pool_of)
+        services.add_to_server(server, "WorkerService", self.worker, pool_of)
+        return list(pools.values()), server
 
     def _bind(self, host, port):
         """Binds the host of the server's own cluster entry (``localhost``: 127.0.0.1); the
@@ -251,6 +293,7 @@ class Server:
             if not self._started:
                 self._grpc.start()
                 self._started = True
+                _running.add(self)
                 master_interface.register(self)  # sessions in this process: direct calls
 
     def join(self, timeout: float | None = None) -> None:
@@ -268,6 +311,7 @@ class Server:
             if self._stopped:
                 return
             self._stopped = True
+        _running.discard(self)
         master_interface.unregister(self)
         self._shutdown(grace)
 
@@ -277,7 +321,8 @@ class Server:
         finally:
             self.master.close()
             self._grpc.stop(grace).wait(5)
-            self._executor.shutdown(wait=False, cancel_futures=True)
+            for pool in self._pools:
+                pool.shutdown(wait=False, cancel_futures=True)
             self._stop_event.set()
 
     def __enter__(self) -> Server:

@@ -14,6 +14,8 @@ responses to the client without parsing them.  Everything a server sends goes th
 :func:`wire.serialize`, so a handler may yield messages or bytes.
 """
 
+import functools
+
 import grpc
 
 from minitf.distributed import protocol_pb2 as pb  # noqa: E402
@@ -48,13 +50,19 @@ def methods(service):
     return out
 
 
-def add_to_server(server, service, servicer):
-    """Registers every method of ``service`` with ``servicer``'s method of the same name."""
+def add_to_server(server, service, servicer, pools=None):
+    """Registers every method of ``service`` with ``servicer``'s method of the same name; a
+    method named in ``pools`` (``{method: ThreadPoolExecutor}``) runs on that pool's threads
+    rather than the server's own."""
     handlers = {}
     for name, kind, parse_request, _ in methods(service):
         make = getattr(grpc, kind + "_rpc_method_handler")
+        behavior = getattr(servicer, name)
+        if pools and name in pools:
+            behavior = functools.partial(behavior)  # (a bound method takes no attribute)
+            behavior.experimental_thread_pool = pools[name]  # read by grpc's server
         handlers[name] = make(
-            getattr(servicer, name),
+            behavior,
             request_deserializer=parse_request,
             response_serializer=wire.serialize,
         )

@@ -196,9 +196,9 @@ class Worker:
             item = self.graph_mgr.get(header.graph_handle)
             eplan = item.plan(list(header.recv_key))
             args = item.args_from(sends)
-            timeout_s = wire.DEFAULT_STEP_SECONDS if remaining is None else remaining
+            timeout_s = wire.handler_seconds(remaining, wire.DEFAULT_STEP_SECONDS)
             if header.options.timeout_in_ms > 0:
-                timeout_s = min(timeout_s, header.options.timeout_in_ms / 1000.0)
+                timeout_s = min(timeout_s, wire.timeout_seconds(header.options.timeout_in_ms))
             rendezvous = (
                 RpcRendezvous(self, header.step_id, time.monotonic() + timeout_s)
                 if eplan.has_rendezvous
@@ -257,8 +257,7 @@ class Worker:
 
     def RecvTensor(self, request, context):
         try:
-            remaining = context.time_remaining()
-            timeout = wire.CONTROL_RPC_SECONDS if remaining is None else remaining
+            timeout = wire.handler_seconds(context.time_remaining(), wire.CONTROL_RPC_SECONDS)
             value = self.rendezvous.recv(request.step_id, request.rendezvous_key, timeout)
             for chunk in wire.iter_tensor_chunks(value, wire.STREAM_CHUNK_BYTES):
                 yield chunk
@@ -268,9 +267,8 @@ class Worker:
     def RecvTensors(self, request, context):
         """Several tensors of a step, each in the first answer message after it was sent."""
         try:
-            remaining = context.time_remaining()
-            deadline = time.monotonic() + (
-                wire.CONTROL_RPC_SECONDS if remaining is None else remaining
+            deadline = time.monotonic() + wire.handler_seconds(
+                context.time_remaining(), wire.CONTROL_RPC_SECONDS
             )
             arrivals = self.rendezvous.recv_many(
                 request.step_id, list(request.rendezvous_key), deadline, _when_done(context)

@@ -199,7 +199,7 @@ class DirectSession:
         return (
             self._pool_sets[index],
             Tracer(eplan) if trace else None,
-            options.timeout_in_ms or self._op_timeout,
+            options.timeout_in_ms if options.timeout_in_ms > 0 else self._op_timeout,
         )
 
     @staticmethod

@@ -82,9 +82,12 @@ from minitf.distributed.wire.limits import (
     MAX_MESSAGE_BYTES,
     MAX_RANK,
     MAX_TENSOR_BYTES,
+    MAX_WAIT_SECONDS,
     SMALL_TENSOR_BYTES,
     STEP_SLACK_SECONDS,
     STREAM_CHUNK_BYTES,
+    handler_seconds,
+    timeout_seconds,
 )
 from minitf.distributed.wire.messages import (
     error_from_status,
@@ -111,6 +114,9 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "MAX_RANK",
     "MAX_TENSOR_BYTES",
+    "MAX_WAIT_SECONDS",
+    "handler_seconds",
+    "timeout_seconds",
     "TENSOR_DTYPE_NAMES",
     "proto_to_tensor",
     "tensor_to_proto",

@@ -40,3 +40,21 @@ DEFAULT_STEP_SECONDS = 3600.0
 #: A caller waits this much past a step's deadline (the peer's DeadlineExceededError, with its
 #: message, comes first).
 STEP_SLACK_SECONDS = 1.0
+#: Longest wait minitf hands to gRPC: a longer timeout (``operation_timeout_in_ms`` of 2**63-1)
+#: is cut to it, which is as good as none (gRPC reads a far larger one as a deadline passed).
+MAX_WAIT_SECONDS = 30 * 24 * 3600.0
+
+
+def timeout_seconds(ms: int) -> float | None:
+    """The seconds of a TF timeout in milliseconds: None where it is <= 0 ("no timeout", as TF
+    reads ``operation_timeout_in_ms`` and ``timeout_in_ms``), at most :data:`MAX_WAIT_SECONDS`."""
+    return min(ms / 1000.0, MAX_WAIT_SECONDS) if ms > 0 else None
+
+
+def handler_seconds(remaining: float | None, default: float) -> float:
+    """How long a handler waits for its caller: the call's time remaining, or ``default`` where
+    the caller set no deadline (gRPC then reports about 9.2e18 s remaining: any deadline past
+    :data:`MAX_WAIT_SECONDS` is taken as none)."""
+    if remaining is None or remaining > MAX_WAIT_SECONDS:
+        return default
+    return remaining

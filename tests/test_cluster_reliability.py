@@ -1,0 +1,210 @@
+"""Waits and exits of the cluster runtime (issue 24, items 1, 2, 3, 9, 10, 11): a script with
+in-process servers exits at once, blocked RecvTensor calls leave the server's other RPCs
+alone, many client threads on one session all finish, a killed worker is reported within 2 s,
+TF's "no timeout" values, ports out of range.  The heavy versions (1,000 threads or calls) are
+in tests/stress/test_cluster_load.py."""
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import cluster_load
+import grpc
+import pytest
+
+import minitf as tf
+from helpers import wait_until
+from minitf.distributed import wire
+from minitf.distributed.local_cluster import LocalCluster, free_port
+
+pytestmark = pytest.mark.cluster
+
+
+def _rpc(**kw):
+    config = tf.ConfigProto(**kw)
+    config.rpc_options.use_rpc_for_inprocess_master = True
+    return config
+
+
+# -- item 10: operation_timeout_in_ms <= 0 or huge means no timeout ----------------------------
+
+
+@pytest.mark.parametrize("ms", [-1, 2**63 - 1])
+def test_operation_timeout_without_a_limit_runs_over_grpc(ms):
+    with tf.train.Server.create_local_server() as server:
+        g = tf.Graph()
+        with g.as_default():
+            c = tf.constant(2.0) * 3.0
+        for config in (
+            tf.ConfigProto(operation_timeout_in_ms=ms),
+            _rpc(operation_timeout_in_ms=ms),
+        ):
+            with tf.Session(server.target, graph=g, config=config) as sess:
+                assert sess.run(c) == 6.0
+                opts = tf.RunOptions(timeout_in_ms=ms)
+                assert sess.run(c, options=opts) == 6.0
+
+
+def test_negative_run_timeout_falls_back_to_the_session_timeout():
+    """TF: a RunOptions.timeout_in_ms <= 0 leaves the session's operation_timeout_in_ms."""
+    g = tf.Graph()
+    with g.as_default():
+        q = tf.FIFOQueue(1, tf.float32)
+        d = q.dequeue()
+    with tf.train.Server.create_local_server() as server:
+        for target, config in (("", tf.ConfigProto), (server.target, _rpc)):
+            with tf.Session(target, graph=g, config=config(operation_timeout_in_ms=300)) as sess:
+                t0 = time.monotonic()
+                with pytest.raises(tf.errors.DeadlineExceededError):
+                    sess.run(d, options=tf.RunOptions(timeout_in_ms=-1))
+                assert time.monotonic() - t0 < 5
+
+
+# -- item 11: ports past 65535 -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("port", [65536, 70000, 2**32 + 2222])
+def test_port_out_of_range_is_rejected_naming_the_address(port):
+    addr = "localhost:%d" % port
+    with pytest.raises(ValueError, match='"%s".*0 to 65535' % addr):
+        tf.train.ClusterSpec({"worker": [addr]})
+    with pytest.raises(ValueError, match='"%s"' % addr):
+        tf.train.ClusterSpec({"worker": {3: addr}})
+    with pytest.raises(ValueError, match='"%s"' % addr):
+        tf.train.Server({"worker": [addr]}, job_name="worker", task_index=0)
+    assert tf.train.ClusterSpec({"worker": ["localhost:65535"]}).num_tasks("worker") == 1
+
+
+# -- item 9: a task killed mid-step is reported at once -------------------------------------------
+
+
+def test_worker_killed_mid_step_is_reported_within_2_s():
+    """The master's own partition (blocked in a dequeue) is cancelled as soon as another task's
+    partition fails: the client does not wait for it to end first."""
+    with LocalCluster({"worker": 2}) as lc:
+        with tf.Graph().as_default():
+            with tf.device("/job:worker/task:1"):
+                there = tf.FIFOQueue(1, tf.float32, shared_name="there").dequeue()
+                started = tf.constant(1.0)
+            with tf.device("/job:worker/task:0"):
+                here = tf.FIFOQueue(1, tf.float32, shared_name="here").dequeue()
+                signals = tf.FIFOQueue(1, tf.float32, shared_name="signals")
+                signal = signals.enqueue(started)  # worker 1's partition has begun
+            config = tf.ConfigProto(operation_timeout_in_ms=30000)
+            with tf.Session(lc.target("worker", 0), config=config) as sess:
+                errs = []
+
+                def run():
+                    try:
+                        sess.run([here, there, signal])
+                    except tf.errors.OpError as e:
+                        errs.append((time.monotonic(), e))
+
+                t = threading.Thread(target=run)
+                t.start()
+                assert wait_until(lambda: sess.run(signals.size()) == 1, 10)
+                t0 = time.monotonic()
+                lc.kill("worker", 1)
+                t.join(5)
+                assert not t.is_alive() and len(errs) == 1
+                print("\nkilled worker reported after %.3f s" % (errs[0][0] - t0))
+                assert errs[0][0] - t0 < 2.0
+                assert isinstance(errs[0][1], tf.errors.UnavailableError), errs
+                assert "/job:worker/replica:0/task:1" in errs[0][1].message
+
+
+# -- item 1: a script with in-process servers exits at once ---------------------------------------
+
+SEED_CLUSTER_SCRIPT = textwrap.dedent("""
+    import sys
+    import minitf as tf
+    ports = sys.argv[1:6]
+    cluster = tf.train.ClusterSpec({
+        "ps": ["127.0.0.1:%s" % p for p in ports[:2]],
+        "worker": ["127.0.0.1:%s" % p for p in ports[2:]],
+    })
+    servers = [tf.train.Server(cluster, job_name=j, task_index=i)
+               for j, n in (("ps", 2), ("worker", 3)) for i in range(n)]
+    with tf.device("/job:ps/task:0"):
+        a = tf.Variable(1.0, name="a")
+    with tf.device("/job:ps/task:1"):
+        b = tf.Variable(2.0, name="b")
+    with tf.device("/job:worker/task:1"):
+        c = a + b
+    with tf.device("/job:worker/task:2"):
+        d = c * 2.0
+    config = tf.ConfigProto()
+    config.rpc_options.use_rpc_for_inprocess_master = sys.argv[6] == "rpc"
+    with tf.Session(servers[2].target, config=config) as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(3):
+            result = sess.run(d)
+    print(result, flush=True)
+""")
+
+
+@pytest.mark.parametrize("master", ["rpc", "direct"])
+def test_script_with_in_process_servers_exits_within_2_s_of_its_last_line(tmp_path, master):
+    """Five tf.train.Server in one script, never stopped (as in the seed's cluster code): the
+    process ends right after its last line, as a TF process does."""
+    script = tmp_path / "cluster_script.py"
+    script.write_text(SEED_CLUSTER_SCRIPT)
+    ports = [str(free_port()) for _ in range(5)]
+    with subprocess.Popen(
+        [sys.executable, str(script), *ports, master], stdout=subprocess.PIPE, text=True
+    ) as p:
+        try:
+            assert p.stdout.readline() == "6.0\n"
+            t0 = time.monotonic()
+            p.wait(timeout=60)
+            assert time.monotonic() - t0 < 2.0
+            assert p.returncode == 0
+        finally:
+            p.kill()
+
+
+# -- item 2: RecvTensor calls without a deadline leave the server's other methods alone ----------
+
+
+@pytest.mark.slow
+def test_blocked_recv_calls_leave_other_rpcs_answering():
+    """300 RecvTensor(s) calls with no deadline for a step that never runs (more than the 256
+    handler threads the whole server used to have): other RPCs still answer within 1 s."""
+    with tf.train.Server.create_local_server() as server:
+        channel, calls = cluster_load.blocked_recvs("localhost:%d" % server.bound_port, 300)
+        try:
+            # (the server used to have 256 handler threads in all)
+            assert wait_until(lambda: cluster_load.handler_threads() >= 256, 30)
+            assert cluster_load.answer_seconds(server) < 1.0
+        finally:
+            for c in calls:
+                c.cancel()
+            channel.close()
+
+
+def test_recv_without_a_deadline_waits_the_control_rpc_cap(monkeypatch):
+    """gRPC reports ~9.2e18 s left on a call without a deadline: the handler waits the 30 s
+    cap of a control RPC instead (here cut to 0.3 s)."""
+    monkeypatch.setattr(wire, "CONTROL_RPC_SECONDS", 0.3)
+    with tf.train.Server.create_local_server() as server:
+        channel, calls = cluster_load.blocked_recvs("localhost:%d" % server.bound_port, 2)
+        try:
+            assert wait_until(lambda: all(c.done() for c in calls), 10)
+            assert {c.code() for c in calls} == {grpc.StatusCode.DEADLINE_EXCEEDED}
+        finally:
+            channel.close()
+
+
+# -- item 3: many client threads on one session ---------------------------------------------------
+
+
+@pytest.mark.slow
+def test_300_client_threads_on_one_session_all_finish():
+    """More concurrent steps than the master's server had handler threads (each step holds one
+    there while its partitions' tensors cross into that server): every step finishes."""
+    with LocalCluster({"ps": 1, "worker": 2}) as lc:
+        results, errs, hung = cluster_load.many_clients(lc.target("worker", 0), 300, steps=1)
+    assert not hung and not errs, errs[:3]
+    assert results == [5.0] * 300
