@@ -218,7 +218,7 @@ def reset(target, containers=None, config=None):
     if config is not None and config.operation_timeout_in_ms > 0:
         timeout = config.operation_timeout_in_ms / 1000.0
     try:
-        master.call("Reset", pb.ResetRequest(container=list(containers or [])), timeout)
+        master.call("Reset", pb.ResetRequest(**wire.clear_request(containers or [])), timeout)
     except grpc.RpcError as e:
         master.failed(e)
         _raise(e)
