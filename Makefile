@@ -7,13 +7,15 @@
 #               fails when a function grows past 60 lines)
 #   make lint   ruff check (and format --check) of minitf/, tests/, bench/ and tools/
 #   make format ruff format of the same folders (rewrites files)
+#   make stress the load and fault runs of tests/stress (random bytes to every RPC, kill -9 of
+#               each task, memory after thousands of failed steps: several minutes)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 LINTED := minitf tests bench tools
-FAST   := not browser and not notebooks and not cluster and not slow
+FAST   := not browser and not notebooks and not cluster and not slow and not stress
 
-.PHONY: lab test check lint format bench setup setup-lab chromium notebooks clean
+.PHONY: lab test check lint format bench setup setup-lab chromium notebooks clean stress
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +51,9 @@ test: setup chromium
 check: lint
 	$(BIN)/python -m pytest -q -m "$(FAST)"
 	$(BIN)/python tools/size_report.py --max-function-lines 60
+
+stress: setup
+	$(BIN)/python -m pytest -q -m stress tests/stress
 
 lint: setup
 	$(BIN)/ruff check $(LINTED)

@@ -135,8 +135,8 @@ class GrpcSession:
                 self._master.call(
                     "CloseSession", pb.CloseSessionRequest(session_handle=handle), 5.0
                 )
-            except grpc.RpcError:
-                pass
+            except grpc.RpcError as e:  # a master found gone: the next session reconnects
+                self._master.failed(e)
 
     def run(self, fetch_tensors, target_ops, feed_tensors, feed_values, options, run_metadata):
         """Sends the graph if it grew, then runs one step on the master: the fetched values,
