@@ -31,7 +31,9 @@ def test_ten_thousand_failed_steps_hold_no_memory():
             assert sess.run(s, {x: np.ones(8, np.float32)}) == 8.0
         growth = [p.memory_info().rss - b for p, b in zip(procs, before)]
     print("\nRSS growth over 9,000 failed steps (ps, worker): %s KiB" % [g >> 10 for g in growth])
-    assert max(growth) < 16 * MIB
+    # about 2 KB a failed step stays, for at most rendezvous_mgr._STALE_SECONDS (600 s): each
+    # aborted step's rendezvous table, kept so that a late peer gets the step's error
+    assert max(growth) < 32 * MIB
 
 
 def test_a_thousand_timed_out_steps_with_a_64_mib_feed():
