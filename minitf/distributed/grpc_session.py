@@ -134,8 +134,8 @@ class GrpcSession:
                 self._master.call(
                     "CloseSession", pb.CloseSessionRequest(session_handle=handle), 5.0
                 )
-            except grpc.RpcError:
-                pass
+            except grpc.RpcError as e:  # a master found gone: the next session reconnects
+                self._master.failed(e)
 
     def run(self, fetch_tensors, target_ops, feed_tensors, feed_values, options, run_metadata):
         """Sends the graph if it grew, then runs one step on the master: the fetched values,
@@ -217,7 +217,7 @@ def reset(target, containers=None, config=None):
     if config is not None and config.operation_timeout_in_ms > 0:
         timeout = wire.timeout_seconds(config.operation_timeout_in_ms)
     try:
-        master.call("Reset", pb.ResetRequest(container=list(containers or [])), timeout)
+        master.call("Reset", pb.ResetRequest(**wire.clear_request(containers or [])), timeout)
     except grpc.RpcError as e:
         master.failed(e)
         _raise(e)

@@ -234,6 +234,7 @@ class Master:
 
     def Reset(self, request, context):
         try:
+            wire.check_clear_request(request, "Reset")
             with self.lock:
                 sessions, self.sessions = list(self.sessions.values()), {}
             for s in sessions:  # their running steps too (a step blocked in a queue ends)
@@ -244,7 +245,7 @@ class Master:
             def cleanup(task, address):
                 try:
                     self.channels.worker(address).CleanupAll(
-                        pb.CleanupAllRequest(container=containers),
+                        pb.CleanupAllRequest(**wire.clear_request(containers)),
                         timeout=timeout,
                         metadata=self.channels.metadata,
                     )

@@ -20,6 +20,10 @@ import grpc
 
 from minitf.distributed import protocol_pb2 as pb  # noqa: E402
 from minitf.distributed import wire  # noqa: E402
+from minitf.framework import errors
+
+#: What a server's request parser gives for bytes that are no message of its type.
+MALFORMED = object()
 
 PACKAGE = pb.DESCRIPTOR.package
 #: Methods whose requests reach the server as bytes ...
@@ -58,6 +62,8 @@ def add_to_server(server, service, servicer, pools=None):
     for name, kind, parse_request, _ in methods(service):
         make = getattr(grpc, kind + "_rpc_method_handler")
         behavior = getattr(servicer, name)
+        if parse_request is not None:
+            behavior, parse_request = _rejecting_malformed(behavior, kind, name, parse_request)
         if pools and name in pools:
             behavior = functools.partial(behavior)  # (a bound method takes no attribute)
             behavior.experimental_thread_pool = pools[name]  # read by grpc's server
@@ -69,6 +75,38 @@ def add_to_server(server, service, servicer, pools=None):
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler("%s.%s" % (PACKAGE, service), handlers),)
     )
+
+
+def _rejecting_malformed(method, kind, name, parse):
+    """``(handler, parser)``: bytes that do not parse reach ``method`` as an
+    InvalidArgumentError (raised by its request iterator, or the call's status), never as an
+    exception inside gRPC, which logs it with its traceback on every bad request."""
+
+    def tolerant_parse(data):
+        try:
+            return parse(data)
+        except Exception:  # noqa: BLE001 - protobuf's DecodeError
+            return MALFORMED
+
+    def malformed():
+        return errors.InvalidArgumentError(None, None, "Malformed %s request." % name)
+
+    if kind.startswith("stream"):
+
+        def checked(requests):
+            for r in requests:
+                if r is MALFORMED:
+                    raise malformed()
+                yield r
+
+        return (lambda requests, context: method(checked(requests), context)), tolerant_parse
+
+    def handler(request, context):
+        if request is MALFORMED:
+            context.abort(*wire.status_from_error(malformed()))
+        return method(request, context)
+
+    return handler, tolerant_parse
 
 
 class Stub:

@@ -72,8 +72,29 @@ class StepError(grpc.RpcError):
 def abort(context, exc, derived=False):
     """Ends the RPC of a handler that failed with ``exc`` (its status from
     wire.status_from_error), marked as reported by this peer (and as ``derived``)."""
+    status = wire.status_from_error(exc)
+    forget_frames(exc)
     context.set_trailing_metadata(_headers(True, derived))
-    context.abort(*wire.status_from_error(exc))
+    context.abort(*status)
+
+
+def forget_frames(exc):
+    """Drops the tracebacks of ``exc`` and of the exceptions it was raised from or during.
+
+    A traceback keeps every frame it passed through alive, and with them their locals: a
+    failed step's feeds and values (64 MiB each for a large feed).  A handler reports an
+    exception by aborting its call, which raises again from inside its ``except`` block, so
+    the failure's frames would live as long as whatever holds the aborting exception (gRPC's
+    server keeps it with the call's state) or until a full garbage collection.  TF frees a
+    failed step's tensors as soon as the step ends; so does minitf once the frames are gone.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        exc.__traceback__ = None
+        if exc.__cause__ is not None and exc.__context__ is not None:
+            forget_frames(exc.__cause__)
+        exc = exc.__context__ if exc.__context__ is not None else exc.__cause__
 
 
 def _has_header(e, key):

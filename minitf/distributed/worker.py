@@ -286,6 +286,10 @@ class Worker:
             streams.abort(context, e, derived=True)
 
     def CleanupAll(self, request, context):
+        try:
+            wire.check_clear_request(request, "CleanupAll")
+        except errors.OpError as e:
+            streams.abort(context, e)
         containers = list(request.container)
         for d in self.devices:
             for c in containers or [d.job]:

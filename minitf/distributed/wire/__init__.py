@@ -90,6 +90,9 @@ from minitf.distributed.wire.limits import (
     timeout_seconds,
 )
 from minitf.distributed.wire.messages import (
+    CLEAR_REQUEST_MARKER,
+    check_clear_request,
+    clear_request,
     error_from_status,
     proto_to_session_config,
     proto_to_step_stats,
@@ -102,6 +105,9 @@ from minitf.distributed.wire.messages import (
 from minitf.distributed.wire.tensors import TENSOR_DTYPE_NAMES, proto_to_tensor, tensor_to_proto
 
 __all__ = [
+    "CLEAR_REQUEST_MARKER",
+    "check_clear_request",
+    "clear_request",
     "CONTROL_RPC_SECONDS",
     "DEFAULT_CHUNK_BYTES",
     "DEFAULT_STEP_SECONDS",

@@ -4,12 +4,20 @@ client-streamed request.
 Book section: "The Master and Worker Services".
 """
 
+import re
+
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed.wire.chunks import NamedTensorReceiver
 from minitf.distributed.wire.graphs import assemble_graph_def
 from minitf.distributed.wire.limits import MAX_ERROR_MESSAGE_BYTES
 from minitf.distributed.wire.tensors import _dims_from_proto, _shape_to_proto
 from minitf.framework import errors
+
+#: What a ResetRequest or CleanupAllRequest carries in ``marker`` ("minitf-1" as a number):
+#: the sign of a request that was meant, not random bytes that happen to parse.
+CLEAR_REQUEST_MARKER = 0x6D696E6974662D31
+#: A container name as TF's resource managers accept it.
+_CONTAINER_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/]*$")
 
 # -- session config and step stats -----------------------------------------------------------
 
@@ -181,6 +189,26 @@ def error_from_status(code, details):
 
 
 # -- reading client-streamed requests ---------------------------------------------------------
+
+
+def clear_request(containers=()):
+    """The fields of a ResetRequest or CleanupAllRequest for ``containers`` (empty: each
+    device's default container): ``pb.ResetRequest(**clear_request(names))``."""
+    return {"container": list(containers), "marker": CLEAR_REQUEST_MARKER}
+
+
+def check_clear_request(request, what):
+    """Raises InvalidArgumentError unless ``request`` (ResetRequest, CleanupAllRequest) is well
+    formed: the marker :func:`clear_request` sets and valid container names only."""
+    if request.marker != CLEAR_REQUEST_MARKER:
+        raise errors.InvalidArgumentError(
+            None, None, "Malformed %s request: it lacks minitf's request marker." % what
+        )
+    for name in request.container:
+        if not _CONTAINER_RE.match(name):
+            raise errors.InvalidArgumentError(
+                None, None, "Malformed %s request: bad container name %r." % (what, name[:100])
+            )
 
 
 def read_graph_stream(request_iterator, what):
