@@ -134,3 +134,13 @@ def no_thread_left():
     yield
     left = threads_left_since(before)
     assert not left, left
+
+
+@pytest.fixture
+def no_child_process_left():
+    """Every process a test starts (servers, client programs) has ended within 10 s after it."""
+    from helpers import child_pids, wait_until
+
+    before = child_pids()
+    yield
+    assert wait_until(lambda: not (child_pids() - before), 10)

@@ -72,6 +72,33 @@ def child_pids():
     return out
 
 
+def traced_run(sess, fetches, feed_dict=None):
+    """``sess.run`` with a full trace: ``(values, RunMetadata)``."""
+    md = tf.RunMetadata()
+    out = sess.run(
+        fetches,
+        feed_dict,
+        options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+        run_metadata=md,
+    )
+    return out, md
+
+
+def node_stats(md):
+    """Every NodeExecStats of a RunMetadata's step, over all its devices."""
+    return [n for d in md.step_stats.dev_stats for n in d.node_stats]
+
+
+def client_env():
+    """The environment of a client program run as a child: this checkout's minitf first on the
+    path, no emulated GPU."""
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    env["MINITF_EMULATED_GPUS"] = "0"
+    return env
+
+
 def first_line(e):
     """An OpError's message without the ``[[node ...]]`` lines TF appends."""
     return e.message.splitlines()[0]

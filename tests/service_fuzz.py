@@ -2,10 +2,13 @@
 tests/test_service_fuzz.py with a few hundred messages and by tests/stress/ with 10,000 a
 service): each call must end with a status, change no state, and leave the server answering."""
 
+import collections
 import contextlib
 
 import grpc
 import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import minitf as tf
 from minitf.distributed import services
@@ -13,6 +16,30 @@ from minitf.distributed.local_cluster import free_port
 from minitf.distributed.wire import GRPC_OPTIONS
 
 SERVICES = ("MasterService", "WorkerService")
+
+
+def fuzz(target, service, examples, max_bytes, timeout):
+    """Sends about ``examples`` messages of random bytes (hypothesis picks the method and the
+    bytes) to ``service`` of ``target``; after each the server's state must be intact.  Returns
+    how often each (method, status name) came back."""
+    seen = collections.Counter()
+    calls = target.calls(service)
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.sampled_from(calls), st.binary(max_size=max_bytes))
+    def one(named_call, data):
+        name, call = named_call
+        seen[name, call(data, timeout).name] += 1
+        assert target.state_is_intact(), "%s(%r) changed the server's state" % (name, data)
+
+    one()
+    assert target.state_is_intact()
+    return seen
 
 
 def method_calls(channel, service):

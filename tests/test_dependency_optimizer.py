@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
+from helpers import node_stats, traced_run
 from minitf.runtime.config_proto import RewriterConfig
 
 ON = RewriterConfig.ON
@@ -26,15 +27,8 @@ def fresh_graph():
 
 def traced(sess, fetches, feed_dict=None):
     """The fetched values and {node name: op type} of the nodes the step ran."""
-    meta = tf.RunMetadata()
-    out = sess.run(
-        fetches,
-        feed_dict,
-        options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
-        run_metadata=meta,
-    )
-    ran = {ns.node_name: ns.op_type for d in meta.step_stats.dev_stats for ns in d.node_stats}
-    return out, ran
+    out, md = traced_run(sess, fetches, feed_dict)
+    return out, {ns.node_name: ns.op_type for ns in node_stats(md)}
 
 
 def mlp_step():

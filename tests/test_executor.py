@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from helpers import chapter_control_deps_graph, freed, no_cycle_collector, wait_until
+from helpers import (
+    chapter_control_deps_graph,
+    freed,
+    no_cycle_collector,
+    node_stats,
+    traced_run,
+    wait_until,
+)
 from minitf.runtime import executor, pools, scheduler
 
 pytestmark = pytest.mark.usefixtures("cpu_only")
@@ -28,15 +35,8 @@ def _config(inter, intra=1, **kw):
 
 
 def _traced(sess, fetches, feed_dict=None):
-    md = tf.RunMetadata()
-    out = sess.run(
-        fetches,
-        feed_dict,
-        options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
-        run_metadata=md,
-    )
-    nodes = {n.node_name: n for d in md.step_stats.dev_stats for n in d.node_stats}
-    return out, nodes, md
+    out, md = traced_run(sess, fetches, feed_dict)
+    return out, {n.node_name: n for n in node_stats(md)}, md
 
 
 def _traced_until(sess, fetches, ok):

@@ -21,7 +21,7 @@ import pytest
 from threadpoolctl import ThreadpoolController
 
 import minitf as tf
-from helpers import wait_until
+from helpers import node_stats, traced_run, wait_until
 from minitf.runtime import pools, step_run
 
 pytestmark = pytest.mark.usefixtures("cpu_only")
@@ -44,11 +44,8 @@ def _session(inter, intra):
 
 
 def _traced_node(sess, fetch, name):
-    md = tf.RunMetadata()
-    value = sess.run(
-        fetch, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md
-    )
-    (node,) = [n for d in md.step_stats.dev_stats for n in d.node_stats if n.node_name == name]
+    value, md = traced_run(sess, fetch)
+    (node,) = [n for n in node_stats(md) if n.node_name == name]
     return value, node
 
 

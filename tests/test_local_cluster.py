@@ -2,7 +2,6 @@
 processes sharing variables, and fault tests: a task killed mid-step, restarted on its port."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,13 +14,11 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from helpers import child_pids, wait_until
+from helpers import client_env, wait_until
 from minitf.distributed import LocalCluster, local_cluster
 from minitf.distributed.local_cluster import free_port
 
-pytestmark = pytest.mark.cluster
-
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("no_child_process_left")]
 
 
 def _alive(pid):
@@ -30,20 +27,6 @@ def _alive(pid):
     except OSError:
         return False
     return state != "Z"
-
-
-@pytest.fixture(autouse=True)
-def no_child_processes_left():
-    before = child_pids()
-    yield
-    assert wait_until(lambda: not (child_pids() - before), 10)
-
-
-def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env["MINITF_EMULATED_GPUS"] = "0"
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +79,7 @@ def test_three_client_processes_share_a_variable(tmp_path):
         for args in (["init"], [], []):
             r = subprocess.run(
                 [sys.executable, str(script), target] + args,
-                env=_env(),
+                env=client_env(),
                 capture_output=True,
                 text=True,
                 timeout=60,
@@ -172,7 +155,7 @@ def test_children_exit_when_the_parent_is_killed(tmp_path):
     """),
         ],
         stdout=subprocess.PIPE,
-        env=_env(),
+        env=client_env(),
         text=True,
     )
     try:
@@ -229,7 +212,7 @@ def test_children_of_a_thread_started_cluster_die_with_the_process(tmp_path):
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env=_env(),
+        env=client_env(),
         text=True,
     )
     try:
@@ -261,7 +244,7 @@ def test_cli_serves_until_ctrl_c(tmp_path):
             "0",
         ],
         stdout=subprocess.PIPE,
-        env=_env(),
+        env=client_env(),
         text=True,
     )
     try:

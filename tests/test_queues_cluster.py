@@ -17,12 +17,11 @@ from pathlib import Path
 import pytest
 
 import minitf as tf
-from helpers import child_pids, run_in_thread, wait_until
+from helpers import client_env, run_in_thread
 from minitf.distributed import LocalCluster
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("no_child_process_left")]
 
-ROOT = Path(__file__).resolve().parents[1]
 CLIENT = Path(__file__).parent / "data" / "queue_client.py"
 CLOSED_EMPTY = (
     "OutOfRangeError: From /job:ps/replica:0/task:0: | FIFOQueue 'shared_q' is closed and has "
@@ -30,20 +29,6 @@ CLOSED_EMPTY = (
 )
 
 CLOSED = "Step was cancelled by an explicit call to `Session::Close()`."  # TF's remote text
-
-
-@pytest.fixture(autouse=True)
-def no_child_processes_left():
-    before = child_pids()
-    yield
-    assert wait_until(lambda: not (child_pids() - before), 10)
-
-
-def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env["MINITF_EMULATED_GPUS"] = "0"
-    return env
 
 
 class Client:
@@ -55,7 +40,7 @@ class Client:
             [sys.executable, str(CLIENT), target, role, *map(str, args)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=_env(),
+            env=client_env(),
         )
         self._buffer = b""
 

@@ -5,9 +5,7 @@ CleanupAll clear state only for a well-formed request (issue 24, item 6)."""
 import grpc
 import psutil
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from service_fuzz import SERVICES, fuzz_target, method_calls
+from service_fuzz import SERVICES, fuzz, fuzz_target, method_calls
 
 import minitf as tf
 from minitf.distributed import LocalCluster, wire
@@ -25,22 +23,7 @@ def target():
 
 @pytest.mark.parametrize("service", SERVICES)
 def test_random_bytes_to_every_method_change_nothing(target, service):
-    calls = target.calls(service)
-
-    @settings(
-        max_examples=150,
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(st.sampled_from(calls), st.binary(max_size=256))
-    def one(named_call, data):
-        name, call = named_call
-        call(data, 0.3)
-        assert target.state_is_intact(), "%s(%r) changed the server's state" % (name, data)
-
-    one()
-    assert target.state_is_intact()
+    fuzz(target, service, 150, max_bytes=256, timeout=0.3)
 
 
 @pytest.mark.parametrize(
