@@ -24,6 +24,23 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 
+def display_in_place(obj: Any, handle: Any = None) -> Any:
+    """Shows ``obj`` as one notebook output: a new display when ``handle`` is None, else an
+    update of ``handle`` in place.  Returns the output's display handle (None outside IPython,
+    e.g. in a script, where there is nothing to draw into)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return None
+    if get_ipython() is None:
+        return None
+    if handle is None:
+        return display(obj, display_id=True)
+    handle.update(obj)
+    return handle
+
+
 def _running(worker: Any) -> bool:
     """True while a ``threading.Thread`` or a ``concurrent.futures.Future`` is still at work."""
     if hasattr(worker, "is_alive"):
@@ -105,14 +122,4 @@ class LiveFigure:
         self.draws += 1
         if not self._want_display or threading.get_ident() != self._owner:
             return
-        try:
-            from IPython import get_ipython
-            from IPython.display import display
-        except ImportError:
-            return
-        if get_ipython() is None:  # a script: nothing to draw into
-            return
-        if self._handle is None:
-            self._handle = display(self, display_id=True)
-        else:
-            self._handle.update(self)
+        self._handle = display_in_place(self, self._handle)

@@ -37,6 +37,7 @@ from minitf.framework import dtypes, errors, tensor_shape
 from minitf.framework.queue_resource import QueueResource
 from minitf.ops.op_def import apply_op
 from minitf.viz.files import SavesToFile
+from minitf.viz.live_figure import display_in_place
 
 QUEUE_OP_TYPES = ("FIFOQueueV2", "RandomShuffleQueueV2", "PaddingFIFOQueueV2", "PriorityQueueV2")
 LEFT, BAR_WIDTH, BAR_HEIGHT, ROW = 10, 300, 18, 62
@@ -220,13 +221,7 @@ class QueueView(SavesToFile):
     def show(self) -> QueueView:
         """Displays the view in a notebook as an output that ``stop()`` updates (nothing
         outside IPython)."""
-        try:
-            from IPython import get_ipython
-            from IPython.display import display
-        except ImportError:
-            return self
-        if get_ipython() is not None:
-            self._handle = display(self, display_id=True)
+        self._handle = display_in_place(self)
         return self
 
     def close(self) -> None:
