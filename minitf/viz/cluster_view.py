@@ -17,6 +17,7 @@ from xml.sax.saxutils import escape
 from minitf.distributed.cluster_spec import ClusterSpec
 from minitf.runtime import device_name_utils as dnu
 from minitf.runtime.pools import short_device
+from minitf.runtime.step_summary import transfer_bytes
 from minitf.viz.files import SavesToFile
 
 TASK_W, TASK_LINE, PAD = 230, 16, 14
@@ -56,10 +57,11 @@ class ClusterView(SavesToFile):
                 self.op_counts[task] += len(ds.node_stats)
                 for ns in ds.node_stats:
                     ran[ns.node_name] = task
-        for tr in stats.transfers if stats is not None else ():
-            src, dst = _task_of(tr.src_device), _task_of(tr.dst_device)
+        crossed = transfer_bytes(stats) if stats is not None else {}
+        for (src_dev, dst_dev), nbytes in crossed.items():
+            src, dst = _task_of(src_dev), _task_of(dst_dev)
             if src != dst and src is not None and dst is not None:
-                self.traffic[(src, dst)] = self.traffic.get((src, dst), 0) + tr.bytes
+                self.traffic[(src, dst)] = self.traffic.get((src, dst), 0) + nbytes
         if graph is not None:
             for op in graph.get_operations():
                 if op.type in ("VariableV2", "Variable", "VarHandleOp"):
