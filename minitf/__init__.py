@@ -127,6 +127,7 @@ from minitf.ops.reader_ops import (
     TFRecordReader,
     WholeFileReader,
 )
+from minitf.ops.partitioned_variables import fixed_size_partitioner, min_max_variable_partitioner
 from minitf.ops.state_ops import assign, assign_add, assign_sub, count_up_to
 from minitf.ops.string_ops import string_split
 from minitf.ops.variable_scope import (
