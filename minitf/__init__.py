@@ -112,6 +112,7 @@ from minitf.ops.math_ops import (
 )
 from minitf.ops.math_ops import range_ as range  # noqa: A004 - TF's name
 from minitf.ops.parsing_ops import decode_csv, decode_raw
+from minitf.ops.partitioned_variables import fixed_size_partitioner, min_max_variable_partitioner
 from minitf.ops.random_ops import (
     random_normal,
     random_shuffle,
@@ -127,7 +128,6 @@ from minitf.ops.reader_ops import (
     TFRecordReader,
     WholeFileReader,
 )
-from minitf.ops.partitioned_variables import fixed_size_partitioner, min_max_variable_partitioner
 from minitf.ops.state_ops import assign, assign_add, assign_sub, count_up_to
 from minitf.ops.string_ops import string_split
 from minitf.ops.variable_scope import (

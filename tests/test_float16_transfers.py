@@ -39,16 +39,23 @@ def _traced_step_bytes(target, dtype):
                 W = tf.get_variable("kernel%d" % k, [h.shape[1].value, units])
                 b = tf.get_variable("bias%d" % k, [units], initializer=tf.zeros_initializer())
                 h = tf.matmul(h, _on_ps_as(W, dtype)) + _on_ps_as(b, dtype)
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=y, logits=tf.cast(h, tf.float32)))
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    labels=y, logits=tf.cast(h, tf.float32)
+                )
+            )
             train = tf.train.GradientDescentOptimizer(0.1).minimize(
-                loss, global_step=gs, colocate_gradients_with_ops=True)
+                loss, global_step=gs, colocate_gradients_with_ops=True
+            )
         traced = tf.RunMetadata()
         with tf.Session(target) as sess:
             sess.run(tf.global_variables_initializer())
-            sess.run(train, {X: np.ones((8, 64)), y: np.zeros(8)},
-                     options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
-                     run_metadata=traced)
+            sess.run(
+                train,
+                {X: np.ones((8, 64)), y: np.zeros(8)},
+                options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                run_metadata=traced,
+            )
             params = sess.run(tf.trainable_variables())
     assert all(p.dtype == np.float32 for p in params)  # stored and updated in float32
     by_task = {}

@@ -15,8 +15,12 @@ from minitf.ops.partitioned_variables import PartitionedVariable
 
 
 def test_fixed_size_partitioner_names_shapes_and_concatenation():
-    w = tf.get_variable("w", [5, 3], initializer=tf.constant_initializer(1.0),
-                        partitioner=tf.fixed_size_partitioner(2))
+    w = tf.get_variable(
+        "w",
+        [5, 3],
+        initializer=tf.constant_initializer(1.0),
+        partitioner=tf.fixed_size_partitioner(2),
+    )
     assert isinstance(w, PartitionedVariable) and len(w) == 2
     assert [v.name for v in w] == ["w/part_0:0", "w/part_1:0"]
     assert [v.shape.as_list() for v in w] == [[3, 3], [2, 3]]  # the first shard gets the extra row
@@ -26,6 +30,9 @@ def test_fixed_size_partitioner_names_shapes_and_concatenation():
     assert value.op.type == "Identity" and value.op.name == "w"
     assert value.op.inputs[0].op.name == "w/ConcatPartitions/concat"
     assert value.shape.as_list() == [5, 3]
+    with tf.control_dependencies([tf.no_op(name="before")]):
+        again = tf.convert_to_tensor(w)  # each use its own concat, without the block's inputs
+    assert again.op.name == "w_1" and not again.op.inputs[0].op.control_inputs
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         assert sess.run(w * 2.0).tolist() == [[2.0] * 3] * 5
@@ -52,8 +59,12 @@ def test_a_scope_s_partitioner_reaches_tf_layers_dense_and_reuse_returns_the_sam
     with tf.variable_scope("net", partitioner=tf.fixed_size_partitioner(2)):
         tf.layers.dense(x, 4, name="layer")
     names = [v.op.name for v in tf.trainable_variables()]
-    assert names == ["net/layer/kernel/part_0", "net/layer/kernel/part_1",
-                     "net/layer/bias/part_0", "net/layer/bias/part_1"]
+    assert names == [
+        "net/layer/kernel/part_0",
+        "net/layer/kernel/part_1",
+        "net/layer/bias/part_0",
+        "net/layer/bias/part_1",
+    ]
     with tf.variable_scope("net", reuse=True):
         kernel = tf.get_variable("layer/kernel")
     assert isinstance(kernel, PartitionedVariable) and kernel.shape.as_list() == [6, 4]
@@ -63,13 +74,21 @@ def test_shards_go_round_robin_over_the_ps_tasks():
     with tf.device(tf.train.replica_device_setter(ps_tasks=2)):
         tf.train.get_or_create_global_step()  # takes ps/0's turn
         w = tf.get_variable("w", [8, 2], partitioner=tf.fixed_size_partitioner(4))
-    assert [v.device for v in w] == ["/job:ps/task:1", "/job:ps/task:0",
-                                     "/job:ps/task:1", "/job:ps/task:0"]
+    assert [v.device for v in w] == [
+        "/job:ps/task:1",
+        "/job:ps/task:0",
+        "/job:ps/task:1",
+        "/job:ps/task:0",
+    ]
 
 
 def test_glorot_scales_each_shard_by_the_whole_variable_s_fans():
-    w = tf.get_variable("w", [400, 100], partitioner=tf.fixed_size_partitioner(4),
-                        initializer=tf.glorot_uniform_initializer(seed=1))
+    w = tf.get_variable(
+        "w",
+        [400, 100],
+        partitioner=tf.fixed_size_partitioner(4),
+        initializer=tf.glorot_uniform_initializer(seed=1),
+    )
     limit = np.sqrt(6.0 / (400 + 100))  # a shard alone would give sqrt(6 / 200)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -79,8 +98,9 @@ def test_glorot_scales_each_shard_by_the_whole_variable_s_fans():
 
 def test_training_updates_each_shard_through_the_concatenation():
     x = tf.constant(np.ones((2, 5), np.float32))
-    w = tf.get_variable("w", [5, 3], initializer=tf.zeros_initializer(),
-                        partitioner=tf.fixed_size_partitioner(2))
+    w = tf.get_variable(
+        "w", [5, 3], initializer=tf.zeros_initializer(), partitioner=tf.fixed_size_partitioner(2)
+    )
     loss = tf.reduce_sum(tf.matmul(x, w) * tf.constant([1.0, 2.0, 3.0]))
     train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
     with tf.Session() as sess:
@@ -93,8 +113,12 @@ def test_training_updates_each_shard_through_the_concatenation():
 
 def test_bad_partitions_are_refused():
     with pytest.raises(ValueError, match="must be fully defined"):
-        tf.get_variable("a", [None, 2], initializer=tf.zeros_initializer(),
-                        partitioner=tf.fixed_size_partitioner(2))
+        tf.get_variable(
+            "a",
+            [None, 2],
+            initializer=tf.zeros_initializer(),
+            partitioner=tf.fixed_size_partitioner(2),
+        )
     with pytest.raises(ValueError, match="one dimension"):
         tf.get_variable("b", [4, 4], partitioner=lambda shape, dtype: [2, 2])
     with pytest.raises(ValueError, match="does not match the Variable's rank"):

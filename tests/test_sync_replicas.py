@@ -538,8 +538,15 @@ def _spare_replica(task, target):
             sess.run(tf.global_variables_initializer())
             sess.run(sync.chief_init_op)
         sess.run(sync.local_step_init_op)
-    return dict(sess=sess, train=train, gs=gs, w=w, num=accum.num_accumulated(),
-                sync_op=sync.get_chief_queue_runner().enqueue_ops[0], local=sync._local_step)
+    return dict(
+        sess=sess,
+        train=train,
+        gs=gs,
+        w=w,
+        num=accum.num_accumulated(),
+        sync_op=sync.get_chief_queue_runner().enqueue_ops[0],
+        local=sync._local_step,
+    )
 
 
 @pytest.mark.cluster
@@ -556,8 +563,9 @@ def test_a_spare_replica_s_gradient_is_dropped_as_stale():
         "ps": ["127.0.0.1:%d" % free_port()],
         "worker": ["127.0.0.1:%d" % free_port() for _ in range(3)],
     }
-    servers = [tf.train.Server(spec, job_name=j, task_index=i) for j in spec
-               for i in range(len(spec[j]))]
+    servers = [
+        tf.train.Server(spec, job_name=j, task_index=i) for j in spec for i in range(len(spec[j]))
+    ]
     replicas = []
     try:
         replicas = [_spare_replica(i, servers[1 + i].target) for i in range(3)]

@@ -68,11 +68,15 @@ def _concat_grad(op, grad):
     needs the inputs' sizes along the axis at graph time (partitioned variables have them)."""
     values, axis_t = op.inputs[:-1], op.inputs[-1]
     axis = array_ops._static_value(axis_t)
-    sizes = [v.shape.as_list()[int(axis)] if v.shape.ndims is not None else None
-             for v in values] if axis is not None else [None]
+    sizes = (
+        [v.shape.as_list()[int(axis)] if v.shape.ndims is not None else None for v in values]
+        if axis is not None
+        else [None]
+    )
     if None in sizes:
         raise NotImplementedError(
-            "minitf differentiates ConcatV2 only along a constant axis of known sizes")
+            "minitf differentiates ConcatV2 only along a constant axis of known sizes"
+        )
     axis = int(axis) % values[0].shape.ndims
     grads, start = [], 0
     for size in sizes:

@@ -99,8 +99,10 @@ def partition_axis(full: Sequence[int], partitions: Sequence[int]) -> int:
         raise ValueError("Partitioner returned zero partitions for some axes: %s" % partitions)
     cut = [i for i, p in enumerate(partitions) if p > 1]
     if len(cut) > 1:
-        raise ValueError("Can only slice a variable along one dimension: shape: %s, "
-                         "partitioning: %s" % (list(full), list(partitions)))
+        raise ValueError(
+            "Can only slice a variable along one dimension: shape: %s, "
+            "partitioning: %s" % (list(full), list(partitions))
+        )
     return cut[0] if cut else 0
 
 
@@ -110,7 +112,11 @@ class PartitionedVariable:
     concatenation along the partitioned axis."""
 
     def __init__(
-        self, name: str, shape: Sequence[int], dtype: Any, variable_list: list[Variable],
+        self,
+        name: str,
+        shape: Sequence[int],
+        dtype: Any,
+        variable_list: list[Variable],
         partitions: Sequence[int],
     ) -> None:
         self._name = name
@@ -118,7 +124,6 @@ class PartitionedVariable:
         self._dtype = dtypes.as_dtype(dtype)
         self._variable_list = list(variable_list)
         self._partitions = list(partitions)
-        self._as_tensor: Tensor | None = None
 
     def __iter__(self) -> Iterator[Variable]:
         return iter(self._variable_list)
@@ -128,7 +133,11 @@ class PartitionedVariable:
 
     def __repr__(self) -> str:
         return "<tf.PartitionedVariable '%s' shape=%s dtype=%s parts=%d>" % (
-            self._name, self._shape, self._dtype.name, len(self))
+            self._name,
+            self._shape,
+            self._dtype.name,
+            len(self),
+        )
 
     @property
     def name(self) -> str:
@@ -152,10 +161,11 @@ class PartitionedVariable:
         return list(self._partitions)
 
     def as_tensor(self) -> Tensor:
-        """The whole value: ``<name>/ConcatPartitions/concat`` of the shards (made once)."""
-        if self._as_tensor is None:
-            self._as_tensor = self._concat()
-        return self._as_tensor
+        """The whole value: a new ``<name>/ConcatPartitions/concat`` of the shards and its
+        ``Identity`` named ``<name>``, outside any control-dependency block (as TF: each use
+        makes its own)."""
+        with get_default_graph().control_dependencies(None):
+            return self._concat()
 
     def _concat(self) -> Tensor:
         g = get_default_graph()
@@ -171,12 +181,12 @@ class PartitionedVariable:
 
 def _to_tensor(v: PartitionedVariable, dtype=None, name=None, as_ref=False) -> Tensor:
     if as_ref:
-        raise NotImplementedError(
-            "PartitionedVariable doesn't support being used as a reference.")
+        raise NotImplementedError("PartitionedVariable doesn't support being used as a reference.")
     if dtype is not None and not dtype.is_compatible_with(v.dtype):
         raise ValueError(
             "Incompatible type conversion requested to type '%s' for variable of "
-            "type '%s'" % (dtype.name, v.dtype.name))
+            "type '%s'" % (dtype.name, v.dtype.name)
+        )
     return v.as_tensor()
 
 
@@ -185,7 +195,11 @@ math_ops._install_operators(PartitionedVariable)
 
 
 def make_partitioned(
-    name: str, shape: Any, dtype: Any, partitioner: Partitioner, make_shard: Callable,
+    name: str,
+    shape: Any,
+    dtype: Any,
+    partitioner: Partitioner,
+    make_shard: Callable,
 ) -> PartitionedVariable:
     """The shards of the variable ``name``: ``make_shard(part_name, shard_shape,
     partition_info)`` makes each (``get_variable`` passes its own maker)."""
@@ -193,7 +207,8 @@ def make_partitioned(
     if not shape.is_fully_defined():
         raise ValueError(
             "Shape of a new partitioned variable (%s) must be fully defined, but instead "
-            "was %s." % (name, shape))
+            "was %s." % (name, shape)
+        )
     full = shape.as_list()
     partitions = list(partitioner(shape=shape, dtype=dtypes.as_dtype(dtype)))
     axis = partition_axis(full, partitions)
@@ -203,4 +218,3 @@ def make_partitioned(
         for i, (offset, part_shape) in enumerate(shard_shapes(full, axis, num))
     ]
     return PartitionedVariable(name, full, dtype, shards, partitions)
-

@@ -152,7 +152,10 @@ def get_variable(
         var = make(name, shape)
     else:
         var = partitioned_variables.make_partitioned(
-            full, shape, dtype, partitioner,
+            full,
+            shape,
+            dtype,
+            partitioner,
             lambda part, part_shape, info: make(name + "/" + part, part_shape, info),
         )
     store.vars[full] = var
