@@ -11,7 +11,8 @@ Book section: "Placing Operations on Devices".  ::
 
     GraphView(graph)                               # before any run: the *requested* devices
     GraphView(graph, placement={"a": "/job:localhost/replica:0/task:0/device:GPU:0"})
-    GraphView(graph).save("graph.svg")             # or "graph.dot" for the DOT text
+    GraphView(graph).save("graph.svg")             # "graph.dot": the DOT text; "graph.html":
+                                                   # the zoom-and-pan box as a page
 
 What the picture shows:
 

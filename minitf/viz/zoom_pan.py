@@ -75,7 +75,7 @@ _SCRIPT = """(function () {
 })();"""
 
 
-def zoom_pan_html(svg, max_height_px=MAX_HEIGHT_PX):
+def zoom_pan_html(svg: str, max_height_px: int = MAX_HEIGHT_PX) -> str:
     """``svg`` (an ``<svg>`` element) inside a scrolling box with zoom and pan controls."""
     return (
         '<div class="minitf-zoom">'
