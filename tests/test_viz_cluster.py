@@ -66,7 +66,7 @@ def test_views_save_the_format_their_file_extension_names(tmp_path):
     views = {
         ClusterView(SPEC, tf.get_default_graph(), StepStats()): {".svg"},
         MemoryView([]): {".svg"},
-        GraphView(tf.get_default_graph()): {".svg", ".dot", ".gv"},
+        GraphView(tf.get_default_graph()): {".svg", ".dot", ".gv", ".html"},
         TimelineView(md): {".svg", ".json"},
     }
     for view, formats in views.items():
