@@ -8,6 +8,7 @@ tf1_semantics.md §6.3 and §10.5), the notebook follows TF 1.15 and says so in 
 TF 1.15 does" box, checked here too.
 """
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -219,3 +220,33 @@ def test_next_links_and_no_visible_nbval_markers(name, target):
         assert "# NBVAL" not in source(c)
         if c["cell_type"] == "code":
             assert all(len(line) <= 100 for line in source(c).splitlines())
+
+
+def test_08_variable_box_shows_variablev2_and_tfs_ps_op_list():
+    """The box's evidence: a book variable is a VariableV2, the book's type test is False, and
+    the setter's variable types are among the ps op types TF listed."""
+    cell, after = cell_with("08_sharding_variables.ipynb", "device_setter.STANDARD_PS_OPS")
+    lines = printed(cell).splitlines()
+    assert lines[0] == "VariableV2 | the book's test op.type == 'Variable': False"
+    ours = ast.literal_eval(lines[1].split(": ", 1)[1])
+    text = (REF / "ex_e_cluster.v1.stdout.txt").read_text()
+    theirs = ast.literal_eval(re.search(r"STANDARD_PS_OPS = (\[.*\])", text).group(1))
+    assert ours == ["Variable", "VariableV2", "AutoReloadVariable"] and set(ours) <= set(theirs)
+    assert source(after[0]).startswith(BOX) and "VariableV2" in source(after[0])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "06_clusters_servers_sessions.ipynb",
+        "07_pinning_across_tasks.ipynb",
+        "solutions/06_solutions.ipynb",
+    ],
+)
+def test_cells_whose_output_varies_carry_nbvals_tag(name):
+    """The markers moved to cell metadata: the cells printing ports or timings are tagged
+    ``nbval-ignore-output`` (nbval's own tag) and show no marker in their source."""
+    tagged = [c for c in cells(name) if "nbval-ignore-output" in c["metadata"].get("tags", [])]
+    assert len(tagged) == 1
+    assert "free_port()" in source(tagged[0]) or "TimelineView(" in source(tagged[0])
+    assert "NBVAL" not in source(tagged[0])
