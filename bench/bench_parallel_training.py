@@ -157,10 +157,17 @@ def bench_towers(steps, rounds):
 
 
 def _pin(cluster, workers):
-    """Each worker task on a core of its own; the ps may use any."""
+    """Each worker task on a core of its own, every thread of it (``sched_setaffinity`` of a
+    process id pins only its main thread; threads it already started keep their cores, and
+    threads they start inherit them); the ps may use any."""
     cores = sorted(os.sched_getaffinity(0))
     for i in range(workers):
-        os.sched_setaffinity(cluster.pid("worker", i), {cores[i % len(cores)]})
+        pid = cluster.pid("worker", i)
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                os.sched_setaffinity(int(tid), {cores[i % len(cores)]})
+            except OSError:  # the thread ended meanwhile
+                pass
 
 
 def _cpu_seconds(pid):

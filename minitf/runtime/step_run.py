@@ -234,9 +234,13 @@ class StepRun:
             with self.cond:
                 self._died_after(i)
                 newly = self.step.finish(i)
-                if self.pools is None:
+                if self.pools is None and newly:
                     self.handoff.extend(newly)
-                self.cond.notify_all()
+                    self.cond.notify_all()
+                elif self.step.done:
+                    self.cond.notify_all()
+                # else the caller has nothing to do yet: waking it for nothing would cost a
+                # thread switch and the GIL per _Recv
             if self.pools is not None:
                 self._route(newly, None, True, None)
         finally:
