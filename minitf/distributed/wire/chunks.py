@@ -198,9 +198,6 @@ _PART_NAME = pb.TensorPart.DESCRIPTOR.fields_by_name["name"].number
 _PART_CHUNK = pb.TensorPart.DESCRIPTOR.fields_by_name["chunk"].number
 
 
-_RELEASING_COPY = 64 << 10  # bytes: from this size on a chunk is copied by numpy, GIL released
-
-
 class _ChunkAssembler:
     """Rebuilds one tensor from its chunks, checking every declared size before trusting it."""
 
@@ -244,11 +241,7 @@ class _ChunkAssembler:
         end = self.pos + len(data)
         if end > self.total:
             raise _invalid("Chunks carry more than the %d bytes the header announced." % self.total)
-        if len(data) >= _RELEASING_COPY:
-            # numpy copies large blocks without the GIL: the step's other threads go on meanwhile
-            np.copyto(self.buf[self.pos : end], np.frombuffer(data, np.uint8))
-        else:
-            self._view[self.pos : end] = data
+        self._view[self.pos : end] = data
         self.pos = end
 
     @property
