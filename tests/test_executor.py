@@ -343,6 +343,27 @@ def test_blas_threads_are_limited_during_steps_and_restored_after():
     assert after == before
 
 
+def test_blas_already_at_one_thread_is_left_alone(monkeypatch):
+    """Where every BLAS library has one thread already (OPENBLAS_NUM_THREADS=1, a task held to
+    one core), a step neither sets nor restores the limit: those calls would cost each step's
+    GIL for nothing.  With two threads it sets one and restores two."""
+    from threadpoolctl import threadpool_limits
+
+    calls = []
+    monkeypatch.setattr(
+        step_run._SingleThreadedBlas, "_set", staticmethod(lambda counts: calls.append(counts))
+    )
+    a = tf.constant(np.ones((128, 128), np.float32))
+    m = tf.matmul(a, a)
+    with tf.Session(config=_config(1)) as sess:
+        with threadpool_limits(1, user_api="blas"):
+            sess.run(m)
+            assert calls == []
+        with threadpool_limits(2, user_api="blas"):
+            sess.run(m)
+    assert calls and set(calls[0]) == {1} and 2 in calls[1]
+
+
 def test_tensors_cross_devices_through_send_recv_pairs():
     """A local session splits its step by device, as TF's DirectSession does: each edge between
     devices is a _Send next to the producer and a _Recv next to the consumer, both in the step
