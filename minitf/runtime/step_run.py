@@ -322,8 +322,8 @@ class _SingleThreadedBlas:
     """While threaded steps run, BLAS uses one thread: parallelism comes from minitf's own
     pools, sized as the user asked, not from BLAS threads multiplying them (threadpoolctl).
     The BLAS libraries are looked up once (numpy loaded them): a lookup reads the process's
-    memory map, about 0.4 ms; setting the limit on known libraries and restoring it takes tens
-    of us, which a step skips where every library has one thread already.
+    memory map, about 0.4 ms; setting the limit on known libraries and restoring it takes a few
+    us, which a step skips where every library has one thread already.
 
     Steps run on any thread (a session used from several threads, a server's RPC threads), and
     the last one to end restores the limit.  threadpoolctl >= 3.8 lets only one thread set a
