@@ -9,8 +9,9 @@ saturation").  Run::
 
 Every device or worker is held to one core: one BLAS thread (``OPENBLAS_NUM_THREADS=1`` and
 friends, set before numpy loads, and in the cluster's processes), sessions with
-``intra_op_parallelism_threads=1``, and each worker task of the cluster pinned to a core of its
-own (``os.sched_setaffinity``).  The machine has 2 cores.
+``intra_op_parallelism_threads=1`` (the cluster's servers too: a task's intra-op pool is its
+server's), and each worker task of the cluster pinned to a core of its own
+(``os.sched_setaffinity``, every thread).  The machine has 2 cores.
 
 1. *Towers on emulated GPUs* (one process, ``tf.config.emulate_gpus(2)``): the 784-300-100-10
    MLP on synthetic data, batch 256 per tower; samples/s of 2 towers (seed 003's averaged
@@ -56,6 +57,8 @@ from minitf.distributed import LocalCluster  # noqa: E402
 
 BATCH = 256
 ONE_CORE = dict(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
+# each task's server: a worker's intra-op pool is the server's (as in TF), not the session's
+SERVER_CONFIG = tf.ConfigProto(intra_op_parallelism_threads=1)
 
 
 # -- 0. what the machine gives two processes ---------------------------------------------------
@@ -157,10 +160,17 @@ def bench_towers(steps, rounds):
 
 
 def _pin(cluster, workers):
-    """Each worker task on a core of its own; the ps may use any."""
+    """Each worker task on a core of its own, every thread of it (``sched_setaffinity`` of a
+    process id pins only its main thread; threads it already started keep their cores, and
+    threads they start inherit them); the ps may use any."""
     cores = sorted(os.sched_getaffinity(0))
     for i in range(workers):
-        os.sched_setaffinity(cluster.pid("worker", i), {cores[i % len(cores)]})
+        pid = cluster.pid("worker", i)
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                os.sched_setaffinity(int(tid), {cores[i % len(cores)]})
+            except OSError:  # the thread ended meanwhile
+                pass
 
 
 def _cpu_seconds(pid):
@@ -177,7 +187,9 @@ def run_replicas(model, mode, workers, steps):
 
     extra = ["--mode", mode, "--workers", workers, "--model", model, "--steps", steps]
     extra += ["--batch", BATCH, "--trace-steps", 2, "--lr", 0.05]
-    with LocalCluster({"ps": 1, "worker": workers}, env=dict(os.environ)) as cluster:
+    with LocalCluster(
+        {"ps": 1, "worker": workers}, env=dict(os.environ), config=SERVER_CONFIG
+    ) as cluster:
         _pin(cluster, workers)
         tasks = {"ps": cluster.pid("ps", 0)}
         tasks.update({"worker %d" % i: cluster.pid("worker", i) for i in range(workers)})

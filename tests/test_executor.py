@@ -20,7 +20,7 @@ from helpers import (
     traced_run,
     wait_until,
 )
-from minitf.runtime import executor, pools, scheduler
+from minitf.runtime import executor, pools, scheduler, step_run
 
 pytestmark = pytest.mark.usefixtures("cpu_only")
 
@@ -343,6 +343,27 @@ def test_blas_threads_are_limited_during_steps_and_restored_after():
     assert after == before
 
 
+def test_blas_already_at_one_thread_is_left_alone(monkeypatch):
+    """Where every BLAS library has one thread already (OPENBLAS_NUM_THREADS=1, a task held to
+    one core), a step neither sets nor restores the limit: those calls would cost each step's
+    GIL for nothing.  With two threads it sets one and restores two."""
+    from threadpoolctl import threadpool_limits
+
+    calls = []
+    monkeypatch.setattr(
+        step_run._SingleThreadedBlas, "_set", staticmethod(lambda counts: calls.append(counts))
+    )
+    a = tf.constant(np.ones((128, 128), np.float32))
+    m = tf.matmul(a, a)
+    with tf.Session(config=_config(1)) as sess:
+        with threadpool_limits(1, user_api="blas"):
+            sess.run(m)
+            assert calls == []
+        with threadpool_limits(2, user_api="blas"):
+            sess.run(m)
+    assert calls and set(calls[0]) == {1} and 2 in calls[1]
+
+
 def test_tensors_cross_devices_through_send_recv_pairs():
     """A local session splits its step by device, as TF's DirectSession does: each edge between
     devices is a _Send next to the producer and a _Recv next to the consumer, both in the step
@@ -534,3 +555,61 @@ def test_gpu_private_mode_gives_each_gpu_threads_of_its_own(monkeypatch):
 
 GPU0_NAME = "/job:localhost/replica:0/task:0/device:GPU:0"
 CPU0_NAME = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def test_pass_through_ops_are_never_expensive():
+    """Ops that compute nothing (a variable's reference, Identity, StopGradient) run inline
+    whatever their size, as TF's VariableOp and IdentityOp are not expensive: a hop to a pool
+    thread would cost more than they do.  An op computing on as many elements waits for one."""
+    v = tf.Variable(np.ones((300, 300), np.float32), name="v")  # 90000 > INLINE_ELEMENTS
+    s = tf.stop_gradient(tf.identity(v, name="r"), name="s")
+    a = tf.add(s, 1.0, name="a")
+    with tf.Session(config=_config(2)) as sess:
+        sess.run(v.initializer)
+        expensive = dict(zip(sess.plan(a).names, sess.plan(a).expensive))
+        assert sess.run(a)[0, 0] == 2.0
+    assert not any(expensive[n] for n in ("v", "v/read", "r", "s"))
+    assert expensive["a"]
+
+
+class _CountingCondition(threading.Condition):
+    """A condition that counts the notifications that woke a waiting thread."""
+
+    def __init__(self, wakes):
+        super().__init__()
+        self.wakes = wakes
+
+    def notify_all(self):
+        if self._waiters:
+            self.wakes.append(1)
+        super().notify_all()
+
+
+def test_recv_completions_wake_the_waiting_caller_only_when_the_step_ends(monkeypatch):
+    """Twelve tensors cross from one device to the other while the caller waits for the step:
+    each _Recv's completion hands its successors to the pool and wakes nobody; the caller is
+    woken once, when the step has ended (waking it for nothing would cost a thread switch and
+    the GIL per crossing)."""
+    wakes = []
+    init = step_run.StepRun.__init__
+
+    def counting_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.cond = _CountingCondition(wakes)
+
+    monkeypatch.setattr(step_run.StepRun, "__init__", counting_init)
+    tf.config.emulate_gpus(2)
+    ones = np.ones((256, 256), np.float32)
+    with tf.device("/gpu:0"):
+        b = tf.matmul(tf.constant(ones, name="x"), tf.constant(ones, name="y"), name="b")
+        parts = [tf.add(b, float(k), name="b%d" % k) for k in range(12)]
+    with tf.device("/gpu:1"):
+        total = tf.add_n([tf.multiply(p, 2.0) for p in parts], name="total")
+    counts = []
+    with tf.Session(config=_config(2)) as sess:
+        for _ in range(10):
+            del wakes[:]
+            value = sess.run(total)
+            counts.append(len(wakes))
+    assert value[0, 0] == 2 * (12 * 256 + sum(range(12)))
+    assert max(counts) <= 1, counts

@@ -35,6 +35,9 @@ from minitf.runtime.step_stats import ChunkStats
 from minitf.runtime.tensor_lifetime import Lifetimes, StepMemory, charge
 
 INLINE_ELEMENTS = 1 << 15  # ops producing more elements than this go to the inter-op pool
+# ops that compute nothing whatever their size (an input handed on, a variable's reference): as
+# TF's IdentityOp and VariableOp, never expensive; a pool hop would cost more than they do
+PASS_THROUGH = frozenset({"Identity", "VariableV2", "StopGradient", "PreventGradient"})
 
 
 def is_expensive(node, kdef) -> bool:
@@ -42,9 +45,11 @@ def is_expensive(node, kdef) -> bool:
     static inputs or outputs have more than ``INLINE_ELEMENTS`` elements, waits for a thread of
     its pool; everything else runs inline on the thread that made it ready, and so does a
     kernel declared ``"inline"`` whatever its size (``_Send``, ``_Recv``, ``_Arg``: they only
-    hand a tensor over)."""
+    hand a tensor over) and a ``PASS_THROUGH`` op."""
     if kdef.cost != "cheap":
         return kdef.cost == "expensive"
+    if node.type in PASS_THROUGH:
+        return False
     shapes = [shape for _, shape in node.outputs]
     shapes += [src.outputs[k][1] for src, k in node.inputs]
     for shape in shapes:

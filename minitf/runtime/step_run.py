@@ -234,9 +234,13 @@ class StepRun:
             with self.cond:
                 self._died_after(i)
                 newly = self.step.finish(i)
-                if self.pools is None:
+                if self.pools is None and newly:
                     self.handoff.extend(newly)
-                self.cond.notify_all()
+                    self.cond.notify_all()
+                elif self.step.done:
+                    self.cond.notify_all()
+                # else the caller has nothing to do yet: waking it for nothing would cost a
+                # thread switch and the GIL per _Recv
             if self.pools is not None:
                 self._route(newly, None, True, None)
         finally:
@@ -318,7 +322,8 @@ class _SingleThreadedBlas:
     """While threaded steps run, BLAS uses one thread: parallelism comes from minitf's own
     pools, sized as the user asked, not from BLAS threads multiplying them (threadpoolctl).
     The BLAS libraries are looked up once (numpy loaded them): a lookup reads the process's
-    memory map, about 0.4 ms, and setting the limit on known libraries takes a few us.
+    memory map, about 0.4 ms; setting the limit on known libraries and restoring it takes a few
+    us, which a step skips where every library has one thread already.
 
     Steps run on any thread (a session used from several threads, a server's RPC threads), and
     the last one to end restores the limit.  threadpoolctl >= 3.8 lets only one thread set a
@@ -338,8 +343,12 @@ class _SingleThreadedBlas:
                         for lib in _blas_libraries.lib_controllers
                         if hasattr(type(lib), "clear_controlling_thread")
                     }
-                _blas_original = [lib.num_threads for lib in _blas_libraries.lib_controllers]
-                self._set([1] * len(_blas_original))
+                counts = [lib.num_threads for lib in _blas_libraries.lib_controllers]
+                # already one thread each (OPENBLAS_NUM_THREADS=1, a worker task held to one
+                # core): nothing to set, nothing to restore, and a step's GIL spared the calls
+                _blas_original = None if all(n == 1 for n in counts) else counts
+                if _blas_original is not None:
+                    self._set([1] * len(counts))
             _blas_users += 1
 
     def __exit__(self, *exc):
