@@ -22,7 +22,8 @@ The model is an MLP 784-300-100-10 (ReLU, softmax cross entropy), batch 128, pla
 float32, on synthetic data (a fixed seed).  Both sides start from the same weights and see the
 same batches, in one process, rounds alternating; the figure is steps per second (median over
 rounds) and the ratio minitf/numpy (goal: at least 0.85).  The losses after the last step must
-agree to 1e-4 relative: the two sides compute the same thing.
+agree to 1e-4 relative: the two sides compute the same thing (minitf's against numpy's with
+OpenBLAS at one thread, as minitf's kernels call it in both settings).
 
 Both sides get the same cores, in two settings, each printed with the threads it uses: all the
 machine's cores (numpy: OpenBLAS with one thread per core; minitf: its default pools, one
@@ -204,7 +205,10 @@ def main(argv=None):
 def report(setting, rates, losses, steps):
     """Prints one setting's lines; returns the worst relative loss difference to numpy."""
     np_rate = statistics.median(rates[setting, "numpy"])
-    np_loss = losses[setting, "numpy"]
+    # the losses are compared with numpy's at one BLAS thread, as minitf's kernels run in
+    # both settings: OpenBLAS at 2 threads rounds differently (0.331303 against 0.331344
+    # after 300 steps), which is numpy's own spread, not minitf's
+    np_loss = losses["one core", "numpy"]
     print("  numpy  %8.1f steps/s" % np_rate)
     worst = 0.0
     for side, note in (
@@ -219,8 +223,8 @@ def report(setting, rates, losses, steps):
             % (tf_rate, tf_rate / np_rate, note)
         )
         print(
-            "    loss after %d steps: numpy %.6f, minitf %.6f, relative difference %.1e "
-            "(goal <= 1e-4)" % (steps, np_loss, tf_loss, rel)
+            "    loss after %d steps: numpy (1 BLAS thread) %.6f, minitf %.6f, relative "
+            "difference %.1e (goal <= 1e-4)" % (steps, np_loss, tf_loss, rel)
         )
     return worst
 

@@ -54,7 +54,9 @@ register("Identity", _pass_through, cpu=ALL, gpu=GPU_ARRAY)
 
 
 def _dims(shape_tensor):
-    return [int(d) for d in np.reshape(shape_tensor, -1)]
+    """A shape tensor (int32 or int64) as a list of Python ints (``tolist``: a gradient step
+    reads a dozen shapes, and ``int()`` per element costs ten times more)."""
+    return np.asarray(shape_tensor).reshape(-1).tolist()
 
 
 @host_kernel

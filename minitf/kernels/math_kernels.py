@@ -182,6 +182,12 @@ def _add_n(op, device):
     return lambda ctx, ins: (f(ctx, list(ins)),)
 
 
+def _axes(axes, rank: int) -> list:
+    """A reduction's axes tensor (a scalar or a vector, negative axes counted from the end)
+    as sorted distinct Python ints in ``[0, rank)``."""
+    return sorted({a % rank for a in np.asarray(axes).reshape(-1).tolist()})
+
+
 def _reduction(fn):
     def factory(op, device):
         backend = device.backend
@@ -190,8 +196,7 @@ def _reduction(fn):
         def compute(ctx, ins):
             x, axes = ins
             rank = max(len(backend.shape(x)), 1)
-            axis = sorted({int(a) % rank for a in np.reshape(backend.to_host(axes), -1)})
-            return (f(ctx, x, axis),)
+            return (f(ctx, x, _axes(backend.to_host(axes), rank)),)
 
         return compute
 
@@ -220,8 +225,7 @@ def _prod(op, device):
 
     def compute(ctx, ins):
         x, axes = ins
-        rank = max(np.ndim(x), 1)
-        axis = tuple(sorted({int(a) % rank for a in np.reshape(axes, -1)}))
+        axis = tuple(_axes(axes, max(np.ndim(x), 1)))
         return (np.prod(x, axis=axis, keepdims=keep, dtype=np_dtype),)
 
     return compute

@@ -135,26 +135,39 @@ def _check_rows(features, labels, what):
         )
 
 
+def _check_labels(labels, classes):
+    """TF's error for a label outside ``[0, classes)`` (two reductions on the hot path)."""
+    if labels.size and (labels.min() < 0 or labels.max() >= classes):
+        bad = (labels < 0) | (labels >= classes)
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            "Received a label value of %d which is outside the valid range of [0, %d).  "
+            "Label values: %s" % (labels[bad][0], classes, " ".join(str(int(v)) for v in labels)),
+        )
+
+
+def sparse_xent_rows(logits, labels):
+    """TF's ``SparseXentFunctor``: with ``shifted = logits - max``, the loss is
+    ``log(sum(exp(shifted))) - shifted[label]`` and the backprop ``exp(shifted) / sum -
+    onehot(label)``; one exponential per logit, written into one buffer."""
+    rows = np.arange(logits.shape[0])
+    shifted = logits - np.max(logits, axis=-1, keepdims=True)
+    backprop = np.exp(shifted)
+    total = np.sum(backprop, axis=-1, keepdims=True)
+    loss = np.log(total[:, 0]) - shifted[rows, labels]
+    np.divide(backprop, total, out=backprop)
+    backprop[rows, labels] -= 1
+    return loss, backprop
+
+
 @host_kernel
 def _sparse_xent(op, device):
     def compute(ctx, ins):
         features, labels = np.asarray(ins[0]), np.asarray(ins[1])
         _check_rows(features, labels, "labels")
-        classes = features.shape[1]
-        bad = (labels < 0) | (labels >= classes)
-        if bad.any():
-            raise errors.InvalidArgumentError(
-                None,
-                None,
-                "Received a label value of %d which is outside the valid range of [0, %d).  "
-                "Label values: %s"
-                % (labels[bad][0], classes, " ".join(str(int(v)) for v in labels)),
-            )
-        logp = log_softmax_rows(_precise(features))
-        rows = np.arange(features.shape[0])
-        loss = -logp[rows, labels]
-        backprop = np.exp(logp)
-        backprop[rows, labels] -= 1
+        _check_labels(labels, features.shape[1])
+        loss, backprop = sparse_xent_rows(_precise(features), labels)
         return loss.astype(features.dtype, copy=False), backprop.astype(features.dtype, copy=False)
 
     return compute

@@ -20,6 +20,7 @@ same two functions to static shapes.
 from __future__ import annotations
 
 import functools
+import math
 import operator
 from typing import Any
 
@@ -199,7 +200,8 @@ def _split_sum(ctx, x, axis, keep, np_dtype):
 
 
 def _mean(ctx, x, axis, keep, np_dtype):
-    n = int(np.prod([np.shape(x)[a] for a in axis]))
+    shape = np.shape(x)
+    n = math.prod([shape[a] for a in axis])
     if np.issubdtype(np_dtype, np.integer):  # TF truncates an integer mean toward zero
         total = _split_sum(ctx, x, axis, keep, np.int64)
         return np.trunc(total / max(n, 1)).astype(np_dtype)

@@ -117,12 +117,9 @@ def _adagrad(ctx, m, attrs, var, accum, lr, grad):
 
 
 @contextlib.contextmanager
-def _locked(refs, use_locking):
-    """TF's ``MaybeLockVariableInputMutexesInOrder``: every distinct variable's lock, taken in
-    one fixed order, when ``use_locking``; nothing otherwise (Hogwild)."""
-    if not use_locking:
-        yield
-        return
+def _locked(refs):
+    """TF's ``MaybeLockVariableInputMutexesInOrder`` with ``use_locking``: every distinct
+    variable's lock, taken in one fixed order (without it nothing is locked: Hogwild)."""
     with contextlib.ExitStack() as stack:
         for ref in sorted({id(r): r for r in refs}.values(), key=id):
             stack.enter_context(ref.lock)
@@ -142,7 +139,9 @@ def _check(backend, inputs, values):
     """TF's checks: hyperparameters are scalars, slots and the gradient have var's shape."""
     var_shape = tuple(backend.shape(values[0]))
     for (arg, kind), value in zip(inputs[1:], values[1:]):
-        shape = tuple(backend.shape(value))
+        shape = backend.shape(value)
+        if type(shape) is not tuple:
+            shape = tuple(shape)
         if kind == "scalar" and shape != ():
             raise errors.InvalidArgumentError(
                 None, None, "%s is not a scalar: %s" % (arg, shape_text(shape))
@@ -166,15 +165,21 @@ def _factory(op_type, update):
         use_locking = bool(op.get_attr("use_locking"))
         attrs = {a: bool(op.get_attr(a)) for a in _ATTRS.get(op_type, ())}
 
+        def apply(ctx, refs, ins):
+            values = [_read(r) for r in refs] + list(ins[n_refs:])
+            _check(backend, inputs, values)
+            new = update(ctx, math, attrs, *values)
+            for ref, old, value in zip(refs, values, new):
+                if value is not old:  # it could not be written in place (a scalar)
+                    ref.set(value)
+
         def compute(ctx, ins):
             refs = ins[:n_refs]
-            with _locked(refs, use_locking):
-                values = [_read(r) for r in refs] + list(ins[n_refs:])
-                _check(backend, inputs, values)
-                new = update(ctx, math, attrs, *values)
-                for ref, old, value in zip(refs, values, new):
-                    if value is not old:  # it could not be written in place (a scalar)
-                        ref.set(value)
+            if use_locking:
+                with _locked(refs):
+                    apply(ctx, refs, ins)
+            else:  # Hogwild, the optimizers' default: no lock (and no context manager to run)
+                apply(ctx, refs, ins)
             return (refs[0],)
 
         return compute
