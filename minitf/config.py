@@ -19,9 +19,13 @@ _emulated: tuple[int, int] | None = None
 def emulate_gpus(n: int | None, memory_limit: int | None = None) -> None:
     """Use ``n`` emulated GPU cards of ``memory_limit`` bytes (default 4 GiB) in new sessions.
 
-    ``emulate_gpus(None)`` goes back to the environment (``MINITF_EMULATED_GPUS``).
+    ``emulate_gpus(None)`` goes back to the environment (``MINITF_EMULATED_GPUS``).  A new set
+    of cards is a new machine: the process's GPU id mapping (``visible_device_list``) is forgotten.
     """
     global _emulated
+    from minitf.runtime import devices
+
+    devices.forget_gpu_ids()
     if n is None:
         _emulated = None
         return
