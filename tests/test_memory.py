@@ -337,6 +337,25 @@ def test_allow_growth_total_is_the_sum_of_doubling_regions():
     assert [r // MiB for r in regions] == [2, 4, 8, 64, 64]
 
 
+def test_allow_growth_backs_off_to_the_request_when_the_region_does_not_fit():
+    """Like BFC's backpedal: the card has room for the tensor but not for the whole region."""
+
+    class Card(_Held):
+        def grow(self, new_total):
+            if new_total > 10 * MiB:  # another program holds the rest of the card
+                raise errors.ResourceExhaustedError(None, None, "CUDA_ERROR_OUT_OF_MEMORY")
+            return super().grow(new_total)
+
+    r = Card()
+    growth = allocator.BfcGrowth(r, 1 << 30)
+    a = allocator.Allocator("GPU_0_bfc", GPU0, 0, grow=growth)
+    a.allocate(3 * MiB)  # a 4 MiB region
+    a.allocate(5 * MiB)  # an 8 MiB region would need 12 MiB in all: 5 MiB instead
+    assert [n // MiB for n in growth.regions] == [4, 5] and a.capacity == 9 * MiB
+    with pytest.raises(errors.ResourceExhaustedError):
+        a.allocate(2 * MiB)  # not even the request fits now
+
+
 def test_allow_growth_stops_at_the_limit():
     with pytest.raises(errors.ResourceExhaustedError, match="OOM when allocating") as e:
         _grown([[3 * MiB], [3 * MiB, 3 * MiB]], limit=6 * MiB)

@@ -178,6 +178,7 @@ def _visible_device_list(spec, count):
 # The first session fixes it; a later session (or list_local_devices) that maps a GPU id to
 # another card fails, as in TF 1.x.  emulate_gpus (a new machine) and release_gpu_memory clear it.
 _gpu_ids: dict[int, int] = {}
+_gpu_ids_machine = [mconfig.machine_generation()]  # the machine _gpu_ids belongs to
 
 _GPU_ID_CONFLICT = (
     "TensorFlow device (GPU:%d) is being mapped to multiple CUDA devices (%d now, and %d "
@@ -192,6 +193,8 @@ def record_gpu_ids(pairs: Iterable[tuple[int, int]]) -> None:
     """Records ``(tf gpu id, platform gpu id)`` pairs of a new set of devices; a TF GPU id
     already mapped to another card raises TF's AlreadyExistsError (nothing is recorded then)."""
     pairs = list(pairs)
+    if _gpu_ids_machine[0] != mconfig.machine_generation():  # emulate_gpus made a new machine
+        forget_gpu_ids()
     for tf_id, platform_id in pairs:
         before = _gpu_ids.get(tf_id, platform_id)
         if before != platform_id:
@@ -204,6 +207,7 @@ def record_gpu_ids(pairs: Iterable[tuple[int, int]]) -> None:
 def forget_gpu_ids() -> None:
     """Forgets the process's GPU id mapping (a new machine, or tests that restart)."""
     _gpu_ids.clear()
+    _gpu_ids_machine[0] = mconfig.machine_generation()
 
 
 class DeviceAttributes:
