@@ -80,8 +80,14 @@ def test_dynamic_placement_example_shows_the_book_s_test_never_matching():
     nb3 = NOTEBOOKS / "03_placing_operations.ipynb"
     (example,) = book_cells(nb3, "Dynamic placement functions")
     assert 'if op.type == "Variable":' in source(example)
-    result = "".join(example["outputs"][0]["data"]["text/plain"])
-    assert "('Variable', 'VariableV2', '/gpu:0')" in result  # the variable went to the GPU
+    result = ast.literal_eval("".join(example["outputs"][0]["data"]["text/plain"]))
+    assert ("Variable", "VariableV2", "/gpu:0") in result  # the variable went to the GPU
+    # the recorded TF run (ex_b): every op, the variable too, asked for /gpu:0
+    ref = (REF_DIR / "ex_b_dynamic_placement.v1.stdout.txt").read_text()
+    section = ref.split("op.device after build (book's function")[1].split("###")[0]
+    ref_ops = re.findall(r"^  \S+\s+(\w+)\s+device='([^']*)'", section, re.M)
+    assert len(ref_ops) == 6
+    assert Counter((t, d) for _, t, d in result) == Counter(ref_ops)
 
 
 @pytest.mark.parametrize(
