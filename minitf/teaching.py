@@ -135,7 +135,8 @@ class ProgramLab:
 
     def env(self, **settings: str) -> dict[str, str]:
         """A program's environment: the lab's cards and record, plus ``settings`` (e.g.
-        ``CUDA_VISIBLE_DEVICES="3,2"``)."""
+        ``CUDA_VISIBLE_DEVICES="3,2"``).  ``CUDA_VISIBLE_DEVICES`` and ``TF_CPP_MIN_LOG_LEVEL``
+        of this process are left out, so every learner's programs print the same logs."""
         env = dict(os.environ, MINITF_EMULATED_GPUS=str(self.cards), PYTHONUNBUFFERED="1")
         env["NUMBA_ENABLE_CUDASIM"] = "1"  # emulated cards even where real ones exist
         env.pop("CUDA_VISIBLE_DEVICES", None)
