@@ -68,6 +68,7 @@ bench: setup
 	$(BIN)/python bench/bench_cluster.py
 	$(BIN)/python bench/bench_train.py
 	$(BIN)/python bench/bench_queues.py
+	$(BIN)/python bench/bench_graph_render.py
 
 lab: setup-lab
 	$(BIN)/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root,)

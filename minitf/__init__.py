@@ -112,6 +112,7 @@ from minitf.ops.math_ops import (
 )
 from minitf.ops.math_ops import range_ as range  # noqa: A004 - TF's name
 from minitf.ops.parsing_ops import decode_csv, decode_raw
+from minitf.ops.partitioned_variables import fixed_size_partitioner, min_max_variable_partitioner
 from minitf.ops.random_ops import (
     random_normal,
     random_shuffle,

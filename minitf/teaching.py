@@ -12,7 +12,10 @@ it in one sitting:
   ``nvidia-smi`` would show them (notebooks 01 and 02);
 * :func:`software_stack` -- the floors of Figure 12-2 as found on this machine (notebook 01);
 * :func:`traced_run`, :func:`threads_used` -- time a step and trace it (notebook 04);
-* :func:`free_port`, :func:`local_addresses` -- loopback addresses for a ``ClusterSpec``.
+* :func:`run_side_by_side` -- small TF programs started next to each other on their own machine
+  of emulated cards, for the chapter's first exercise (notebook 15);
+* :func:`free_port`, :func:`local_addresses` -- loopback addresses for a ``ClusterSpec``;
+* :func:`in_process_cluster` -- every task of a cluster as a server in this process (07-09).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from minitf import config as mconfig
@@ -36,7 +39,9 @@ __all__ = [
     "ProgramLab",
     "device_check",
     "free_port",
+    "in_process_cluster",
     "local_addresses",
+    "run_side_by_side",
     "software_stack",
     "threads_used",
     "traced_run",
@@ -116,16 +121,18 @@ class ProgramLab:
     """A temporary folder of small TF programs, run as real processes on ``cards`` emulated
     cards (4 GiB each, the same on every machine: Numba's simulator stands in for a driver).
 
-    The lab has its own record of who holds which card's memory (``MINITF_STATE_DIR`` in the
-    folder, set for this process too), so programs of other notebooks never get in the way.
-    ``prefix`` names the folder (e.g. "minitf-nb01-"); :meth:`cleanup` deletes it.
+    The lab's programs share a machine of their own: a record of who holds which card's memory
+    (``MINITF_STATE_DIR`` in the folder), so programs of other notebooks, and what the calling
+    process holds on its cards, never get in their way.  ``prefix`` names the folder (e.g.
+    "minitf-nb01-"); :meth:`cleanup` deletes it.
     """
 
     def __init__(self, prefix: str, cards: int = 4) -> None:
+        if cards < 1:
+            raise ValueError("cards must be >= 1, got %r" % (cards,))
         self._folder = tempfile.TemporaryDirectory(prefix=prefix)
         self.folder = self._folder.name
         self.cards = cards
-        os.environ["MINITF_STATE_DIR"] = os.path.join(self.folder, "cards")
 
     def write(self, name: str, source: str) -> str:
         """Writes the program ``source`` as ``name`` in the folder; returns ``name``."""
@@ -138,6 +145,7 @@ class ProgramLab:
         ``CUDA_VISIBLE_DEVICES="3,2"``).  ``CUDA_VISIBLE_DEVICES`` and ``TF_CPP_MIN_LOG_LEVEL``
         of this process are left out, so every learner's programs print the same logs."""
         env = dict(os.environ, MINITF_EMULATED_GPUS=str(self.cards), PYTHONUNBUFFERED="1")
+        env["MINITF_STATE_DIR"] = os.path.join(self.folder, "cards")  # the lab's machine
         env["NUMBA_ENABLE_CUDASIM"] = "1"  # emulated cards even where real ones exist
         env.pop("CUDA_VISIBLE_DEVICES", None)
         env.pop("TF_CPP_MIN_LOG_LEVEL", None)
@@ -274,3 +282,90 @@ def threads_used(metadata: Any, op_type: str = "MatMul") -> list[str]:
             if ns.op_type == op_type
         }
     )
+
+
+# -- programs side by side (notebook 15, exercise 1) -------------------------------------------
+
+SIDE_BY_SIDE_PROGRAM = """
+import sys
+import minitf as tf
+
+config = tf.ConfigProto()
+{config}
+x = tf.random_uniform([64, 64], seed=1)
+y = tf.reduce_sum(tf.matmul(x, x))     # unpinned: on /gpu:0 when the program sees a card
+try:
+    with tf.Session(config=config) as sess:
+        sess.run(y)                    # the first run takes the GPU memory
+        print("running", flush=True)
+        sys.stdin.read()               # hold it until run_side_by_side closes our input
+except tf.errors.OpError as e:
+    print("%s: %s" % (type(e).__name__, str(e).splitlines()[0]), flush=True)
+    sys.exit(1)
+"""
+"""The program :func:`run_side_by_side` starts; ``{config}`` becomes lines that set ``config``."""
+
+
+def run_side_by_side(
+    *programs: Mapping[str, str], cards: int = 2, timeout: float = 60.0
+) -> list[str]:
+    """Starts one small TF program per mapping, in turn, each while the earlier ones still run.
+
+    A program builds a matmul (unpinned: ``/gpu:0`` if it sees a card), opens a session with
+    ``config = tf.ConfigProto()`` and runs it once, which is when TF 1.x takes GPU memory; then
+    it holds on until every program has started. A mapping's ``"config"`` key holds lines of
+    Python that change ``config`` (``"config.gpu_options.allow_growth = True"``); every other
+    key is an environment variable of that program (``CUDA_VISIBLE_DEVICES="1"``). The programs
+    run in a :class:`ProgramLab` of ``cards`` emulated cards, deleted afterwards.
+
+    Returns what each program said last: ``"running"``, or its error
+    (``"ResourceExhaustedError: failed to allocate ..."``). Every program is stopped before this
+    returns.
+    """
+    lab = ProgramLab("minitf-side-by-side-", cards=cards)
+    deadline, said = time.monotonic() + timeout, []
+    try:
+        with lab.running() as procs:
+            for i, settings in enumerate(programs):
+                code = SIDE_BY_SIDE_PROGRAM.format(config=settings.get("config", ""))
+                env = {k: str(v) for k, v in settings.items() if k != "config"}
+                procs.append(lab.start(lab.write("program_%d.py" % (i + 1), code), **env))
+                out = lab.read_until(procs[-1], timeout=max(deadline - time.monotonic(), 0.01))
+                lines = [line for line in out.splitlines() if line.strip()]
+                said.append(lines[-1] if lines else "exited with code %s" % procs[-1].returncode)
+    finally:
+        lab.cleanup()
+    return said
+
+
+# -- an in-process cluster for notebooks 07-09 -------------------------------------------------
+
+
+@contextlib.contextmanager
+def in_process_cluster(
+    jobs: Mapping[str, int], configs: Mapping[str, Any] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every task of ``jobs`` (e.g. ``{"ps": 1, "worker": 2}``) as a ``tf.train.Server`` inside
+    this process, on free ports of 127.0.0.1; yields ``{"ps/0": server, ...}`` and stops them all
+    when the block ends, even on an error.
+
+    Tasks in one process are what the book's footnote allows for tests; their masters print the
+    placement log into the notebook.  ``configs``: a ``ConfigProto`` per job, e.g.
+    ``{"ps": tf.ConfigProto(device_count={"GPU": 0})}`` for a GPU-less parameter server (the
+    in-process form of starting it with ``CUDA_VISIBLE_DEVICES=""``).  TF1 has no equivalent:
+    a script there starts each ``tf.train.Server`` itself and can never stop it.
+    """
+    from minitf.distributed.cluster_spec import ClusterSpec
+    from minitf.distributed.server import Server
+
+    spec = ClusterSpec({job: local_addresses(n) for job, n in jobs.items()})
+    configs = dict(configs or {})
+    servers: dict[str, Any] = {}
+    try:
+        for job in spec.jobs:
+            for i in spec.task_indices(job):
+                servers["%s/%d" % (job, i)] = Server(spec, job, i, config=configs.get(job))
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()

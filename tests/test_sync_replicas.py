@@ -514,3 +514,82 @@ def test_async_between_graph_training_on_a_cluster():
     finally:
         for s in servers:
             s.stop()
+
+
+# -- a spare replica: 2 of 3 gradients make a step, the third one is stale --------------------
+
+
+def _spare_replica(task, target):
+    """Replica ``task`` of three (``replicas_to_aggregate=2, total_num_replicas=3``) with its
+    own graph and session, and a handle on w's accumulator, found by its shared name."""
+    graph = tf.Graph()
+    with graph.as_default():
+        setter = tf.train.replica_device_setter(
+            ps_tasks=1, worker_device="/job:worker/task:%d" % task
+        )
+        with tf.device(setter):
+            gs, w, loss = _model()
+            sync = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 2, 3)
+            train = sync.minimize(loss, global_step=gs)
+            accum = tf.ConditionalAccumulator(tf.float32, shape=(), shared_name="w:0/grad_accum")
+        sess = tf.Session(target, graph=graph)
+        sess.run(tf.local_variables_initializer())
+        if task == 0:  # the chief first (the others find the model initialised)
+            sess.run(tf.global_variables_initializer())
+            sess.run(sync.chief_init_op)
+        sess.run(sync.local_step_init_op)
+    return dict(
+        sess=sess,
+        train=train,
+        gs=gs,
+        w=w,
+        num=accum.num_accumulated(),
+        sync_op=sync.get_chief_queue_runner().enqueue_ops[0],
+        local=sync._local_step,
+    )
+
+
+@pytest.mark.cluster
+def test_a_spare_replica_s_gradient_is_dropped_as_stale():
+    """No initial tokens, no runner thread: replicas 0 and 1 push their gradients (each run
+    then waits for a token), the chief's sync op is run by hand, then replica 2 pushes a
+    gradient tagged with the step before: the accumulator drops it.  Every round: 2 accepted,
+    1 dropped, w = 0.8 ** rounds."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from minitf.distributed.local_cluster import free_port
+
+    spec = {
+        "ps": ["127.0.0.1:%d" % free_port()],
+        "worker": ["127.0.0.1:%d" % free_port() for _ in range(3)],
+    }
+    servers = [
+        tf.train.Server(spec, job_name=j, task_index=i) for j in spec for i in range(len(spec[j]))
+    ]
+    replicas = []
+    try:
+        replicas = [_spare_replica(i, servers[1 + i].target) for i in range(3)]
+        chief = replicas[0]
+        counts = {"accepted": 0, "dropped": 0}
+        with ThreadPoolExecutor(2) as pool:
+            for step in range(3):
+                waiting = []
+                for i, r in enumerate(replicas[:2]):
+                    waiting.append(pool.submit(r["sess"].run, r["train"], options=WITHIN))
+                    assert wait_until(lambda i=i: chief["sess"].run(chief["num"]) == i + 1)
+                    counts["accepted"] += 1
+                chief["sess"].run(chief["sync_op"], options=WITHIN)
+                assert [f.result(30) for f in waiting] == [step + 1, step + 1]
+                late = replicas[2]
+                assert late["sess"].run(late["local"]) == step  # tagged with the old step
+                assert late["sess"].run(late["train"], options=WITHIN) == step + 1
+                assert chief["sess"].run(chief["num"]) == 0
+                counts["dropped"] += 1
+        assert counts == {"accepted": 6, "dropped": 3}
+        assert chief["sess"].run(chief["gs"]) == 3
+        assert chief["sess"].run(chief["w"]) == pytest.approx(0.8**3, rel=1e-6)
+    finally:
+        for r in replicas:
+            r["sess"].close()
+        for s in servers:
+            s.stop()

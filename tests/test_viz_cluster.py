@@ -66,7 +66,7 @@ def test_views_save_the_format_their_file_extension_names(tmp_path):
     views = {
         ClusterView(SPEC, tf.get_default_graph(), StepStats()): {".svg"},
         MemoryView([]): {".svg"},
-        GraphView(tf.get_default_graph()): {".svg", ".dot", ".gv"},
+        GraphView(tf.get_default_graph()): {".svg", ".dot", ".gv", ".html"},
         TimelineView(md): {".svg", ".json"},
     }
     for view, formats in views.items():
@@ -117,3 +117,113 @@ def test_cluster_view_of_a_real_traced_step():
     finally:
         for s in servers:
             s.stop()
+
+
+def _dense_stats():
+    """Traffic between every pair of five tasks that notebook 08's sharding step produces, and
+    more: the case whose arrows and byte labels used to sit on one vertical line."""
+
+    def dev(job, task):
+        return "/job:%s/replica:0/task:%d/device:CPU:0" % (job, task)
+
+    pairs = [
+        (("ps", 0), ("worker", 0), 12),
+        (("ps", 1), ("worker", 0), 8),
+        (("worker", 0), ("worker", 1), 4),
+        (("worker", 0), ("worker", 2), 4),
+        (("ps", 0), ("worker", 2), 8),
+        (("ps", 1), ("worker", 2), 4096),
+        (("worker", 1), ("worker", 0), 4),
+        (("worker", 2), ("worker", 0), 4),
+    ]
+    stats = StepStats()
+    for i, (s, d, n) in enumerate(pairs):
+        stats.transfers.append(TransferStats("t%d:0" % i, "a", "b", dev(*s), dev(*d), n, 0))
+    return stats
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"master": "worker/0"},
+        {
+            "master": ("ps", 1),
+            "machines": {
+                "machine A": ["ps/0", "worker/0"],
+                "machine B": ["ps/1", "worker/1", "worker/2"],
+            },
+        },
+    ],
+)
+def test_labels_never_cover_arrows_labels_or_boxes(options):
+    """Every byte label's box meets no arrow segment (its own included), no other label and no
+    task box; no two arrows run along the same line; every label is inside the picture."""
+    from minitf.viz.routing import rects_meet, segment_rect, segments
+
+    spec = {"ps": ["h:1", "h:2"], "worker": ["h:3", "h:4", "h:5"]}
+    view = ClusterView(spec, None, _dense_stats(), **options)
+    root = ET.fromstring(view.to_svg())
+    width, height = float(root.get("width")), float(root.get("height"))
+    assert len(view.arrows) == 8 + ("master" in options)
+    strokes = [[segment_rect(p, q) for p, q in segments(a.points)] for a in view.arrows]
+    labels = [a.label_box for a in view.arrows]
+    for i, box in enumerate(labels):
+        assert 0 <= box[0] and box[0] + box[2] <= width and 0 <= box[1] <= height - box[3]
+        assert not any(rects_meet(box, s) for arrow in strokes for s in arrow), view.arrows[i]
+        assert not any(rects_meet(box, other) for j, other in enumerate(labels) if j != i)
+        assert not any(rects_meet(box, task_box) for task_box in view.boxes.values())
+    for arrow in view.arrows:  # an arrow touches only its own two boxes, at their edges
+        ends = [
+            view.boxes[k]
+            for k in view.boxes
+            if _on_edge(arrow.points[0], view.boxes[k]) or _on_edge(arrow.points[-1], view.boxes[k])
+        ]
+        for p, q in segments(arrow.points):
+            hit = [b for b in view.boxes.values() if rects_meet(segment_rect(p, q, 0.5), b)]
+            assert all(b in ends for b in hit), (arrow, hit)
+    boxes = ClusterView(spec, None, _dense_stats(), **options)
+    drawn = {}
+    boxes.to_svg()
+    for arrow in boxes.arrows:
+        for p, q in segments(arrow.points):
+            line = ("h", p[1]) if p[1] == q[1] else ("v", p[0])
+            span = sorted((p[0], q[0]) if line[0] == "h" else (p[1], q[1]))
+            for other in drawn.get(line, []):
+                assert span[1] <= other[0] or other[1] <= span[0], (line, span, other)
+            drawn.setdefault(line, []).append(span)
+
+
+def _on_edge(point, box):
+    x, y, w, h = box
+    return point[0] in (x, x + w) and y <= point[1] <= y + h
+
+
+def test_figure_12_6_parts_client_master_services_and_gpu_less_ps():
+    """With ``master`` and ``devices`` the view draws Figure 12-6's parts: a client with its
+    session arrow to the master, both services in every task, GPUs listed per task and the ps
+    marked GPU-less."""
+    spec = {"ps": ["machine-a:2221"], "worker": ["machine-a:2222", "machine-b:2222"]}
+    devices = ["/job:ps/replica:0/task:0/device:CPU:0"] + [
+        "/job:worker/replica:0/task:%d/device:%s:%d" % (t, kind, i)
+        for t in (0, 1)
+        for kind, n in (("CPU", 1), ("GPU", 2))
+        for i in range(n)
+    ]
+    view = ClusterView(spec, devices=devices, master="worker/1")
+    svg = view.to_svg()
+    ET.fromstring(svg)
+    assert svg.count("master + worker services") == 3
+    assert "the session&apos;s master" in svg or "the session's master" in svg
+    assert "devices: CPU:0 (no GPU)" in svg
+    assert svg.count("devices: CPU:0, GPU:0, GPU:1") == 2
+    assert [a.label for a in view.arrows] == ["session (gRPC)"]
+    assert abs(view.arrows[0].points[-1][0] - view_box_left(view, svg)) < 1
+
+
+def view_box_left(view, svg):
+    """The left edge of the master's task box, read back from the SVG (the arrow ends there)."""
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = [t for t in root.iter(ns + "text") if (t.text or "").startswith("/job:worker/task:1")]
+    return float(texts[0].get("x")) - 8

@@ -120,7 +120,9 @@ class LocalCluster:
     """Starts one subprocess server per task; ``.cluster_spec``, ``.targets``,
     ``.target(job, task)``, ``.stop()``, ``.kill(job, task)``, ``.restart(job, task)``.
     ``config``: a ConfigProto whose ``intra_op_parallelism_threads`` every task's server takes
-    (as ``tf.train.Server(config=...)``): the size of its worker's intra-op pool."""
+    (as ``tf.train.Server(config=...)``): the size of its worker's intra-op pool.
+    ``job_env``: extra environment variables per job, e.g. ``{"ps": {"CUDA_VISIBLE_DEVICES": ""}}``
+    to start the parameter servers without GPUs, as the book advises (with ``cpu_only=False``)."""
 
     def __init__(
         self,
@@ -130,8 +132,13 @@ class LocalCluster:
         env: Mapping[str, str] | None = None,
         start_timeout: float = 30.0,
         config: Any = None,
+        job_env: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         self._jobs = dict(jobs)
+        self._job_env = {job: dict(extra) for job, extra in (job_env or {}).items()}
+        unknown = sorted(set(self._job_env) - set(self._jobs))
+        if unknown:
+            raise ValueError("job_env names jobs that are not in the cluster: %s" % unknown)
         # what a task's server takes of the ConfigProto (its worker's intra-op pool size)
         self._intra = int(getattr(config, "intra_op_parallelism_threads", 0) or 0)
         self._host = host
@@ -179,6 +186,7 @@ class LocalCluster:
         if self._intra:
             cmd += ["--intra-op-threads", str(self._intra)]
         env = dict(self._env)
+        env.update(self._job_env.get(job, {}))
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
         if not self._holds_spawner:

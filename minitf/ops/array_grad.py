@@ -59,3 +59,27 @@ def _fill_grad(op, grad):
 @RegisterGradient("PreventGradient")
 def _prevent_gradient_grad(op, grad):
     raise LookupError("Gradient explicitly disabled. Reason: %s" % op.get_attr("message"))
+
+
+@RegisterGradient("ConcatV2")
+def _concat_grad(op, grad):
+    """Each input's rows of the gradient along the concatenation axis.  TF slices them out
+    with ``ConcatOffset`` and ``Slice``; minitf gathers the same rows (``GatherV2``), which
+    needs the inputs' sizes along the axis at graph time (partitioned variables have them)."""
+    values, axis_t = op.inputs[:-1], op.inputs[-1]
+    axis = array_ops._static_value(axis_t)
+    sizes = (
+        [v.shape.as_list()[int(axis)] if v.shape.ndims is not None else None for v in values]
+        if axis is not None
+        else [None]
+    )
+    if None in sizes:
+        raise NotImplementedError(
+            "minitf differentiates ConcatV2 only along a constant axis of known sizes"
+        )
+    axis = int(axis) % values[0].shape.ndims
+    grads, start = [], 0
+    for size in sizes:
+        grads.append(array_ops.gather(grad, list(range(start, start + size)), axis=axis))
+        start += size
+    return grads + [None]

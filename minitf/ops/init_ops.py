@@ -121,9 +121,15 @@ class GlorotUniform(Initializer):
     def __call__(
         self, shape: ShapeLike, dtype: DTypeLike = None, partition_info: Any = None
     ) -> Tensor:
-        fan_in, fan_out = _compute_fans(list(shape))
+        fan_in, fan_out = _compute_fans(_scale_shape(shape, partition_info))
         limit = math.sqrt(6.0 / max(1.0, (fan_in + fan_out)))
         return random_ops.random_uniform(shape, -limit, limit, self._dtype(dtype), seed=self.seed)
+
+
+def _scale_shape(shape, partition_info):
+    """The shape whose fans scale an initializer: a shard of a partitioned variable scales as
+    the whole variable does (TF's ``partition_info.full_shape``)."""
+    return list(shape) if partition_info is None else list(partition_info.full_shape)
 
 
 def _compute_fans(dims):
@@ -167,7 +173,7 @@ class VarianceScaling(Initializer):
         self, shape: ShapeLike, dtype: DTypeLike = None, partition_info: Any = None
     ) -> Tensor:
         dtype = self._dtype(dtype)
-        fan_in, fan_out = _compute_fans(list(shape))
+        fan_in, fan_out = _compute_fans(_scale_shape(shape, partition_info))
         fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}
         scale = self.scale / max(1.0, fan[self.mode])
         if self.distribution in ("normal", "truncated_normal"):

@@ -13,7 +13,8 @@ from typing import Any
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.device_spec import DeviceSpec
 from minitf.framework.graph import DTypeLike, ShapeLike, get_default_graph
-from minitf.ops import init_ops
+from minitf.ops import init_ops, partitioned_variables
+from minitf.ops.partitioned_variables import PartitionedVariable
 from minitf.ops.variables import Variable
 
 AUTO_REUSE = "AUTO_REUSE"
@@ -22,10 +23,13 @@ AUTO_REUSE = "AUTO_REUSE"
 class VariableScope:
     """A named scope for ``get_variable``: its name, reuse flag and default initializer."""
 
-    def __init__(self, reuse: bool | str, name: str = "", initializer: Any = None) -> None:
+    def __init__(
+        self, reuse: bool | str, name: str = "", initializer: Any = None, partitioner: Any = None
+    ) -> None:
         self.name = name
         self.reuse = reuse
         self.initializer = initializer
+        self.partitioner = partitioner
         self.original_name_scope = name + "/" if name else ""
 
     def reuse_variables(self) -> None:
@@ -57,8 +61,10 @@ def variable_scope(
     values: Iterable[Any] | None = None,
     initializer: Any = None,
     reuse: bool | str | None = None,
+    partitioner: Any = None,
 ) -> Iterator[VariableScope]:
-    """Opens a variable scope (and a name scope of the same name)."""
+    """Opens a variable scope (and a name scope of the same name); its ``initializer`` and
+    ``partitioner`` are the defaults of the ``get_variable`` calls inside."""
     store = _store()
     g = get_default_graph()
     outer = store.scope
@@ -79,15 +85,12 @@ def variable_scope(
         if (reuse is True or outer.reuse is True)
         else (AUTO_REUSE if reuse == AUTO_REUSE or outer.reuse == AUTO_REUSE else False)
     )
+    inherited = name_or_scope if isinstance(name_or_scope, VariableScope) else outer
     scope = VariableScope(
         new_reuse,
         full,
-        initializer
-        or (
-            name_or_scope.initializer
-            if isinstance(name_or_scope, VariableScope)
-            else outer.initializer
-        ),
+        initializer or inherited.initializer,
+        partitioner if partitioner is not None else inherited.partitioner,
     )
     store.scope = scope
     try:
@@ -109,9 +112,12 @@ def get_variable(
     collections: Iterable[str] | None = None,
     caching_device: str | DeviceSpec | Callable | None = None,
     validate_shape: bool = True,
+    partitioner: Any = None,
     **unused: Any,
-) -> Variable:
-    """Returns the variable ``<scope>/<name>``, creating it unless the scope reuses variables."""
+) -> Variable | PartitionedVariable:
+    """Returns the variable ``<scope>/<name>``, creating it unless the scope reuses variables.
+    With a ``partitioner`` (or the scope's), a :class:`PartitionedVariable` of shards
+    ``<name>/part_<i>``."""
     store = _store()
     scope = store.scope
     full = (scope.name + "/" + name) if scope.name else name
@@ -124,21 +130,34 @@ def get_variable(
             "VarScope?" % full
         )
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
-    init_value = _initial_value(
-        full, shape, dtype, initializer if initializer is not None else scope.initializer
-    )
+    initializer = initializer if initializer is not None else scope.initializer
+    partitioner = partitioner if partitioner is not None else scope.partitioner
     g = get_default_graph()
-    with g.name_scope(None):  # variables are named by the variable scope, not the name scope
-        with g.name_scope(scope.name + "/" if scope.name else None):
-            var = Variable(
-                init_value,
-                trainable=trainable,
-                collections=collections,
-                caching_device=caching_device,
-                name=name,
-                dtype=dtype,
-                validate_shape=validate_shape,
-            )
+
+    def make(var_name, var_shape, partition_info=None):
+        init_value = _initial_value(full, var_shape, dtype, initializer, partition_info)
+        with g.name_scope(None):  # variables are named by the variable scope, not the name scope
+            with g.name_scope(scope.name + "/" if scope.name else None):
+                return Variable(
+                    init_value,
+                    trainable=trainable,
+                    collections=collections,
+                    caching_device=caching_device,
+                    name=var_name,
+                    dtype=dtype,
+                    validate_shape=validate_shape,
+                )
+
+    if partitioner is None:
+        var = make(name, shape)
+    else:
+        var = partitioned_variables.make_partitioned(
+            full,
+            shape,
+            dtype,
+            partitioner,
+            lambda part, part_shape, info: make(name + "/" + part, part_shape, info),
+        )
     store.vars[full] = var
     return var
 
@@ -159,7 +178,7 @@ def _reused_variable(store, scope, full, shape):
     return var
 
 
-def _initial_value(full, shape, dtype, initializer):
+def _initial_value(full, shape, dtype, initializer, partition_info=None):
     """The initial value of the new variable ``full``: ``initializer`` (None: Glorot uniform
     for floats, zeros for integers and bools; an initializer class: one of ``dtype``) as a
     function of no arguments, or the value given."""
@@ -188,4 +207,6 @@ def _initial_value(full, shape, dtype, initializer):
             "was %s." % (full, shape)
         )
     dims = shape.as_list()
-    return lambda: initializer(dims, dtype=dtype)
+    if partition_info is None:
+        return lambda: initializer(dims, dtype=dtype)
+    return lambda: initializer(dims, dtype=dtype, partition_info=partition_info)

@@ -16,7 +16,9 @@
   imported on first use so ``import minitf`` never needs ipywidgets).
 
 The views give SVG (``_repr_svg_``, so a notebook draws them; ``.save("x.svg")``), always the
-same text for the same input.
+same text for the same input.  GraphView's SVG comes from real Graphviz (its ``dot`` program,
+else Graphviz as WebAssembly: :mod:`minitf.viz.graphviz_render`), shown in a box that zooms
+and pans (``text/html``, :mod:`minitf.viz.zoom_pan`).
 """
 
 from minitf.viz.cluster_view import ClusterView

