@@ -14,14 +14,17 @@ DEFAULT_GPU_MEMORY = 4 << 30
 
 # (count, memory_limit) set by emulate_gpus(); None: read the environment
 _emulated: tuple[int, int] | None = None
+_machine_generation = 0  # bumped by every emulate_gpus call (a new machine)
 
 
 def emulate_gpus(n: int | None, memory_limit: int | None = None) -> None:
     """Use ``n`` emulated GPU cards of ``memory_limit`` bytes (default 4 GiB) in new sessions.
 
-    ``emulate_gpus(None)`` goes back to the environment (``MINITF_EMULATED_GPUS``).
+    ``emulate_gpus(None)`` goes back to the environment (``MINITF_EMULATED_GPUS``).  A new set
+    of cards is a new machine: the process's GPU id mapping (``visible_device_list``) is forgotten.
     """
-    global _emulated
+    global _emulated, _machine_generation
+    _machine_generation += 1
     if n is None:
         _emulated = None
         return
@@ -32,6 +35,12 @@ def emulate_gpus(n: int | None, memory_limit: int | None = None) -> None:
             "memory_limit must be a positive number of bytes, got %r" % (memory_limit,)
         )
     _emulated = (n, memory_limit or DEFAULT_GPU_MEMORY)
+
+
+def machine_generation() -> int:
+    """A number that changes at every :func:`emulate_gpus` call: each call makes a new machine,
+    whose GPU id mapping (``runtime/devices.py``) starts afresh."""
+    return _machine_generation
 
 
 def emulated_gpus() -> tuple[int, int]:

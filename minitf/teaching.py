@@ -1,15 +1,27 @@
 """Helpers the notebooks use so their cells show the chapter, not plumbing.
 
-Nothing here is TensorFlow API: these are minitf-only conveniences for the course (the book's
-readers would write them by hand, or use a shell): free ports and addresses for cluster specs,
-and :func:`run_side_by_side`, which starts small TF programs next to each other on the emulated
-cards (book section "Managing the GPU RAM"). Each helper is small and documented so a
-learner who wants to see the plumbing can read it in one sitting.
+Book sections: "Installation" and "Managing the GPU RAM" (programs run side by side on one
+machine), "Parallel Execution" (timing a step).  Nothing here is TensorFlow API: these are
+minitf-only conveniences for the course (the book's readers would write them by hand, or use a
+shell).  Each helper is small and documented so a learner who wants to see the plumbing can read
+it in one sitting:
+
+* :func:`device_check` -- which GPUs this process has, and where they come from (notebook 00);
+* :class:`ProgramLab` -- a folder of small TF programs started as real processes on a machine of
+  emulated cards, read until they say they are running, and always stopped again; the cards as
+  ``nvidia-smi`` would show them (notebooks 01 and 02);
+* :func:`software_stack` -- the floors of Figure 12-2 as found on this machine (notebook 01);
+* :func:`traced_run`, :func:`threads_used` -- time a step and trace it (notebook 04);
+* :func:`run_side_by_side` -- small TF programs started next to each other on their own machine
+  of emulated cards, for the chapter's first exercise (notebook 15);
+* :func:`free_port`, :func:`local_addresses` -- loopback addresses for a ``ClusterSpec``;
+* :func:`in_process_cluster` -- every task of a cluster as a server in this process (07-09).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import subprocess
@@ -19,9 +31,23 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from minitf import config as mconfig
 from minitf.distributed.local_cluster import free_port
+from minitf.runtime import devices
 
-__all__ = ["free_port", "in_process_cluster", "local_addresses", "run_side_by_side"]
+__all__ = [
+    "ProgramLab",
+    "device_check",
+    "free_port",
+    "in_process_cluster",
+    "local_addresses",
+    "run_side_by_side",
+    "software_stack",
+    "threads_used",
+    "traced_run",
+]
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def local_addresses(count: int) -> list[str]:
@@ -31,7 +57,234 @@ def local_addresses(count: int) -> list[str]:
     return ["127.0.0.1:%d" % free_port() for _ in range(count)]
 
 
-# -- programs side by side (notebook 15, exercise 1; notebook 02 starts such programs by hand) -
+def device_check() -> None:
+    """Prints which GPUs this process has and where that came from (real CUDA cards, emulated
+    cards and the setting that asked for them, or none)."""
+    cards = devices.machine_gpus()
+    if devices.cuda_available():
+        print("Real CUDA: minitf found %d NVIDIA card(s):" % len(cards))
+        for c in cards:
+            print("  card %d: %s, %.1f GiB" % (c.physical_id, c.name, c.memory_limit / 2**30))
+    elif cards:
+        count, memory = mconfig.emulated_gpus()
+        env = os.environ.get("MINITF_EMULATED_GPUS")
+        source = "MINITF_EMULATED_GPUS=%s" % env if env else "the default"
+        print(
+            "No CUDA driver: minitf emulates %d GPU card(s) of %d GiB each (%s)."
+            % (count, memory // 2**30, source)
+        )
+    else:
+        print("No GPU at all: this process only has /cpu:0 (zero emulated cards).")
+    if "CUDA_VISIBLE_DEVICES" in os.environ:
+        print("CUDA_VISIBLE_DEVICES=%r hides some cards." % os.environ["CUDA_VISIBLE_DEVICES"])
+    print("This process sees %d GPU device(s)." % len(devices.visible_gpus()))
+    if os.environ.get("MINITF_GPU_BACKEND") == "cudasim":
+        print("MINITF_GPU_BACKEND=cudasim: GPU ops run numba.cuda kernels in Numba's simulator.")
+
+
+def software_stack() -> list[tuple[str, str, bool]]:
+    """Figure 12-2's floors, top to bottom, as ``(floor, what this machine has, present)``."""
+    from minitf.version import __version__
+
+    cards = devices.machine_gpus()
+    real = devices.cuda_available()
+    count, memory = mconfig.emulated_gpus()
+    if real:
+        card_text = "%d real card(s)" % len(cards)
+    else:
+        card_text = "%d emulated card(s) of %d GiB" % (count, memory // 2**30) if cards else "none"
+    kernels = "numba.cuda kernels on the card" if real else "numpy kernels (emulated cards too)"
+    return [
+        ("Your code", "import minitf as tf", True),
+        ("Framework", "minitf %s: graph, placer, executor, thread pools" % __version__, True),
+        ("Kernels (cuDNN / CUDA libraries)", kernels, True),
+        ("CUDA driver", "found" if real else "not found (no NVIDIA driver)", real),
+        ("GPU cards", card_text, bool(cards)),
+    ]
+
+
+_CARDS_SEEN = """
+import sys
+import minitf as tf
+from minitf import device_lib
+
+config = tf.ConfigProto()
+config.gpu_options.visible_device_list = sys.argv[1]
+for d in device_lib.list_local_devices(config):
+    if d.device_type == "GPU":
+        bus = d.physical_device_desc.split("pci bus id: ")[1].split(",")[0]
+        print(d.name, int(bus.split(":")[1], 16) - 1)
+"""
+
+
+class ProgramLab:
+    """A temporary folder of small TF programs, run as real processes on ``cards`` emulated
+    cards (4 GiB each, the same on every machine: Numba's simulator stands in for a driver).
+
+    The lab's programs share a machine of their own: a record of who holds which card's memory
+    (``MINITF_STATE_DIR`` in the folder), so programs of other notebooks, and what the calling
+    process holds on its cards, never get in their way.  ``prefix`` names the folder (e.g.
+    "minitf-nb01-"); :meth:`cleanup` deletes it.
+    """
+
+    def __init__(self, prefix: str, cards: int = 4) -> None:
+        if cards < 1:
+            raise ValueError("cards must be >= 1, got %r" % (cards,))
+        self._folder = tempfile.TemporaryDirectory(prefix=prefix)
+        self.folder = self._folder.name
+        self.cards = cards
+
+    def write(self, name: str, source: str) -> str:
+        """Writes the program ``source`` as ``name`` in the folder; returns ``name``."""
+        with open(os.path.join(self.folder, name), "w") as f:
+            f.write(source)
+        return name
+
+    def env(self, **settings: str) -> dict[str, str]:
+        """A program's environment: the lab's cards and record, plus ``settings`` (e.g.
+        ``CUDA_VISIBLE_DEVICES="3,2"``).  ``CUDA_VISIBLE_DEVICES`` and ``TF_CPP_MIN_LOG_LEVEL``
+        of this process are left out, so every learner's programs print the same logs."""
+        env = dict(os.environ, MINITF_EMULATED_GPUS=str(self.cards), PYTHONUNBUFFERED="1")
+        env["MINITF_STATE_DIR"] = os.path.join(self.folder, "cards")  # the lab's machine
+        env["NUMBA_ENABLE_CUDASIM"] = "1"  # emulated cards even where real ones exist
+        env.pop("CUDA_VISIBLE_DEVICES", None)
+        env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+        env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+        env.update(settings)
+        return env
+
+    def start(self, script: str, **settings: str) -> subprocess.Popen:
+        """Starts ``python3 script`` in the folder (its stderr joins its stdout)."""
+        return subprocess.Popen(
+            [sys.executable, script],
+            cwd=self.folder,
+            env=self.env(**settings),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[list[subprocess.Popen]]:
+        """``with lab.running() as procs:`` -- every program appended to ``procs`` is stopped
+        when the block ends, even if it fails."""
+        procs: list[subprocess.Popen] = []
+        try:
+            yield procs
+        finally:
+            self.stop(procs)
+
+    @staticmethod
+    def read_until(proc: subprocess.Popen, marker: str = "running", timeout: float = 30) -> str:
+        """What ``proc`` printed up to its line ``marker`` (it then keeps running), or until
+        it exited; TimeoutError after ``timeout`` seconds."""
+        fd, data = proc.stdout.fileno(), b""
+        deadline = time.monotonic() + timeout
+        while not any(ln.strip() == marker.encode() for ln in data.splitlines()):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no %r from the program after %ss" % (marker, timeout))
+            if select.select([fd], [], [], left)[0]:
+                chunk = os.read(fd, 65536)
+                if not chunk:  # it exited
+                    proc.wait()
+                    break
+                data += chunk
+        return data.decode().rstrip("\n")
+
+    @staticmethod
+    def stop(procs: list[subprocess.Popen]) -> None:
+        """Ends every program: closes its input (it then exits), kills it if it lingers."""
+        for p in procs:
+            p.stdin.close()
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            p.stdout.close()
+
+    def smi(self, as_json: bool = False) -> Any:
+        """``python -m minitf.smi`` (minitf's nvidia-smi) run with the lab's environment: its
+        table as text, or with ``as_json`` the cards as data (one dict per card)."""
+        cmd = [sys.executable, "-m", "minitf.smi"] + (["--json"] if as_json else [])
+        out = subprocess.run(
+            cmd, env=self.env(), capture_output=True, text=True, timeout=60, check=True
+        )
+        return json.loads(out.stdout) if as_json else out.stdout
+
+    def machine(self) -> list[dict[str, Any]]:
+        """The cards and who holds their memory, as data (``minitf.smi --json``)."""
+        return self.smi(as_json=True)
+
+    @staticmethod
+    def held_by(data: list[dict[str, Any]]) -> dict[str, dict[int, int]]:
+        """``{program: {card: MiB}}`` from a snapshot of the cards (:meth:`machine`)."""
+        out: dict[str, dict[int, int]] = {}
+        for card in data:
+            for p in card["processes"]:
+                out.setdefault(p["name"].split()[-1], {})[card["id"]] = p["memory"] // 2**20
+        return out
+
+    def cards_seen(self, visible: str | None = None, session_list: str = "") -> dict[str, int]:
+        """``{device name: physical card}`` of a program started with
+        ``CUDA_VISIBLE_DEVICES=visible`` (None: unset) whose session config has
+        ``gpu_options.visible_device_list=session_list``."""
+        env = self.env() if visible is None else self.env(CUDA_VISIBLE_DEVICES=visible)
+        out = subprocess.run(
+            [sys.executable, "-c", _CARDS_SEEN, session_list],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if out.returncode:
+            raise RuntimeError(out.stderr.strip().splitlines()[-1])
+        return {n: int(card) for n, card in (ln.split() for ln in out.stdout.splitlines())}
+
+    def cleanup(self) -> None:
+        """Deletes the folder (it also goes when the process exits)."""
+        self._folder.cleanup()
+
+
+def traced_run(graph: Any, fetches: Any, inter: int, intra: int, repeats: int = 5):
+    """Runs ``fetches`` in a new session of ``graph`` with its own pools of ``inter`` inter-op
+    and ``intra`` intra-op threads: (fastest of ``repeats`` untraced runs in seconds, the
+    ``RunMetadata`` of one FULL_TRACE run)."""
+    import minitf as tf
+
+    config = tf.ConfigProto(
+        inter_op_parallelism_threads=inter,
+        intra_op_parallelism_threads=intra,
+        use_per_session_threads=True,
+    )
+    with tf.Session(graph=graph, config=config) as s:
+        s.run(fetches)  # warm up (placement, first run)
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            s.run(fetches)
+            best = min(best, time.perf_counter() - start)
+        metadata = tf.RunMetadata()
+        options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        s.run(fetches, options=options, run_metadata=metadata)
+    return best, metadata
+
+
+def threads_used(metadata: Any, op_type: str = "MatMul") -> list[str]:
+    """The names of the threads that ran ``op_type`` ops in a traced step."""
+    return sorted(
+        {
+            ns.thread_name
+            for ds in metadata.step_stats.dev_stats
+            for ns in ds.node_stats
+            if ns.op_type == op_type
+        }
+    )
+
+
+# -- programs side by side (notebook 15, exercise 1) -------------------------------------------
 
 SIDE_BY_SIDE_PROGRAM = """
 import sys
@@ -53,46 +306,6 @@ except tf.errors.OpError as e:
 """The program :func:`run_side_by_side` starts; ``{config}`` becomes lines that set ``config``."""
 
 
-def _program_env(settings: Mapping[str, str], cards: int, state_dir: str) -> dict[str, str]:
-    env = dict(os.environ, MINITF_EMULATED_GPUS=str(cards), PYTHONUNBUFFERED="1")
-    env["MINITF_STATE_DIR"] = state_dir  # the programs' machine: its cards' registry
-    env["NUMBA_ENABLE_CUDASIM"] = "1"  # emulated cards even on a machine with real ones
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = repo + os.pathsep + env.get("PYTHONPATH", "")
-    env.update({k: str(v) for k, v in settings.items() if k != "config"})
-    return env
-
-
-def _said(proc: subprocess.Popen, deadline: float) -> str:
-    """The last line ``proc`` printed once it said "running" or exited."""
-    fd, data = proc.stdout.fileno(), b""
-    while b"running\n" not in data:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("a program did not report before the deadline")
-        if select.select([fd], [], [], left)[0]:
-            chunk = os.read(fd, 65536)
-            if not chunk:  # it exited
-                proc.wait()
-                break
-            data += chunk
-    lines = [line for line in data.decode().splitlines() if line.strip()]
-    return lines[-1] if lines else "exited with code %s" % proc.returncode
-
-
-def _stop(procs: list[subprocess.Popen]) -> None:
-    for p in procs:
-        p.stdin.close()
-    for p in procs:
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-        p.stdout.close()
-
-
 def run_side_by_side(
     *programs: Mapping[str, str], cards: int = 2, timeout: float = 60.0
 ) -> list[str]:
@@ -103,36 +316,29 @@ def run_side_by_side(
     it holds on until every program has started. A mapping's ``"config"`` key holds lines of
     Python that change ``config`` (``"config.gpu_options.allow_growth = True"``); every other
     key is an environment variable of that program (``CUDA_VISIBLE_DEVICES="1"``). The programs
-    share a machine of their own with ``cards`` emulated cards (a private card registry, deleted
-    afterwards), so what the calling process holds on its cards never gets in their way.
+    run in a :class:`ProgramLab` of ``cards`` emulated cards, deleted afterwards.
 
-    Returns what each program said: ``"running"``, or its error (``"ResourceExhaustedError:
-    failed to allocate ..."``). Every program is stopped before this returns.
+    Returns what each program said last: ``"running"``, or its error
+    (``"ResourceExhaustedError: failed to allocate ..."``). Every program is stopped before this
+    returns.
     """
-    if cards < 1:
-        raise ValueError("cards must be >= 1, got %r" % (cards,))
-    machine = tempfile.TemporaryDirectory(prefix="minitf-side-by-side-")
-    deadline, procs, said = time.monotonic() + timeout, [], []
+    lab = ProgramLab("minitf-side-by-side-", cards=cards)
+    deadline, said = time.monotonic() + timeout, []
     try:
-        for settings in programs:
-            code = SIDE_BY_SIDE_PROGRAM.format(config=settings.get("config", ""))
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-c", code],
-                    env=_program_env(settings, cards, machine.name),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                )
-            )
-            said.append(_said(procs[-1], deadline))
+        with lab.running() as procs:
+            for i, settings in enumerate(programs):
+                code = SIDE_BY_SIDE_PROGRAM.format(config=settings.get("config", ""))
+                env = {k: str(v) for k, v in settings.items() if k != "config"}
+                procs.append(lab.start(lab.write("program_%d.py" % (i + 1), code), **env))
+                out = lab.read_until(procs[-1], timeout=max(deadline - time.monotonic(), 0.01))
+                lines = [line for line in out.splitlines() if line.strip()]
+                said.append(lines[-1] if lines else "exited with code %s" % procs[-1].returncode)
     finally:
-        _stop(procs)
-        machine.cleanup()
+        lab.cleanup()
     return said
 
 
-# -- an in-process cluster for notebooks 07-09 (appended by the 06-09 fidelity work) -----------
+# -- an in-process cluster for notebooks 07-09 -------------------------------------------------
 
 
 @contextlib.contextmanager

@@ -380,3 +380,26 @@ def test_three_programs_at_04_share_a_card_only_two_fit(fresh_cards, tmp_path):
             if p.poll() is None:
                 p.kill()
             p.communicate(timeout=30)
+
+
+def test_every_session_logs_its_gpus_on_stderr(capsys, monkeypatch):
+    """TF logs "Creating TensorFlow device" per GPU at every session creation, not only with
+    log_device_placement (outside a notebook kernel); TF_CPP_MIN_LOG_LEVEL=1 hides it."""
+    import sys
+
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    for _ in range(2):
+        tf.Session().close()
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert [ln.split(" with ")[0] for ln in err.splitlines()] == [
+            "Creating TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:0",
+            "Creating TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:1",
+        ]
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "1")
+    tf.Session().close()
+    assert capsys.readouterr() == ("", "")
+    tf.config.emulate_gpus(0)
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL")
+    tf.Session().close()
+    assert capsys.readouterr().err == ""  # no GPU, nothing to log

@@ -294,31 +294,72 @@ def test_policy_never_exceeds_the_card(capacity, fraction, free):
         assert p.limit_bytes <= min(free, capacity)
 
 
-def test_next_growth_doubles_up_to_the_limit():
-    assert allocator.next_growth(0, 1, 100 * MiB) == 2 * MiB
-    assert allocator.next_growth(2 * MiB, 3 * MiB, 100 * MiB) == 4 * MiB
-    assert allocator.next_growth(4 * MiB, 30 * MiB, 100 * MiB) == 32 * MiB  # 2 MiB x 2**k
-    assert allocator.next_growth(64 * MiB, 65 * MiB, 100 * MiB) == 100 * MiB  # capped
-    assert allocator.next_growth(60 * MiB, 101 * MiB, 100 * MiB) is None
-    assert allocator.next_growth(60 * MiB, 10 * MiB, 100 * MiB) == 60 * MiB  # never shrinks
+def test_next_region_doubles_as_bfc_extend_does():
+    assert allocator.next_region(2 * MiB, 1) == (2 * MiB, 4 * MiB)  # fits: next one doubles
+    assert allocator.next_region(4 * MiB, 4 * MiB) == (4 * MiB, 8 * MiB)
+    assert allocator.next_region(16 * MiB, 64 * MiB) == (64 * MiB, 64 * MiB)  # doubled to fit
 
 
-@pytest.mark.parametrize("order", [(0, 1, 2, 3), (1, 0, 2, 3), (1, 2, 0, 3), (3, 1, 0, 2)])
-def test_growth_ends_where_the_step_s_needs_say_whatever_the_order(order):
-    """A step's small constants and big tensors allocate in whatever order its threads run
-    them; the reservation must end the same (it did not: 8 or 16 MiB in notebook 02)."""
-    sizes = [8, 4 * MiB, 4, 4 * MiB]
-    held = 0
+class _Held:
+    """A stand-in card reservation (no registry): just its bytes."""
 
-    def grow(needed):  # (called under the allocator's lock: its capacity can't be read here)
-        nonlocal held
-        held = allocator.next_growth(held, needed, 100 * MiB)
-        return held
+    card_id = 0
 
-    a = allocator.Allocator("GPU_0_bfc", GPU0, 0, grow=grow)
-    for i in order:
-        a.allocate(sizes[i])
-    assert a.capacity == 16 * MiB
+    def __init__(self):
+        self.bytes = 0
+
+    def grow(self, new_total):
+        self.bytes = max(self.bytes, new_total)
+        return self.bytes
+
+
+def _grown(sizes_per_step, limit=1 << 40):
+    """The totals held after each step of ``sizes_per_step`` (each step's tensors live together,
+    then die), with TF's BFC regions."""
+    r = _Held()
+    growth = allocator.BfcGrowth(r, limit)
+    a = allocator.Allocator("GPU_0_bfc", GPU0, 0, grow=growth)
+    totals = []
+    for sizes in sizes_per_step:
+        tokens = [a.allocate(n) for n in sizes]
+        for t in tokens:
+            a.free(t)
+        totals.append(a.capacity // MiB)
+    return totals, growth.regions
+
+
+def test_allow_growth_total_is_the_sum_of_doubling_regions():
+    """The notebook 02 program (steps of n x n floats, the `ones` and the product alive at
+    once): TF's BFC allocator holds 2, 14, 142 MiB - the sum of its regions - not 2/16/256."""
+    steps = [[256 * 256 * 4] * 2, [1024 * 1024 * 4] * 2, [4096 * 4096 * 4] * 2, [512 * 512 * 4]]
+    totals, regions = _grown(steps)
+    assert totals == [2, 14, 142, 142]  # never given back
+    assert [r // MiB for r in regions] == [2, 4, 8, 64, 64]
+
+
+def test_allow_growth_backs_off_to_the_request_when_the_region_does_not_fit():
+    """Like BFC's backpedal: the card has room for the tensor but not for the whole region."""
+
+    class Card(_Held):
+        def grow(self, new_total):
+            if new_total > 10 * MiB:  # another program holds the rest of the card
+                raise errors.ResourceExhaustedError(None, None, "CUDA_ERROR_OUT_OF_MEMORY")
+            return super().grow(new_total)
+
+    r = Card()
+    growth = allocator.BfcGrowth(r, 1 << 30)
+    a = allocator.Allocator("GPU_0_bfc", GPU0, 0, grow=growth)
+    a.allocate(3 * MiB)  # a 4 MiB region
+    a.allocate(5 * MiB)  # an 8 MiB region would need 12 MiB in all: 5 MiB instead
+    assert [n // MiB for n in growth.regions] == [4, 5] and a.capacity == 9 * MiB
+    with pytest.raises(errors.ResourceExhaustedError):
+        a.allocate(2 * MiB)  # not even the request fits now
+
+
+def test_allow_growth_stops_at_the_limit():
+    with pytest.raises(errors.ResourceExhaustedError, match="OOM when allocating") as e:
+        _grown([[3 * MiB], [3 * MiB, 3 * MiB]], limit=6 * MiB)
+    assert "may hold at most 6.00M" in str(e.value.__cause__)
 
 
 # -- the registry, in one process ---------------------------------------------------------------
@@ -416,31 +457,30 @@ def test_allow_growth_grows_and_never_shrinks():
         )
         t1 = a.allocate(1 * MiB)
         assert r.bytes == 2 * MiB == a.capacity
-        t2 = a.allocate(3 * MiB)
-        assert r.bytes == 4 * MiB == a.capacity == card_registry.used_bytes(0)
+        t2 = a.allocate(3 * MiB)  # no room left in the 2 MiB region: a second one, of 4 MiB
+        assert r.bytes == 6 * MiB == a.capacity == card_registry.used_bytes(0)
         a.free(t1)
         a.free(t2)
         assert a.bytes_in_use == 0
-        assert r.bytes == 4 * MiB == card_registry.used_bytes(0)  # nothing given back
-        assert r.grow(1 * MiB) == 4 * MiB  # growing down does nothing
+        assert r.bytes == 6 * MiB == card_registry.used_bytes(0)  # nothing given back
+        assert r.grow(1 * MiB) == 6 * MiB  # growing down does nothing
         # another program takes the rest of the card: growth now fails with the driver's error
-        other = card_registry.reserve(0, CARD, CARD - 4 * MiB, owner="greedy")
+        other = card_registry.reserve(0, CARD, CARD - 6 * MiB, owner="greedy")
         with pytest.raises(errors.ResourceExhaustedError) as e:
             a.allocate(8 * MiB, shape=(2 * MiB,), dtype_name="float32")
         assert str(e.value).startswith(
             "OOM when allocating tensor with shape[2097152] and type float on " + GPU0
         )
-        assert "CUDA_ERROR_OUT_OF_MEMORY" in str(e.value.__cause__)
-        # growing to the 8 MiB needed takes 4 MiB more, and the card has none left
+        # the next region (8 MiB, which holds the request) does not fit on the full card
         cause = str(e.value.__cause__)
         assert cause.startswith(
-            "failed to allocate 4.00M (4194304 bytes) from device: "
+            "failed to allocate 8.00M (8388608 bytes) from device: "
             "CUDA_ERROR_OUT_OF_MEMORY\nGPU 0: 0B free of 4.00G"
         )
-        assert "pid %d (greedy) 4.00G" % os.getpid() in cause
+        assert "pid %d (greedy) 3.99G" % os.getpid() in cause
         with pytest.raises(errors.ResourceExhaustedError, match="greedy"):
-            r.grow(5 * MiB)
-        assert r.bytes == 4 * MiB
+            r.grow(7 * MiB)
+        assert r.bytes == 6 * MiB
     finally:
         r.release()
         if other is not None:

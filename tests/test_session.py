@@ -749,8 +749,9 @@ def test_device_count_cpu_three(capsys):
 
 def test_visible_device_list_maps_gpu0_to_card1(capsys):
     """§5.3: visible_device_list='1' makes physical card 1 the session's GPU:0."""
-    tf.Session(config=log_config()).close()
-    card1_bus = pci_bus_id(mapping(capsys.readouterr().out)[GPU1])
+    from minitf.runtime import devices
+
+    card1_bus = devices.visible_gpus()[1].pci_bus_id
     cfg = log_config(gpu_options=tf.GPUOptions(visible_device_list="1"))
     sess = tf.Session(config=cfg)
     m = mapping(capsys.readouterr().out)
@@ -759,6 +760,27 @@ def test_visible_device_list_maps_gpu0_to_card1(capsys):
     assert pci_bus_id(m[GPU0]) == card1_bus
     assert sorted(d.name for d in sess.list_devices()) == [CPU0, GPU0]
     sess.close()
+
+
+def test_a_different_visible_device_list_in_the_same_process_is_rejected():
+    """TF 1.x fixes a process's GPU ids at its first session: a later session whose
+    visible_device_list maps GPU:0 to another card fails (tensorflow#19083); the same list
+    again, or a new machine (emulate_gpus), is fine."""
+    one = tf.ConfigProto(gpu_options=tf.GPUOptions(visible_device_list="1"))
+    tf.Session(config=one).close()
+    with pytest.raises(tf.errors.AlreadyExistsError) as e:
+        tf.Session(config=tf.ConfigProto(gpu_options=tf.GPUOptions(visible_device_list="0")))
+    assert str(e.value).startswith(
+        "TensorFlow device (GPU:0) is being mapped to multiple CUDA devices (0 now, and 1 "
+        "previously), which is not supported. This may be the result of providing different "
+        "GPU configurations (ConfigProto.gpu_options, for example different "
+        "visible_device_list) when creating multiple Sessions in the same process."
+    )
+    with pytest.raises(tf.errors.AlreadyExistsError):
+        tf.Session()  # the default list maps GPU:0 to card 0 too
+    tf.Session(config=one).close()
+    tf.config.emulate_gpus(2)  # a new machine: its ids are free again
+    tf.Session().close()
 
 
 @pytest.mark.parametrize(

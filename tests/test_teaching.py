@@ -1,8 +1,12 @@
+import os
 import socket
 
+import numpy as np
 import pytest
 
+import minitf as tf
 from minitf import teaching
+from minitf.viz import MemoryView, StackView
 
 
 def test_local_addresses_are_bindable_loopback_ports():
@@ -18,6 +22,130 @@ def test_local_addresses_are_bindable_loopback_ports():
 def test_local_addresses_rejects_negative_count():
     with pytest.raises(ValueError, match="count must be >= 0"):
         teaching.local_addresses(-1)
+
+
+def test_device_check_says_where_the_cards_come_from(capsys, monkeypatch):
+    monkeypatch.delenv("MINITF_EMULATED_GPUS", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    teaching.device_check()
+    assert capsys.readouterr().out.splitlines() == [
+        "No CUDA driver: minitf emulates 2 GPU card(s) of 4 GiB each (the default).",
+        "This process sees 2 GPU device(s).",
+    ]
+    tf.config.emulate_gpus(0)
+    teaching.device_check()
+    assert "No GPU at all" in capsys.readouterr().out
+
+
+def test_software_stack_and_its_figure_12_2_view():
+    floors = teaching.software_stack()
+    assert [f[0] for f in floors][0] == "Your code" and floors[-1][0] == "GPU cards"
+    assert floors[-1] == ("GPU cards", "2 emulated card(s) of 4 GiB", True)
+    assert ("CUDA driver", "not found (no NVIDIA driver)", False) in floors
+    svg = StackView(floors).to_svg()
+    assert "Figure 12-2: the software stack" in svg
+    assert svg.count("<rect") == len(floors) and 'stroke-dasharray="4,3"' in svg  # driver absent
+    assert StackView([("a", "<b>", True)], title="T").to_svg().count("&lt;b&gt;") == 1
+
+
+def test_memory_view_names_its_figure():
+    data = [
+        {
+            "id": 0,
+            "name": "g",
+            "emulated": True,
+            "memory_total": 100,
+            "memory_used": 0,
+            "memory_free": 100,
+            "processes": [],
+            "bus_id": "0000:01:00.0",
+        }
+    ]
+    assert (
+        "Figure 12-4: two programs"
+        in MemoryView(data, in_use={}, title="Figure 12-4: two programs").to_svg()
+    )
+    assert ">GPU memory<" in MemoryView(data, in_use={}).to_svg()
+
+
+def test_traced_run_times_and_traces_a_step():
+    g = tf.Graph()
+    with g.as_default(), tf.device("/cpu:0"):
+        x = tf.constant(np.ones((8, 8), np.float32))
+        y = tf.matmul(x, x)
+    best, md = teaching.traced_run(g, y, inter=1, intra=1, repeats=2)
+    assert best > 0
+    assert teaching.threads_used(md) == ["inter-op #0"]
+    assert teaching.threads_used(md, "NoSuchOp") == []
+
+
+GROWING = """
+import sys
+import minitf as tf
+sess = tf.Session()
+print("visible", len(sess.list_devices()) - 1)
+print("running", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.cluster
+def test_program_lab_runs_programs_side_by_side_and_stops_them(no_child_process_left, monkeypatch):
+    monkeypatch.setenv("MINITF_STATE_DIR", os.environ.get("MINITF_STATE_DIR", ""))  # restored
+    lab = teaching.ProgramLab("minitf-test-lab-", cards=3)
+    try:
+        lab.write("p.py", GROWING)
+        with lab.running() as procs:
+            procs.append(lab.start("p.py", CUDA_VISIBLE_DEVICES="2,0"))
+            out = lab.read_until(procs[-1])
+            assert procs[-1].poll() is None  # still running
+        assert procs[-1].returncode == 0  # stopped when the block ended
+        lines = out.splitlines()
+        assert lines[-2:] == ["visible 2", "running"]
+        # every session logs its GPUs, as TF does (device numbers are the program's own)
+        assert [ln.split(" (")[0] for ln in lines[:2]] == ["Creating TensorFlow device"] * 2
+        assert "pci bus id: 0000:03:00.0" in lines[0]  # /gpu:0 is physical card 2
+        assert [c["id"] for c in lab.machine()] == [0, 1, 2]
+        assert "MINITF-SMI" in lab.smi()
+        assert lab.cards_seen("2,0") == {"/device:GPU:0": 2, "/device:GPU:1": 0}
+        assert lab.cards_seen(None, "1") == {"/device:GPU:0": 1}
+        with pytest.raises(RuntimeError, match="visible_device_list"):
+            lab.cards_seen(None, "7")
+    finally:
+        lab.cleanup()
+    assert not os.path.exists(lab.folder)
+
+
+@pytest.mark.cluster
+def test_read_until_gives_up_on_a_silent_program(no_child_process_left, monkeypatch):
+    monkeypatch.setenv("MINITF_STATE_DIR", os.environ.get("MINITF_STATE_DIR", ""))  # restored
+    lab = teaching.ProgramLab("minitf-test-lab-")
+    try:
+        lab.write("quiet.py", "import sys\nsys.stdin.read()\n")
+        with lab.running() as procs:
+            procs.append(lab.start("quiet.py"))
+            with pytest.raises(TimeoutError, match="no 'running' from the program"):
+                lab.read_until(procs[-1], timeout=0.5)
+        lab.write("exits.py", "print('bye')\n")
+        with lab.running() as procs:
+            procs.append(lab.start("exits.py"))
+            assert lab.read_until(procs[-1]) == "bye"  # it exited without the marker
+    finally:
+        lab.cleanup()
+
+
+def test_held_by_groups_memory_by_program():
+    data = [
+        {"id": 0, "processes": [{"name": "python3 a.py", "memory": 3 * 2**20}]},
+        {
+            "id": 1,
+            "processes": [
+                {"name": "python3 a.py", "memory": 2**20},
+                {"name": "python3 b.py", "memory": 0},
+            ],
+        },
+    ]
+    assert teaching.ProgramLab.held_by(data) == {"a.py": {0: 3, 1: 1}, "b.py": {1: 0}}
 
 
 @pytest.mark.cluster

@@ -13,7 +13,8 @@ minitf computes each of them (the process's use of them is ``runtime/gpu_process
    card: two such programs fit, a third gets the error above (Figure 12-4).
    :class:`GpuMemoryPolicy` turns the options into a number of bytes (:func:`reservation_size`).
 3. ``gpu_options.allow_growth=True`` starts with nothing and grows on demand, but never gives
-   memory back (:func:`next_growth`, :func:`growth_callback`).
+   memory back (:func:`next_region`, :class:`BfcGrowth`): regions double, the total is
+   their sum, as TF's BFC allocator reports it.
 
 Inside a process, each device's :class:`Allocator` (TF's ``GPU_0_bfc``) accounts for the
 tensors living in its share of the card; going over raises TF's ``OOM when allocating tensor
@@ -23,7 +24,6 @@ with shape[...]`` error.  Amounts are written as TF writes them: :func:`human_re
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 from collections.abc import Callable
@@ -125,8 +125,8 @@ class Allocator:
     /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc (requested 16777216
     bytes, in use 0 of 8388608 bytes)``.  The executor adds the ``[[node ...]]`` marker.
 
-    ``grow``: optional callable ``grow(needed_capacity) -> new_capacity`` asked for more room
-    before giving up (allow_growth: see :func:`growth_callback`); it may raise
+    ``grow``: optional callable ``grow(needed_capacity, request) -> new_capacity`` asked for
+    more room before giving up (allow_growth: see :func:`growth_callback`); it may raise
     ResourceExhaustedError, which becomes the ``__cause__`` of the OOM error.
 
     Every method is thread-safe (the executor's threads allocate concurrently).
@@ -137,7 +137,7 @@ class Allocator:
         name: str,
         device_name: str,
         capacity_bytes: int,
-        grow: Callable[[int], int] | None = None,
+        grow: Callable[[int, int], int] | None = None,
     ) -> None:
         if capacity_bytes < 0:
             raise ValueError("capacity_bytes must be >= 0, got %r" % (capacity_bytes,))
@@ -234,7 +234,7 @@ class Allocator:
             needed = self._in_use + nbytes
             if needed > self._capacity and self._grow is not None:
                 try:
-                    new_capacity = int(self._grow(needed))
+                    new_capacity = int(self._grow(needed, nbytes))
                     if new_capacity > self._capacity:
                         self._capacity = new_capacity
                 except errors.ResourceExhaustedError as e:
@@ -418,50 +418,71 @@ def reservation_size(
     return GpuMemoryPolicy(capacity, gpu_options_like, free_bytes, memory_limit).initial_bytes
 
 
-def next_growth(current_total: int, needed_total: int, limit: int) -> int | None:
-    """allow_growth: the new reservation when ``needed_total`` bytes do not fit in
-    ``current_total``: the smallest of 2 MiB, 4 MiB, 8 MiB ... (2 MiB times a power of two) that
-    holds ``needed_total``, never more than ``limit``; ``None`` when even ``limit`` is too
-    small.  Never shrinks.
+def next_region(region_bytes: int, request: int) -> tuple[int, int]:
+    """allow_growth, one step of TF's ``BFCAllocator::Extend``: ``(new region, next region
+    size)`` for a ``request`` that fits in no region held so far.
 
-    (TF's BFC allocator sizes each new region the same way: it doubles the region size until
-    the request fits, never sizing a region to the exact request.)  So where a reservation
-    ends depends only on the most a step has needed, not on the order in which the step's
-    concurrent ops happened to allocate.
+    ``region_bytes`` is the size the allocator means to use for its next region (2 MiB at
+    first).  When the request does not fit in it, the size doubles until it does and the new
+    region has that size; otherwise the region has ``region_bytes`` and the size doubles for
+    the region after.  Regions add up: the process holds the *sum* of its regions (2, 2 + 4,
+    2 + 4 + 8 ... MiB), not the size of the last one.
     """
-    if needed_total <= current_total:
-        return current_total
-    if needed_total > limit:
-        return None
-    target = GROWTH_FIRST_REGION
-    while target < needed_total:
-        target *= 2
-    return min(limit, target)
+    if request <= region_bytes:
+        return region_bytes, region_bytes * 2
+    while region_bytes < request:
+        region_bytes *= 2
+    return region_bytes, region_bytes
 
 
-def growth_callback(reservation: Reservation, limit: int) -> Callable[[int], int]:
-    """The ``grow`` callable of an allow_growth :class:`Allocator`: grows ``reservation`` in the
-    registry (:func:`next_growth`, up to ``limit``) and returns the new capacity.
+class BfcGrowth:
+    """The ``grow`` callable of an allow_growth :class:`Allocator`: adds TF BFC regions
+    (:func:`next_region`) to a card ``reservation``, never past ``limit`` bytes in all.
 
-    Like TF's allocator it backs off to exactly what is needed when the doubled amount does not
-    fit on the card; if even that fails, the registry's CUDA_ERROR_OUT_OF_MEMORY error is raised.
+    Called with ``(needed_total, request)`` when a ``request``-byte tensor does not fit in the
+    free room; one new region always holds the request, as in TF, where a tensor never spans two
+    regions.  Like TF it backs off to exactly the request when the region does not fit on the
+    card; if even that fails, the registry's CUDA_ERROR_OUT_OF_MEMORY error is raised.  The
+    order of a step's allocations can change where the total ends (TF's too: the book calls
+    allow_growth less deterministic).
     """
-    return functools.partial(_grow_reservation, reservation, limit)
+
+    def __init__(self, reservation: Reservation, limit: int) -> None:
+        self.reservation = reservation
+        self.limit = int(limit)
+        self.region_bytes = GROWTH_FIRST_REGION
+        self.regions: list[int] = []  # the sizes of the regions added so far, in order
+
+    def __call__(self, needed_total: int, request: int) -> int:
+        held = self.reservation.bytes
+        if needed_total <= held:
+            return held
+        region, following = next_region(self.region_bytes, max(int(request), 1))
+        region = min(region, self.limit - held)
+        if region < request:
+            raise errors.ResourceExhaustedError(
+                None,
+                None,
+                "allow_growth: %s needed but this process may hold at most %s of GPU %d"
+                % (
+                    describe_size(held + request),
+                    describe_size(self.limit),
+                    self.reservation.card_id,
+                ),
+            )
+        try:
+            total = self.reservation.grow(held + region)
+        except errors.ResourceExhaustedError:
+            if region == request:
+                raise
+            region = int(request)
+            total = self.reservation.grow(held + region)
+        self.region_bytes = following
+        self.regions.append(region)
+        return total
 
 
-def _grow_reservation(reservation: Reservation, limit: int, needed_total: int) -> int:
-    """One call of a :func:`growth_callback`: ``reservation`` grown to hold ``needed_total``."""
-    target = next_growth(reservation.bytes, needed_total, limit)
-    if target is None:
-        raise errors.ResourceExhaustedError(
-            None,
-            None,
-            "allow_growth: %s needed but this process may hold at most %s of "
-            "GPU %d" % (describe_size(needed_total), describe_size(limit), reservation.card_id),
-        )
-    try:
-        return reservation.grow(target)
-    except errors.ResourceExhaustedError:
-        if target == needed_total:
-            raise
-        return reservation.grow(needed_total)
+def growth_callback(reservation: Reservation, limit: int) -> BfcGrowth:
+    """The ``grow`` callable of an allow_growth allocator on ``reservation`` (a
+    :class:`BfcGrowth`)."""
+    return BfcGrowth(reservation, limit)

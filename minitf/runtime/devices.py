@@ -174,6 +174,42 @@ def _visible_device_list(spec, count):
     )
 
 
+# TF's GpuIdManager: which CUDA device (platform id) each TF GPU id of this process stands for.
+# The first session fixes it; a later session (or list_local_devices) that maps a GPU id to
+# another card fails, as in TF 1.x.  emulate_gpus (a new machine) and release_gpu_memory clear it.
+_gpu_ids: dict[int, int] = {}
+_gpu_ids_machine = [mconfig.machine_generation()]  # the machine _gpu_ids belongs to
+
+_GPU_ID_CONFLICT = (
+    "TensorFlow device (GPU:%d) is being mapped to multiple CUDA devices (%d now, and %d "
+    "previously), which is not supported. This may be the result of providing different GPU "
+    "configurations (ConfigProto.gpu_options, for example different visible_device_list) when "
+    "creating multiple Sessions in the same process. This is not  currently supported, see "
+    "https://github.com/tensorflow/tensorflow/issues/19083"
+)
+
+
+def record_gpu_ids(pairs: Iterable[tuple[int, int]]) -> None:
+    """Records ``(tf gpu id, platform gpu id)`` pairs of a new set of devices; a TF GPU id
+    already mapped to another card raises TF's AlreadyExistsError (nothing is recorded then)."""
+    pairs = list(pairs)
+    if _gpu_ids_machine[0] != mconfig.machine_generation():  # emulate_gpus made a new machine
+        forget_gpu_ids()
+    for tf_id, platform_id in pairs:
+        before = _gpu_ids.get(tf_id, platform_id)
+        if before != platform_id:
+            raise errors.AlreadyExistsError(
+                None, None, _GPU_ID_CONFLICT % (tf_id, platform_id, before)
+            )
+    _gpu_ids.update(pairs)
+
+
+def forget_gpu_ids() -> None:
+    """Forgets the process's GPU id mapping (a new machine, or tests that restart)."""
+    _gpu_ids.clear()
+    _gpu_ids_machine[0] = mconfig.machine_generation()
+
+
 class DeviceAttributes:
     """What ``sess.list_devices()`` returns per device (TF's ``_DeviceAttributes``)."""
 
@@ -280,6 +316,7 @@ def local_devices(
             )
             d.slot, d.platform_id = slot, i
             devices.append(d)
+    record_gpu_ids((d.index, d.platform_id) for d in devices if d.device_type == "GPU")
     return devices
 
 

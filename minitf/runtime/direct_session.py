@@ -11,6 +11,7 @@ It is registered as the ``DIRECT_SESSION`` factory of ``session.py`` for the tar
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections.abc import Sequence
@@ -51,6 +52,21 @@ def _fetched(value, device, owned):
     return value
 
 
+def _log_creation(devices, config) -> None:
+    """TF logs a ``Creating TensorFlow device`` line per GPU at every session creation (a C++
+    INFO line on stderr: ``TF_CPP_MIN_LOG_LEVEL`` >= 1 hides it).  minitf writes them to stderr
+    too, except inside a notebook kernel, where they would fill every cell; there (and always
+    with ``log_device_placement``) they come with the ``Device mapping:`` block on stdout."""
+    created = gpu_process_state.creation_lines(devices, config.gpu_options)
+    if not cpp_log_level.shown(cpp_log_level.INFO):
+        created = []
+    if config.log_device_placement:
+        placer.print_log(created + devices_mod.device_mapping_lines(devices))
+    elif created and "ipykernel" not in sys.modules:
+        sys.stderr.write("".join(line + "\n" for line in created))
+        sys.stderr.flush()
+
+
 class DirectSession:
     """Places a graph on the devices of this process and runs steps of it."""
 
@@ -74,13 +90,7 @@ class DirectSession:
         self._pool_sets, self._owned_pools = pools.session_pools(config)
         self._op_timeout = config.operation_timeout_in_ms
         self._running = set()  # the StepContexts of the steps running now
-        if config.log_device_placement:
-            # "Creating TensorFlow device" is a C++ INFO line: TF_CPP_MIN_LOG_LEVEL >= 1 hides it
-            created = gpu_process_state.creation_lines(self.devices, config.gpu_options)
-            placer.print_log(
-                (created if cpp_log_level.shown(cpp_log_level.INFO) else [])
-                + devices_mod.device_mapping_lines(self.devices)
-            )
+        _log_creation(self.devices, config)
         _live.add(self)
 
     def list_devices(self) -> list[devices_mod.DeviceAttributes]:

@@ -130,7 +130,11 @@ def process_gpu_allocators() -> dict[int, list[Allocator]]:
 
 
 def release_gpu_memory() -> None:
-    """Gives this process's card reservations back (tests and notebooks that restart)."""
+    """Gives this process's card reservations back and forgets its GPU id mapping (tests and
+    notebooks that restart)."""
+    from minitf.runtime import devices
+
+    devices.forget_gpu_ids()
     with _process_gpu_lock:
         for reservation, _ in _process_gpus.values():
             if reservation is not None:

@@ -2,7 +2,8 @@
 
 * :class:`GraphView` -- ops coloured and grouped by device (Figure 12-1);
 * :class:`TimelineView` -- which thread of which device ran which op when (Figure 12-5);
-* :class:`MemoryView` -- each card's memory by process (Figure 12-4);
+* :class:`MemoryView` -- each card's memory by process (Figures 12-3, 12-4);
+* :class:`StackView` -- the software stack of this machine (Figure 12-2);
 * :class:`ClusterView` -- machines, tasks, where variables live, bytes between tasks
   (Figure 12-6);
 * :class:`QueueView` -- each queue of a session: fill, rates in and out, blocked producers
@@ -24,6 +25,7 @@ from minitf.viz.cluster_view import ClusterView
 from minitf.viz.graph_view import GraphView
 from minitf.viz.memory_view import MemoryView
 from minitf.viz.queue_view import QueueView
+from minitf.viz.stack_view import StackView
 from minitf.viz.timeline_view import TimelineView
 from minitf.viz.training_curves import TrainingCurves
 from minitf.viz.training_dashboard import TrainingDashboard
@@ -34,6 +36,7 @@ __all__ = [
     "MemoryView",
     "PlacementExplorer",
     "QueueView",
+    "StackView",
     "StepThrough",
     "TimelineView",
     "TrainingCurves",

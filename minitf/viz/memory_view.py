@@ -29,10 +29,11 @@ class MemoryView(SavesToFile):
 
     ``data``: cards as ``minitf.smi.smi_data()`` returns them (read now when omitted);
     ``this_pid``: the process to mark (default: this one); ``in_use``: {card id: (bytes in
-    use, peak bytes)} of that process's tensors (default: this process's allocators).
+    use, peak bytes)} of that process's tensors (default: this process's allocators);
+    ``title``: the heading (default "GPU memory"; notebooks name the figure it draws).
     """
 
-    def __init__(self, data=None, this_pid=None, in_use=None):
+    def __init__(self, data=None, this_pid=None, in_use=None, title=None):
         if data is None:
             from minitf.runtime import devices
 
@@ -45,6 +46,7 @@ class MemoryView(SavesToFile):
                 for k, al in gpu_process_state.process_gpu_allocators().items()
             }
         self.data = data
+        self.title = "GPU memory" if title is None else str(title)
         self.this_pid = os.getpid() if this_pid is None else this_pid
         self.in_use = in_use
         pids = sorted({p["pid"] for card in data for p in card["processes"]})
@@ -56,7 +58,7 @@ class MemoryView(SavesToFile):
         out = [
             '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
             'font-family="sans-serif" font-size="12">' % (width, height),
-            '<text x="10" y="20" font-size="14" font-weight="bold">GPU memory</text>',
+            '<text x="10" y="20" font-size="14" font-weight="bold">%s</text>' % escape(self.title),
         ]
         if not self.data:
             out.append('<text x="10" y="50">No GPU card in this process (CPU only).</text>')
