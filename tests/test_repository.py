@@ -100,3 +100,21 @@ def test_the_design_doc_names_every_module_and_no_other():
     named = {n[len("minitf/") :] if n.startswith("minitf/") else n for n in named}
     assert sorted(modules - named) == [], "modules missing from docs/design.md"
     assert sorted(named - modules) == [], "docs/design.md names modules that do not exist"
+
+
+def test_every_notebook_is_committed_as_run_top_to_bottom_in_one_kernel():
+    """nbval compares outputs but passes a notebook saved with none: a notebook whose code cells
+    are not numbered 1, 2, ..., n was saved unexecuted, partly executed or out of order."""
+    import json
+
+    notebooks = sorted(
+        p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+    )
+    assert notebooks
+    wrong = {}
+    for path in notebooks:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        counts = [c.get("execution_count") for c in cells if c["cell_type"] == "code"]
+        if counts != list(range(1, len(counts) + 1)):
+            wrong[path.relative_to(ROOT).as_posix()] = counts
+    assert not wrong, "refresh these notebooks with nbconvert --execute: %s" % wrong
