@@ -33,25 +33,35 @@ from minitf.kernels.sendrecv_kernels import edge_key
 from minitf.runtime import device_name_utils as dnu
 
 _STALE_SECONDS = 600.0
+#: Aborted steps whose error a late peer still gets (the newest ones); their tables are gone.
+_ABORTED_KEPT = 1024
 
 
 class RendezvousMgr:
     """The :class:`LocalRendezvous` of every step a worker runs, by step id.  A step's table
-    goes once the step has ended here and peers took everything it sent; tables of steps
-    aborted (or never taken from) are swept after a while."""
+    goes once the step has ended here and peers took everything it sent, or at once when the
+    step ended aborted (TF's worker cleans up an aborted step's rendezvous): then only its
+    error stays, among the last :data:`_ABORTED_KEPT` aborted steps', so that a peer asking
+    late fails with it instead of waiting.  Tables never taken from are swept after a while."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._steps: dict[int, LocalRendezvous] = {}
         self._ended: set[int] = set()
+        self._aborted: dict[int, errors.OpError] = {}  # step id -> error, oldest first
         self._last_sweep = time.monotonic()
 
     def find(self, step_id: int) -> LocalRendezvous:
-        """The step's rendezvous (made on first use: a peer may ask before the step starts)."""
+        """The step's rendezvous (made on first use: a peer may ask before the step starts;
+        made aborted for a step that ended aborted)."""
         with self._lock:
             r = self._steps.get(step_id)
             if r is None:
                 r = self._steps[step_id] = LocalRendezvous()
+                error = self._aborted.get(step_id)
+                if error is not None:
+                    r.abort(error)
+                    self._ended.add(step_id)  # it goes when this late caller is done
             return r
 
     def recv(self, step_id: int, key: str, timeout: float):
@@ -98,6 +108,11 @@ class RendezvousMgr:
 
     def abort(self, step_id: int, error: errors.OpError) -> None:
         self.find(step_id).abort(error)
+        with self._lock:
+            self._aborted.setdefault(step_id, error)
+            while len(self._aborted) > _ABORTED_KEPT:
+                del self._aborted[next(iter(self._aborted))]
+        self._drop_if_empty(step_id, self._steps.get(step_id))
 
     def finish(self, step_id: int) -> None:
         """The step ended here: its table goes once peers took everything it sent; stale
@@ -122,8 +137,7 @@ class RendezvousMgr:
             if (
                 step_id in self._ended
                 and self._steps.get(step_id) is r
-                and r.pending() == 0
-                and r.aborted is None
+                and (r.pending() == 0 or r.aborted is not None)
             ):
                 del self._steps[step_id]
                 self._ended.discard(step_id)
