@@ -48,7 +48,9 @@ class RendezvousMgr:
         self._lock = threading.Lock()
         self._steps: dict[int, LocalRendezvous] = {}
         self._ended: set[int] = set()
-        self._aborted: dict[int, errors.OpError] = {}  # step id -> error, oldest first
+        # step id -> (error class, message, derived), oldest first: not the error itself, which
+        # once raised holds the failed step's frames (and their tensors) in its traceback
+        self._aborted: dict[int, tuple] = {}
         self._last_sweep = time.monotonic()
 
     def find(self, step_id: int) -> LocalRendezvous:
@@ -58,8 +60,10 @@ class RendezvousMgr:
             r = self._steps.get(step_id)
             if r is None:
                 r = self._steps[step_id] = LocalRendezvous()
-                error = self._aborted.get(step_id)
-                if error is not None:
+                kept = self._aborted.get(step_id)
+                if kept is not None:
+                    error = kept[0](None, None, kept[1])
+                    error.derived = kept[2]
                     r.abort(error)
                     self._ended.add(step_id)  # it goes when this late caller is done
             return r
@@ -109,7 +113,9 @@ class RendezvousMgr:
     def abort(self, step_id: int, error: errors.OpError) -> None:
         self.find(step_id).abort(error)
         with self._lock:
-            self._aborted.setdefault(step_id, error)
+            self._aborted.setdefault(
+                step_id, (type(error), error.message, getattr(error, "derived", False))
+            )
             while len(self._aborted) > _ABORTED_KEPT:
                 del self._aborted[next(iter(self._aborted))]
         self._drop_if_empty(step_id, self._steps.get(step_id))
