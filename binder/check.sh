@@ -2,7 +2,9 @@
 # Builds the environment the way repo2docker does from this folder alone (no Docker): apt.txt
 # packages, a fresh virtual environment of runtime.txt's Python, requirements.txt installed
 # from the repository root, postBuild run with a private HOME; then runs every notebook in it
-# under `start`, with nbval comparing the committed outputs.  Called by .ci/run.
+# under `start`, with nbval comparing the committed outputs: two notebooks at a time, as
+# tests/test_notebooks.py runs them (pytest-xdist; notebooks/conftest.py gives each worker its
+# own MINITF_STATE_DIR and TMPDIR subfolder).  Called by .ci/run.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
@@ -23,10 +25,14 @@ python3 -m venv "$work/venv"
 HOME="$work/home" PATH="$work/venv/bin:$PATH" bash "$repo/binder/postBuild"
 grep -q "00_start_here.ipynb" "$work/home/.jupyter/jupyter_server_config.py"
 # only the test runner is added on top of exactly what Binder would have
-"$work/venv/bin/python" -m pip install -q "nbval>=0.11,<1" "pytest>=8,<10"
+"$work/venv/bin/python" -m pip install -q "nbval>=0.11,<1" "pytest>=8,<10" "pytest-xdist>=3.6,<4"
 cd "$repo"
+# --rootdir is the repository: node ids must stay notebooks/NN_x.ipynb::Cell k (a root outside it
+# gives every notebook the same ids, and xdist then runs the wrong cells); -c /dev/null keeps
+# pyproject.toml's pytest settings out, so only Binder's packages and these options count
 HOME="$work/home" PATH="$work/venv/bin:$PATH" MINITF_STATE_DIR="$work/state" \
     NUMBA_ENABLE_CUDASIM=1 TMPDIR="$work" \
-    bash binder/start python -m pytest -q -p no:cacheprovider --nbval-current-env \
+    bash binder/start python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile \
+    --nbval-current-env \
     --nbval notebooks --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
-    --rootdir "$work" -c /dev/null 2>&1 | tail -40
+    --rootdir "$repo" -c /dev/null 2>&1 | tail -40
