@@ -44,3 +44,39 @@ def test_timed_out_steps_with_a_large_feed_leave_no_memory_behind():
     with LocalCluster({"worker": 1}) as lc:
         growth = timed_out_steps_growth(lc.target("worker"), lc.pid("worker"), 5)
     assert growth < 64 * MIB, "worker grew by %d MiB over 5 timed-out steps" % (growth // MIB)
+
+
+def test_failed_steps_leave_no_grpc_call_behind():
+    """Issue 24: a step failing on the ps while the worker waits for its tensor.  The worker's
+    RecvTensors call to the ps is cancelled; a single-threaded stream reads its last events
+    only when asked (rendezvous_mgr._end_call), else gRPC kept each such call's C state (its
+    ``_CallState``, about 10 KB of the process) for good."""
+    import gc
+
+    from minitf.distributed.local_cluster import free_port
+
+    spec = {"ps": ["127.0.0.1:%d" % free_port()], "worker": ["127.0.0.1:%d" % free_port()]}
+    servers = [tf.train.Server(spec, job_name=j, task_index=0) for j in ("ps", "worker")]
+    try:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                x = tf.placeholder(tf.float32, [None], name="x")
+                s = tf.reduce_sum(tf.reshape(x, [8]), name="s")  # fails unless 8 are fed
+            with tf.device("/job:worker/task:0"):
+                y = tf.identity(tf.reshape(s, [1, 1]) + 1.0, name="y")
+            with tf.Session(servers[1].target) as sess:
+
+                def fail(n):
+                    for _ in range(n):
+                        with pytest.raises(tf.errors.InvalidArgumentError):
+                            sess.run(y, {x: np.ones(3, np.float32)})
+                    gc.collect()
+                    return sum(type(o).__name__ == "_CallState" for o in gc.get_objects())
+
+                before = fail(20)
+                after = fail(200)
+                assert sess.run(s, {x: np.ones(8, np.float32)}) == 8.0
+    finally:
+        for server in servers:
+            server.stop()
+    assert after - before < 10  # it was about one a failed step in three

@@ -217,3 +217,15 @@ def test_glossary_is_linked_and_covers_the_chapter_words():
         "tower",
     ):
         assert re.search(r"^\| [^|]*%s" % re.escape(term), text, re.M), term
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(NOTEBOOKS.glob("*.ipynb")) + sorted(NOTEBOOKS.glob("solutions/*.ipynb")),
+    ids=lambda p: p.name,
+)
+def test_no_notebook_shows_a_test_marker(path):
+    """Every notebook, not only 00-05: nbval's options live in cell tags, not in the code."""
+    for i, cell in enumerate(cells(path)):
+        if cell["cell_type"] == "code":
+            assert "NBVAL_" not in source(cell), "%s cell %d: use a cell tag" % (path.name, i)

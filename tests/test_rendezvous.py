@@ -5,6 +5,7 @@ Book sections: "Placing Operations on Devices" and "The Master and Worker Servic
 
 import threading
 
+import numpy as np
 import pytest
 
 import minitf as tf
@@ -126,3 +127,44 @@ def test_a_peer_answers_several_keys_as_they_are_sent():
     for bad in ([a, a], ["nope"]):
         with pytest.raises(tf.errors.InvalidArgumentError):
             next(mgr.recv_many(5, bad, time.monotonic() + 30, lambda fn: None))
+
+
+def test_an_aborted_step_keeps_only_its_error_and_only_the_newest_ones():
+    """Issue 24: an aborted step's table goes when the step ends on the worker (TF's worker
+    cleans up its rendezvous); a peer asking late still fails at once with the step's error,
+    and after many failed steps the memory held stays flat."""
+    import time
+    import tracemalloc
+
+    from minitf.distributed import rendezvous_mgr
+    from minitf.distributed.rendezvous_mgr import RendezvousMgr
+
+    mgr = RendezvousMgr()
+    a = _key("a:0")
+
+    def failed_step(step_id):
+        mgr.find(step_id).send(a, np.ones(4, np.float32))
+        mgr.abort(step_id, tf.errors.InvalidArgumentError(None, None, "step %d failed" % step_id))
+        mgr.finish(step_id)
+
+    failed_step(1)
+    assert 1 not in mgr._steps
+    with pytest.raises(tf.errors.InvalidArgumentError, match="step 1 failed"):
+        mgr.recv(1, a, 30)  # at once, not after 30 s
+    with pytest.raises(tf.errors.InvalidArgumentError, match="step 1 failed"):
+        next(mgr.recv_many(1, [a], time.monotonic() + 30, lambda fn: None))
+    assert 1 not in mgr._steps  # the late callers' table went with them
+
+    tracemalloc.start()
+    try:
+        for i in range(2, 2 + 2 * rendezvous_mgr._ABORTED_KEPT):
+            failed_step(i)  # the kept errors are now ones made while tracing
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(10_000, 15_000):
+            failed_step(i)
+        growth = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert growth < 64 * 1024, growth  # flat: 5,000 more failed steps hold nothing more
+    assert not mgr._steps and len(mgr._aborted) == rendezvous_mgr._ABORTED_KEPT
+    assert 1 not in mgr._aborted and 14_999 in mgr._aborted

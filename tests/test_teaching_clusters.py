@@ -22,15 +22,6 @@ from minitf.viz.routing import rects_meet, segment_rect, segments
 GPU_LESS_PS = {"ps": tf.ConfigProto(device_count={"GPU": 0})}
 
 
-@pytest.fixture
-def two_gpus():
-    tf.config.emulate_gpus(2)
-    try:
-        yield
-    finally:
-        tf.config.emulate_gpus(None)
-
-
 @pytest.mark.usefixtures("no_thread_left")
 def test_in_process_cluster_stops_every_server_even_on_error(two_gpus):
     """The helper yields one started server per task, with a GPU-less ps when asked, and stops

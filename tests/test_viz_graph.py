@@ -556,3 +556,31 @@ def test_two_thousand_ops_render_both_ways(tmp_path, monkeypatch):
     small = GraphView(g)
     assert small.node_count <= 400
     svg_nodes(small.to_svg())
+
+
+@pytest.mark.slow
+def test_the_webassembly_engine_is_freed_at_exit_while_the_interpreter_still_works():
+    """wasmtime's objects left to interpreter teardown print "Exception ignored ... TypeError"
+    on exit (seen at the end of a pytest run); minitf frees its engine in an atexit hook."""
+    import subprocess
+
+    code = (
+        "import atexit\n"
+        "from minitf.viz import graphviz_render\n"
+        "print(graphviz_render.render_svg('digraph { a -> b }', renderer='wasm')[1])\n"
+        "print('engines before exit:', len(graphviz_render._wasm_backend))\n"
+        "atexit._run_exitfuncs()\n"
+        "print('engines after the exit hooks:', len(graphviz_render._wasm_backend))\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.abspath(tf.__file__)))
+    env = dict(os.environ, PYTHONPATH=root)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "wasm",
+        "engines before exit: 1",
+        "engines after the exit hooks: 0",
+    ], proc.stdout
+    assert "Exception ignored" not in proc.stderr, proc.stderr

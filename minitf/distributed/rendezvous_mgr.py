@@ -33,25 +33,39 @@ from minitf.kernels.sendrecv_kernels import edge_key
 from minitf.runtime import device_name_utils as dnu
 
 _STALE_SECONDS = 600.0
+#: Aborted steps whose error a late peer still gets (the newest ones); their tables are gone.
+_ABORTED_KEPT = 1024
 
 
 class RendezvousMgr:
     """The :class:`LocalRendezvous` of every step a worker runs, by step id.  A step's table
-    goes once the step has ended here and peers took everything it sent; tables of steps
-    aborted (or never taken from) are swept after a while."""
+    goes once the step has ended here and peers took everything it sent, or at once when the
+    step ended aborted (TF's worker cleans up an aborted step's rendezvous): then only its
+    error stays, among the last :data:`_ABORTED_KEPT` aborted steps', so that a peer asking
+    late fails with it instead of waiting.  Tables never taken from are swept after a while."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._steps: dict[int, LocalRendezvous] = {}
         self._ended: set[int] = set()
+        # step id -> (error class, message, derived), oldest first: not the error itself, which
+        # once raised holds the failed step's frames (and their tensors) in its traceback
+        self._aborted: dict[int, tuple] = {}
         self._last_sweep = time.monotonic()
 
     def find(self, step_id: int) -> LocalRendezvous:
-        """The step's rendezvous (made on first use: a peer may ask before the step starts)."""
+        """The step's rendezvous (made on first use: a peer may ask before the step starts;
+        made aborted for a step that ended aborted)."""
         with self._lock:
             r = self._steps.get(step_id)
             if r is None:
                 r = self._steps[step_id] = LocalRendezvous()
+                kept = self._aborted.get(step_id)
+                if kept is not None:
+                    error = kept[0](None, None, kept[1])
+                    error.derived = kept[2]
+                    r.abort(error)
+                    self._ended.add(step_id)  # it goes when this late caller is done
             return r
 
     def recv(self, step_id: int, key: str, timeout: float):
@@ -98,6 +112,13 @@ class RendezvousMgr:
 
     def abort(self, step_id: int, error: errors.OpError) -> None:
         self.find(step_id).abort(error)
+        with self._lock:
+            self._aborted.setdefault(
+                step_id, (type(error), error.message, getattr(error, "derived", False))
+            )
+            while len(self._aborted) > _ABORTED_KEPT:
+                del self._aborted[next(iter(self._aborted))]
+        self._drop_if_empty(step_id, self._steps.get(step_id))
 
     def finish(self, step_id: int) -> None:
         """The step ended here: its table goes once peers took everything it sent; stale
@@ -122,8 +143,7 @@ class RendezvousMgr:
             if (
                 step_id in self._ended
                 and self._steps.get(step_id) is r
-                and r.pending() == 0
-                and r.aborted is None
+                and (r.pending() == 0 or r.aborted is not None)
             ):
                 del self._steps[step_id]
                 self._ended.discard(step_id)
@@ -248,7 +268,7 @@ class RpcRendezvous:
             err.derived = True  # the peer's failure (or its absence) caused this one
             raise err from None
         finally:
-            call.cancel()  # (a no-op once it ended) a reader that stops early ends the call
+            _end_call(call)  # (a no-op once it ended) a reader that stops early ends the call
             with self._lock:
                 if call in self._calls:
                     self._calls.remove(call)
@@ -263,3 +283,23 @@ class RpcRendezvous:
             c.cancel()
         self._arrived.abort(error)
         self.worker.rendezvous.abort(self.step_id, error)
+
+
+def _end_call(call) -> None:
+    """Cancels a call and, for a single-threaded stream (the channel option workers use), takes
+    the events its cancellation completes.  Such a call reads its events only inside ``next()``;
+    cancelled, it is never read again, so without this its status stayed due and gRPC kept the
+    call's C state for good: about 10 KB a failed step on the master's task."""
+    call.cancel()
+    state = getattr(call, "_state", None)
+    next_event = getattr(getattr(call, "_call", None), "next_event", None)
+    if state is None or next_event is None:  # a multi-threaded call: gRPC reads its events
+        return
+    while True:
+        with state.condition:
+            if not state.due:
+                return
+        event = next_event()  # prompt: a cancelled call's operations all complete at once
+        with state.condition:
+            for op in event.batch_operations:
+                state.due.discard(op.type())

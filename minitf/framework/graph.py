@@ -63,7 +63,12 @@ def _user_frame():
         f = f.f_back
     if f is None:
         return ("<unknown>", 0)
-    return (f.f_code.co_filename, f.f_lineno)
+    where = (f.f_code.co_filename, f.f_lineno)
+    return _FRAMES.setdefault(where, where)  # shared: a loop's ops all come from one line
+
+
+#: The (filename, lineno) pairs ops were built at, one tuple each (bounded by the code's size).
+_FRAMES: dict = {}
 
 
 class NodeDef:

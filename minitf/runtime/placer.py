@@ -54,12 +54,20 @@ class _Group:
 
 
 class Placement:
-    """The result of placing a graph: ``device_of[op]`` and the log lines, in TF's order."""
+    """The result of placing a graph: ``device_of[op]`` and the log lines, in TF's order
+    (``assigned``: the ops in the order they were placed; the lines are written when asked
+    for, so a big graph placed without ``log_device_placement`` keeps no text per op)."""
 
-    def __init__(self, ops, device_of, log_lines):
+    def __init__(self, ops, device_of, assigned):
         self.ops = ops
         self.device_of = device_of
-        self.log_lines = log_lines
+        self.assigned = assigned
+
+    @property
+    def log_lines(self) -> list[str]:
+        return [
+            "%s: (%s): %s" % (op.name, op.type, self.device_of[op].name) for op in self.assigned
+        ]
 
 
 def place(
@@ -264,7 +272,7 @@ class _Assigner:
     def assign(self, op, device):
         self.device_of[op] = device
         self.group_of[op].assigned = device
-        self.log.append("%s: (%s): %s" % (op.name, op.type, device.name))
+        self.log.append(op)
 
     def candidates(self, op):
         g = self.group_of[op]

@@ -27,7 +27,7 @@ from minitf.runtime import device_name_utils as dnu
 from minitf.runtime.pools import short_device
 from minitf.runtime.step_summary import transfer_bytes
 from minitf.viz.files import SavesToFile
-from minitf.viz.routing import PORT, Router, gap_width, gaps_used
+from minitf.viz.routing import PORT, Router, arrows_svg, gap_width, gaps_used
 
 TASK_W, TASK_LINE, PAD = 300, 16, 14
 
@@ -165,27 +165,7 @@ class ClusterView(SavesToFile):
         return self._svg(out, x, height)
 
     def _svg(self, out, width, height):
-        for arrow in self.arrows:
-            pts = " ".join("%.0f,%.0f" % p for p in arrow.points)
-            lx, ly, lw, lh = arrow.label_box
-            out.append(
-                '<polyline points="%s" fill="none" stroke="#c0392b" stroke-width="2" '
-                'marker-end="url(#arrow)"><title>%s</title></polyline>' % (pts, escape(arrow.label))
-            )
-            out.append(
-                '<text x="%.0f" y="%.0f" fill="#c0392b" font-size="11">%s</text>'
-                % (lx + 3, ly + lh - 3, escape(arrow.label))
-            )
-        right = max([width] + [a.label_box[0] + a.label_box[2] + PAD for a in self.arrows])
-        bottom = max([height] + [a.label_box[1] + a.label_box[3] for a in self.arrows])
-        head = (
-            '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-            'font-family="sans-serif" font-size="12"><defs><marker id="arrow" '
-            'viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-            'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#c0392b"/></marker></defs>'
-            % (right, bottom + PAD)
-        )
-        return "\n".join([head] + out + ["</svg>"])
+        return arrows_svg(out, self.arrows, (width, height), "#c0392b", "arrow", PAD, titled=True)
 
     def _machine_svg(self, out, boxes, title, tasks, x):
         """A machine's box at ``x`` with a box per task (``boxes[task]``: its rectangle);

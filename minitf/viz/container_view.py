@@ -19,7 +19,7 @@ from xml.sax.saxutils import escape
 
 from minitf.runtime import device_name_utils as dnu
 from minitf.viz.files import SavesToFile
-from minitf.viz.routing import PORT, Router, gap_width
+from minitf.viz.routing import PORT, Router, arrows_svg, gap_width
 
 PAD, ROW_H, CLIENT_W, TASK_W = 14, 22, 150, 260
 
@@ -145,27 +145,10 @@ class ContainerView(SavesToFile):
         return y
 
     def _svg(self, out, width, height):
-        for arrow in self.arrows:
-            pts = " ".join("%.0f,%.0f" % p for p in arrow.points)
-            lx, ly, lw, lh = arrow.label_box
-            out.append(
-                '<polyline points="%s" fill="none" stroke="#2e7d32" stroke-width="2" '
-                'marker-end="url(#carrow)"/>' % pts
-            )
-            out.append(
-                '<text x="%.0f" y="%.0f" fill="#2e7d32" font-size="11">%s</text>'
-                % (lx + 3, ly + lh - 3, escape(arrow.label))
-            )
-        right = max([width] + [a.label_box[0] + a.label_box[2] + PAD for a in self.arrows])
-        bottom = max([height] + [a.label_box[1] + a.label_box[3] for a in self.arrows])
-        head = (
-            '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-            'font-family="sans-serif" font-size="12"><defs><marker id="carrow" '
-            'viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-            'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#2e7d32"/></marker></defs>'
-            '<text x="%d" y="%d" fill="#444">clients</text>' % (right, bottom + PAD, PAD, PAD + 12)
+        caption = '<text x="%d" y="%d" fill="#444">clients</text>' % (PAD, PAD + 12)
+        return arrows_svg(
+            out, self.arrows, (width, height), "#2e7d32", "carrow", PAD, extra=caption
         )
-        return "\n".join([head] + out + ["</svg>"])
 
     def _repr_svg_(self) -> str:
         return self.to_svg()

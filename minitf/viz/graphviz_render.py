@@ -18,6 +18,8 @@ When ``dot`` is there but fails, ``"auto"`` tries the WebAssembly build before g
 neither can draw, :class:`GraphvizUnavailableError` says what is missing and how to install it.
 """
 
+import atexit
+import gc
 import shutil
 import subprocess
 import threading
@@ -164,11 +166,21 @@ def _make_backend(wasmtime: Any, backend_class: type, wasm_path: Any) -> Any:
     return TimedBackend()
 
 
+def _drop_wasm_backend() -> None:
+    """Frees the WebAssembly engine while the interpreter still works: left to the end of
+    interpreter shutdown, wasmtime's finalizers find their module half torn down and print
+    "Exception ignored ... TypeError" on exit."""
+    with _wasm_lock:
+        _wasm_backend.clear()
+    gc.collect()
+
+
 def _render_with_wasm(dot_text: str, timeout: float) -> str:
     wasmtime, render_error, backend_class, wasm_path = _wasm_modules()
     with _wasm_lock:
         if not _wasm_backend:
             _wasm_backend.append(_make_backend(wasmtime, backend_class, wasm_path))
+            atexit.register(_drop_wasm_backend)
         backend = _wasm_backend[0]
         stopped: list = []
         try:

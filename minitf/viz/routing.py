@@ -10,6 +10,7 @@ put at the first candidate spot whose box meets no arrow, no other label and no 
 from __future__ import annotations
 
 from typing import NamedTuple
+from xml.sax.saxutils import escape
 
 Rect = tuple[float, float, float, float]  # x, y, width, height
 Point = tuple[float, float]
@@ -152,3 +153,41 @@ def _free_spot(x: float, y: float, w: float, h: float, obstacles: list[Rect]) ->
         if not any(rects_meet(box, o) for o in obstacles):
             return box
         y += h + 2
+
+
+def arrows_svg(
+    out: list[str],
+    arrows: list[Arrow],
+    size: tuple[float, float],
+    colour: str,
+    marker: str,
+    pad: float,
+    titled: bool = False,
+    extra: str = "",
+) -> str:
+    """The whole picture: ``out`` (the boxes' SVG) and the routed ``arrows`` in ``colour`` with
+    their labels, in an ``<svg>`` grown to hold every label past ``size`` (width, height).
+    ``marker``: the arrow head's id; ``titled``: each arrow carries its label as a tooltip;
+    ``extra``: SVG put first (a caption)."""
+    for arrow in arrows:
+        pts = " ".join("%.0f,%.0f" % p for p in arrow.points)
+        lx, ly, lw, lh = arrow.label_box
+        title = "<title>%s</title>" % escape(arrow.label) if titled else ""
+        out.append(
+            '<polyline points="%s" fill="none" stroke="%s" stroke-width="2" '
+            'marker-end="url(#%s)">%s</polyline>' % (pts, colour, marker, title)
+        )
+        out.append(
+            '<text x="%.0f" y="%.0f" fill="%s" font-size="11">%s</text>'
+            % (lx + 3, ly + lh - 3, colour, escape(arrow.label))
+        )
+    right = max([size[0]] + [a.label_box[0] + a.label_box[2] + pad for a in arrows])
+    bottom = max([size[1]] + [a.label_box[1] + a.label_box[3] for a in arrows])
+    head = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+        'font-family="sans-serif" font-size="12"><defs><marker id="%s" '
+        'viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="%s"/></marker></defs>%s'
+        % (right, bottom + pad, marker, colour, extra)
+    )
+    return "\n".join([head] + out + ["</svg>"])

@@ -60,13 +60,12 @@ def test_a_task_killed_during_a_step(role):
                 assert sess.run(k) == 10.0
 
 
-def test_training_goes_on_after_the_worker_is_killed(tmp_path):
-    """The worker holding the compute dies mid-training and comes back: the
-    MonitoredTrainingSession makes its session again, restores the last checkpoint and trains
-    on to the last step.  (The ps killed the same way: training goes on too, but the final
-    checkpoint of the session's close fails once with UnavailableError "Stream removed", a
-    call to the old ps left open: see docs/reliability.md.)"""
-    job, task = ROLES["worker"]
+@pytest.mark.parametrize("role", ["ps", "worker"])
+def test_training_goes_on_after_a_task_is_killed(tmp_path, role):
+    """The worker holding the compute, or the ps holding the variables, dies mid-training and
+    comes back: the MonitoredTrainingSession makes its session again, restores the last
+    checkpoint, trains on to the last step and saves its final checkpoint when it closes."""
+    job, task = ROLES[role]
     with LocalCluster({"ps": 1, "worker": 2}) as lc:
         with tf.device(
             tf.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:1")
@@ -87,7 +86,7 @@ def test_training_goes_on_after_the_worker_is_killed(tmp_path):
         with tf.train.MonitoredTrainingSession(
             master=lc.target("worker", 0),
             checkpoint_dir=str(tmp_path),
-            save_checkpoint_steps=20,
+            save_checkpoint_steps=30,  # the last step (400) is saved by close alone
             save_summaries_steps=None,
             save_summaries_secs=None,
             log_step_count_steps=0,
@@ -106,3 +105,5 @@ def test_training_goes_on_after_the_worker_is_killed(tmp_path):
                 killer.join(30)
         assert step >= 400
         assert not killer.is_alive()
+    # the checkpoint the session's close saved: the last step's (TF's CheckpointSaverHook.end)
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-%d" % step)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -121,8 +122,21 @@ def attr_to_proto(value: Any, where: str) -> pb.AttrValue:
     return msg
 
 
+#: Received shapes, shared: a big graph repeats a few shapes (TensorShape is never changed in
+#: place; ``set_shape`` makes a new one), so each op's outputs need not hold copies.
+_SHAPES: dict = {}
+_SHAPES_MAX = 4096
+
+
 def _shape_from_proto(msg):
-    return tensor_shape.TensorShape(_dims_from_proto(msg))
+    dims = _dims_from_proto(msg)
+    key = None if dims is None else tuple(dims)
+    shape = _SHAPES.get(key)
+    if shape is None:
+        shape = tensor_shape.TensorShape(dims)
+        if len(_SHAPES) < _SHAPES_MAX:
+            _SHAPES[key] = shape
+    return shape
 
 
 def attr_from_proto(msg: pb.AttrValue, max_tensor_bytes: int) -> Any:
@@ -271,14 +285,14 @@ def graph_to_proto(
 class NodeRecord(NamedTuple):
     """One received node, decoded to minitf values (DType, TensorShape, ndarray, lists ...).
 
-    ``inputs`` are NodeDef input strings (``"x"``, ``"x:1"``, ``"^ctrl"``); ``attrs`` excludes
-    ``_output_types`` / ``_output_shapes``, which become ``output_types`` (list of DType, or None
-    when absent) and ``output_shapes`` (list of TensorShape, or None).
+    ``inputs``: the NodeDef input strings, a tuple (``"x"``, ``"x:1"``, ``"^ctrl"``); ``attrs``
+    excludes ``_output_types`` / ``_output_shapes``, which become ``output_types`` (list of
+    DType, or None when absent) and ``output_shapes`` (list of TensorShape, or None).
     """
 
     name: str
     op: str
-    inputs: list
+    inputs: tuple
     device: str
     attrs: dict
     output_types: list
@@ -299,8 +313,8 @@ def _node_record(node, max_tensor_bytes):
         raise _invalid("Node %s has no op type." % name)
     attrs = {}
     for key, value in sorted(node.attr.items()):
-        try:
-            attrs[key] = attr_from_proto(value, max_tensor_bytes)
+        try:  # (interned: every node's "dtype", "value" ... key is then one string)
+            attrs[sys.intern(key)] = attr_from_proto(value, max_tensor_bytes)
         except errors.InvalidArgumentError as e:
             raise _invalid("attr %s of node %s: %s" % (_short(key), name, e.message)) from None
     out_types = attrs.pop(OUTPUT_TYPES_ATTR, None)
@@ -319,7 +333,9 @@ def _node_record(node, max_tensor_bytes):
                 "Node %s: %s and %s differ in length."
                 % (name, OUTPUT_TYPES_ATTR, OUTPUT_SHAPES_ATTR)
             )
-    return NodeRecord(name, node.op, list(node.input), node.device, attrs, out_types, out_shapes)
+    return NodeRecord(
+        name, sys.intern(node.op), tuple(node.input), node.device, attrs, out_types, out_shapes
+    )
 
 
 def proto_to_node_records(
@@ -380,9 +396,9 @@ def import_graph_def(
     with _build_stacks_aside(graph):
         for r, op_def, specs, data, control in plan:
             inputs = [graph.get_operation_by_name(src).outputs[i] for src, i in data]
-            op = graph.create_op(r.op, inputs, specs, r.name + "/", dict(r.attrs), op_def=op_def)
+            op = graph.create_op(r.op, inputs, specs, r.name + "/", r.attrs, op_def=op_def)
             op._device = r.device
-            op._attrs = dict(r.attrs)
+            op._attrs = r.attrs  # the record's own dict: not the copy create_op made
             op._control_inputs = []
             for src in control:
                 op._add_control_input(graph.get_operation_by_name(src))
@@ -459,7 +475,9 @@ def _mark_name_used(graph, name):
     scopes of imported names count as used too."""
     parts = name.split("/")
     for i in range(1, len(parts) + 1):
-        graph._names_in_use.setdefault("/".join(parts[:i]).lower(), 1)
+        scope = name if i == len(parts) else "/".join(parts[:i])
+        lower = scope.lower()
+        graph._names_in_use.setdefault(scope if lower == scope else lower, 1)  # (no copy)
 
 
 def iter_graph_def_chunks(

@@ -205,7 +205,9 @@ def _from_wire(buf, name, shape):
     native = np.dtype(dt.as_numpy_dtype)
     if isinstance(buf, (bytearray, np.ndarray)) and native == wire:
         return flat.reshape(shape)  # the buffer is ours alone: already a writable copy
-    return flat.astype(native, copy=True).reshape(shape)
+    out = flat.astype(native, copy=True)
+    out.shape = shape  # in place: one array object, not a copy plus a reshaped view
+    return out
 
 
 def _strings_array(values, shape):
