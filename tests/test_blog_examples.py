@@ -403,7 +403,7 @@ def test_environment_cell_log_level_5_and_visible_devices(monkeypatch, capsys):
     sess.run(tf.global_variables_initializer())
     np.testing.assert_array_equal(sess.run(c), [2.0, 4.0, 6.0])
     out = capsys.readouterr().out.splitlines()
-    assert not any(ln.startswith("Creating TensorFlow device") for ln in out)
+    assert not any(ln.startswith("Created TensorFlow device") for ln in out)
     mapping = [ln for ln in out if ln.startswith("/job:localhost") and " -> " in ln]
     assert [ln.split(" -> ")[0].rsplit(":", 1)[-1] for ln in mapping] == ["0", "1", "2"]
     placed = placements([ln for ln in out if PLACEMENT_RE.match(ln)])

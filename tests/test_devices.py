@@ -23,10 +23,10 @@ def test_cuda_visible_devices_renumbers_cards(monkeypatch, capsys):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,2")
     lines = _mapping(capsys)
     assert lines == [
-        "Creating TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:0 with 3796 MB "
+        "Created TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:0 with 3796 MB "
         "memory) -> physical GPU (device: 0, name: minitf emulated GPU, pci bus id: "
         "0000:04:00.0, compute capability: 7.0)",
-        "Creating TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:1 with 3796 MB "
+        "Created TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:1 with 3796 MB "
         "memory) -> physical GPU (device: 1, name: minitf emulated GPU, pci bus id: "
         "0000:03:00.0, compute capability: 7.0)",
         "Device mapping:",
@@ -220,11 +220,11 @@ def test_virtual_devices_split_a_card_into_logical_gpus(fresh_cards, capsys):
         too_big = tf.zeros([6000, 6000], name="too_big") + 1.0  # 137 MiB > 128 MB
     sess = tf.Session(config=cfg)
     out = capsys.readouterr().out
-    created = [line for line in out.splitlines() if line.startswith("Creating TensorFlow")]
+    created = [line for line in out.splitlines() if line.startswith("Created TensorFlow")]
     assert [c.split(" -> ")[0] for c in created] == [
-        "Creating TensorFlow device (%s with 256 MB memory)" % GPU0,
-        "Creating TensorFlow device (%s with 128 MB memory)" % GPU1,
-        "Creating TensorFlow device (%s with %d MB memory)"
+        "Created TensorFlow device (%s with 256 MB memory)" % GPU0,
+        "Created TensorFlow device (%s with 128 MB memory)" % GPU1,
+        "Created TensorFlow device (%s with %d MB memory)"
         % (GPU2, allocator.GpuMemoryPolicy(1 << 30, None).limit_bytes >> 20),
     ]
     # both logical GPUs of card 0 name the same physical card
@@ -383,7 +383,7 @@ def test_three_programs_at_04_share_a_card_only_two_fit(fresh_cards, tmp_path):
 
 
 def test_every_session_logs_its_gpus_on_stderr(capsys, monkeypatch):
-    """TF logs "Creating TensorFlow device" per GPU at every session creation, not only with
+    """TF logs "Created TensorFlow device" per GPU at every session creation, not only with
     log_device_placement (outside a notebook kernel); TF_CPP_MIN_LOG_LEVEL=1 hides it."""
     import sys
 
@@ -393,8 +393,8 @@ def test_every_session_logs_its_gpus_on_stderr(capsys, monkeypatch):
         out, err = capsys.readouterr()
         assert out == ""
         assert [ln.split(" with ")[0] for ln in err.splitlines()] == [
-            "Creating TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:0",
-            "Creating TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:1",
+            "Created TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:0",
+            "Created TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:1",
         ]
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "1")
     tf.Session().close()

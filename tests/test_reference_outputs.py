@@ -852,10 +852,10 @@ def test_two_gpus_session_devices(two_gpus, capsys):
     assert names == [CPU0, GPU0, "/job:localhost/replica:0/task:0/device:GPU:1"]
     assert [d.device_type for d in sess.list_devices()] == ["CPU", "GPU", "GPU"]
     lines = out_lines(capsys)
-    # TF's "Creating TensorFlow device" line per GPU comes first, then the mapping block.
+    # TF's "Created TensorFlow device" line per GPU comes first, then the mapping block.
     for k, line in enumerate(lines[:2]):
         assert re.match(
-            r"^Creating TensorFlow device \(/job:localhost/replica:0/task:0/"
+            r"^Created TensorFlow device \(/job:localhost/replica:0/task:0/"
             r"device:GPU:%d with \d+ MB memory\) -> physical GPU \(device: %d, "
             r"name: .+\)$" % (k, k),
             line,

@@ -135,7 +135,7 @@ def test_log_level_hides_creating_device_lines_not_placements(monkeypatch, capsy
     with tf.Session(config=tf.ConfigProto(log_device_placement=True)) as sess:
         sess.run(c)
     out = capsys.readouterr().out.splitlines()
-    assert sum(ln.startswith("Creating TensorFlow device") for ln in out) == creating
+    assert sum(ln.startswith("Created TensorFlow device") for ln in out) == creating
     assert "Device mapping:" in out
     assert any(ln.startswith("c: (Const): ") for ln in out)
 

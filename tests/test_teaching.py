@@ -103,7 +103,7 @@ def test_program_lab_runs_programs_side_by_side_and_stops_them(no_child_process_
         lines = out.splitlines()
         assert lines[-2:] == ["visible 2", "running"]
         # every session logs its GPUs, as TF does (device numbers are the program's own)
-        assert [ln.split(" (")[0] for ln in lines[:2]] == ["Creating TensorFlow device"] * 2
+        assert [ln.split(" (")[0] for ln in lines[:2]] == ["Created TensorFlow device"] * 2
         assert "pci bus id: 0000:03:00.0" in lines[0]  # /gpu:0 is physical card 2
         assert [c["id"] for c in lab.machine()] == [0, 1, 2]
         assert "MINITF-SMI" in lab.smi()

@@ -8,7 +8,7 @@ ERROR too; larger values hide everything, as in TF.  A value that is not an inte
 (TF parses it with ``strtol``-like leniency and falls back to 0).  The variable is read at each
 log call, so setting it in a notebook takes effect at once (TF reads it once per process).
 
-It governs only what TF writes through its C++ logger: in minitf the ``Creating TensorFlow
+It governs only what TF writes through its C++ logger: in minitf the ``Created TensorFlow
 device`` lines (INFO) and C++ warnings such as the accumulator's stale-step one.  The
 ``log_device_placement`` lines are ``printf``-ed to stdout by TF, so no level hides them; Python
 ``tf.logging`` messages have their own verbosity.

@@ -53,7 +53,7 @@ def _fetched(value, device, owned):
 
 
 def _log_creation(devices, config) -> None:
-    """TF logs a ``Creating TensorFlow device`` line per GPU at every session creation (a C++
+    """TF logs a ``Created TensorFlow device`` line per GPU at every session creation (a C++
     INFO line on stderr: ``TF_CPP_MIN_LOG_LEVEL`` >= 1 hides it).  minitf writes them to stderr
     too, except inside a notebook kernel, where they would fill every cell; there (and always
     with ``log_device_placement``) they come with the ``Device mapping:`` block on stdout."""

@@ -143,9 +143,9 @@ def release_gpu_memory() -> None:
 
 
 def creation_lines(devices, gpu_options):
-    """TF's ``Creating TensorFlow device (... with N MB memory) -> physical GPU (...)`` lines."""
+    """TF's ``Created TensorFlow device (... with N MB memory) -> physical GPU (...)`` lines."""
     return [
-        "Creating TensorFlow device (%s with %d MB memory) -> physical GPU (%s)"
+        "Created TensorFlow device (%s with %d MB memory) -> physical GPU (%s)"
         % (d.name, policy.limit_bytes >> 20, d.description)
         for d, policy in memory_policies(devices, gpu_options).items()
     ]
