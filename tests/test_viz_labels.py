@@ -99,7 +99,9 @@ def test_tf_names_are_not_translated():
     svg = viz.TimelineView(_stats(), language="zh").to_svg()
     assert CPU0 in svg and "MatMul" in svg
     assert "/job:ps/task:0" in viz.ClusterView({"ps": ["127.0.0.1:1"]}, language="zh").to_svg()
-    assert "数据边" in _graph_view(language="zh").to_html()
+    page = _graph_view(language="zh").to_html()
+    assert "数据边" in page and '"\\u9002\\u5e94"' in page  # 适应 (fit), JSON-escaped in the script
+    assert '"fit"' in _graph_view().to_html()
 
 
 def test_queue_rows_in_chinese_drop_the_english_plural():

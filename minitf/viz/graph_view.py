@@ -577,7 +577,7 @@ class GraphView(SavesToFile):
 
     def to_html(self):
         """The picture in a box that zooms and pans (HTML with a small script, no library)."""
-        return zoom_pan_html(self.to_svg())
+        return zoom_pan_html(self.to_svg(), language=self.language)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {"text/html": self.to_html(), "text/plain": repr(self)}

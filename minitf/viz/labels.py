@@ -32,6 +32,13 @@ ZH: Dict[str, str] = {
     "devices: the placement given": "设备：给定的放置",
     "devices: requested only (graph not placed yet)": "设备：仅为请求的设备（图尚未放置）",
     "%d ops": "%d 个操作",
+    # the zoom-and-pan box around a GraphView (minitf.viz.zoom_pan)
+    "zoom out": "缩小",
+    "zoom in": "放大",
+    "fit": "适应",
+    "the whole graph": "显示整个图",
+    "natural size": "原始大小",
+    "drag to pan, Ctrl + wheel to zoom": "拖动以平移，Ctrl + 滚轮缩放",
     # TimelineView
     "Step timeline": "单步时间线",
     "makespan %s \u00b7 op time %s \u00b7 parallelism %.2f\u00d7 \u00b7 %d ops on %d threads": (
