@@ -156,7 +156,7 @@ def figure_fonts(language: Optional[str] = None) -> Iterator[None]:
     import matplotlib
 
     families = ["DejaVu Sans"] + cjk_font_families()
-    with matplotlib.rc_context({"font.family": "sans-serif", "font.sans-serif": families}):
+    with matplotlib.rc_context({"font.family": families}):
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Glyph .* missing from")
             yield
