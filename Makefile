@@ -34,14 +34,16 @@ setup: $(VENV)/.test-installed
 setup-lab: $(VENV)/.lab-installed
 
 # tests/browser drives Debian's chromium through Playwright (which never downloads a browser):
-# installed here when missing and we are root (CI, Binder-like containers).
+# installed here when missing and we are root (CI, Binder-like containers), with a CJK font so
+# the Chinese notebooks' labels render (tests/browser/test_zh_fonts.py).
 chromium:
-	@if [ ! -x /usr/bin/chromium ]; then \
+	@if [ ! -x /usr/bin/chromium ] || ! fc-list :lang=zh 2>/dev/null | grep -q .; then \
 	    if [ "$$(id -u)" != 0 ]; then \
-	        echo "make: tests/browser needs Debian's chromium: sudo apt-get install chromium" >&2; \
+	        echo "make: tests/browser needs Debian's chromium and a CJK font:" \
+	            "sudo apt-get install chromium fonts-noto-cjk" >&2; \
 	        exit 1; fi; \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-	        --no-install-recommends chromium fonts-liberation || exit 1; \
+	        --no-install-recommends chromium fonts-liberation fonts-noto-cjk || exit 1; \
 	    [ -x /usr/bin/chromium ] || { echo "make: still no /usr/bin/chromium" >&2; exit 1; }; \
 	fi
 

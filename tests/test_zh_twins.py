@@ -1,7 +1,10 @@
 """The Chinese notebooks (notebooks/zh/, issue 26) are twins of the English ones.
 
 One source of truth for the code: each ``notebooks/zh/X.ipynb`` has exactly the code cells of
-``notebooks/X.ipynb`` (sources in order, and the cell tags nbval reads), its prose is in Chinese,
+``notebooks/X.ipynb`` (sources in order, and the cell tags nbval reads) after one zh-only first
+code cell, tagged ``zh-language``, that sets the pictures' language
+(``minitf.viz.set_language("zh")``: the kernel cannot tell which notebook it runs), its prose
+is in Chinese,
 and its relative links lead to files that exist.  ``tools/sync_zh.py`` carries code changes from
 an English notebook to its twin; it is tested here on temporary copies.
 """
@@ -165,14 +168,22 @@ def test_sync_check_reports_a_drifted_twin_and_leaves_it(copies, capsys):
     assert twin.read_bytes() == before
 
 
+LANG = sync_zh.LANGUAGE_SOURCE
+
+
+def _lang():
+    return _code(LANG, tags=["zh-language"])
+
+
 def test_sync_puts_a_new_english_cell_after_the_matching_one_and_drops_a_removed_one():
     english = _notebook(
         [_md("A"), _code("a = 1\n"), _code("new = 2\n"), _md("B"), _code("c = 3\n")]
     )
-    twin = _notebook([_md("甲"), _code("a = 1\n"), _md("乙"), _code("c = 3\n")])
+    twin = _notebook([_md("甲"), _lang(), _code("a = 1\n"), _md("乙"), _code("c = 3\n")])
     synced = sync_zh.sync(english, twin)
     assert [sync_zh.source(c) for c in synced["cells"]] == [
         "甲",
+        LANG,
         "a = 1\n",
         "new = 2\n",
         "乙",
@@ -182,7 +193,39 @@ def test_sync_puts_a_new_english_cell_after_the_matching_one_and_drops_a_removed
         [_md("甲"), _code("a = 1\n"), _md("乙"), _code("gone = 0\n"), _code("c = 3\n")]
     )
     removed = sync_zh.sync(_notebook([_code("a = 1\n"), _code("c = 3\n")]), twin)
-    assert [sync_zh.source(c) for c in removed["cells"]] == ["甲", "a = 1\n", "乙", "c = 3\n"]
+    assert [sync_zh.source(c) for c in removed["cells"]] == [
+        "甲",
+        LANG,
+        "a = 1\n",
+        "乙",
+        "c = 3\n",
+    ]
+
+
+def test_the_zh_language_cell_is_the_one_allowed_difference_and_sync_keeps_or_adds_it():
+    english = _notebook([_md("A"), _code("a = 1\n")])
+    twin = _notebook([_md("甲"), _lang(), _code("a = 1\n")])
+    assert sync_zh.differences(english, twin) == []
+    missing = _notebook([_md("甲"), _code("a = 1\n")])
+    assert "zh-language" in sync_zh.differences(english, missing)[0]
+    moved = _notebook([_md("甲"), _code("a = 1\n"), _lang()])
+    assert "zh-language" in sync_zh.differences(english, moved)[0]
+    edited = _notebook(
+        [_md("甲"), _code(LANG + "\nb = 2\n", tags=["zh-language"]), _code("a = 1\n")]
+    )
+    assert "exactly" in sync_zh.differences(english, edited)[0]
+    copied = _notebook([_md("A"), _lang(), _code("a = 1\n")])
+    assert "English notebook has a zh-language cell" in sync_zh.differences(copied, twin)[-1]
+    for broken in (missing, moved, edited):
+        fixed = sync_zh.sync(english, broken)
+        assert sync_zh.differences(english, fixed) == []
+        assert [sync_zh.source(c) for c in fixed["cells"]] == ["甲", LANG, "a = 1\n"]
+
+
+@pytest.mark.parametrize("english", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)
+def test_english_notebooks_leave_the_language_at_its_english_default(english):
+    text = english.read_text(encoding="utf-8")
+    assert "zh-language" not in text and "set_language" not in text
 
 
 def test_sync_fails_clearly_when_changed_cells_cannot_be_matched(copies, capsys):

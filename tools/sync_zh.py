@@ -10,6 +10,11 @@ when a twin drifts, and this script carries the English code cells over to the t
     python tools/sync_zh.py notebooks/03_placing_operations.ipynb [more English notebooks]
     python tools/sync_zh.py --check notebooks/03_placing_operations.ipynb
 
+One code cell is the twin's own: its first code cell, tagged ``zh-language``, holds exactly
+``LANGUAGE_SOURCE`` (``minitf.viz.set_language("zh")``: the pictures' legends, titles and buttons
+in Chinese).  The kernel cannot know which notebook runs it, so the twin says so in code; this is
+the one code difference allowed, the check requires it, and the script keeps (or adds) it.
+
 The twin keeps its markdown; its code cells are replaced by the English ones (source, metadata,
 outputs and execution counts, so the twin stays valid for nbval; refresh it with nbconvert
 afterwards). When the English notebook gained or lost code cells, the cells are matched by their
@@ -30,6 +35,28 @@ ROOT = Path(__file__).resolve().parent.parent
 # Everything else must match: the tags nbval acts on (``raises-exception``,
 # ``nbval-ignore-output`` ...) and the course's own keys (``book_section``).
 VOLATILE_METADATA = ("execution", "ExecuteTime", "collapsed", "scrolled", "jupyter")
+
+
+LANGUAGE_TAG = "zh-language"
+LANGUAGE_SOURCE = (
+    'import minitf.viz\n\nminitf.viz.set_language("zh")  # 图例、标题、坐标轴和按钮上的文字用中文'
+)
+
+
+def language_cell():
+    """The zh-only first code cell (see the module docstring)."""
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "metadata": {"tags": [LANGUAGE_TAG]},
+        "outputs": [],
+        "source": LANGUAGE_SOURCE,
+    }
+
+
+def is_language_cell(cell):
+    """True for the twin's zh-language cell (a code cell tagged ``zh-language``)."""
+    return cell["cell_type"] == "code" and LANGUAGE_TAG in cell.get("metadata", {}).get("tags", [])
 
 
 class SyncError(Exception):
@@ -81,14 +108,32 @@ def code_signature(cell):
 
 
 def code_cells(notebook):
-    """The code cells of ``notebook``, in order."""
-    return [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    """The code cells of ``notebook``, in order, the zh-language cell left out."""
+    return [c for c in notebook["cells"] if c["cell_type"] == "code" and not is_language_cell(c)]
+
+
+def language_problems(twin):
+    """What is wrong with the twin's zh-language cell ([] when it is the first code cell, alone
+    and exactly ``LANGUAGE_SOURCE``)."""
+    code = [c for c in twin["cells"] if c["cell_type"] == "code"]
+    marked = [i for i, c in enumerate(code) if is_language_cell(c)]
+    if marked != [0]:
+        return [
+            "the first code cell (and no other) must be the zh-language cell %r (at %s)"
+            % (LANGUAGE_SOURCE, marked)
+        ]
+    if source(code[0]) != LANGUAGE_SOURCE:
+        return ["the zh-language cell must hold exactly %r" % LANGUAGE_SOURCE]
+    return []
 
 
 def differences(english, twin):
-    """Human-readable differences between the code cells of two notebooks ([] when twins)."""
+    """Human-readable differences between the code cells of an English notebook and its twin
+    ([] when twins: the same code cells, after the twin's zh-language cell)."""
     ours, theirs = code_cells(english), code_cells(twin)
-    found = []
+    found = language_problems(twin)
+    if any(is_language_cell(c) for c in english["cells"]):
+        found.append("the English notebook has a zh-language cell")
     if len(ours) != len(theirs):
         found.append("%d code cells in English, %d in the twin" % (len(ours), len(theirs)))
     for i, (a, b) in enumerate(zip(ours, theirs)):
@@ -141,6 +186,8 @@ def sync(english, twin):
             previous = j
     cells, code_index = list(new_after.get(-1, [])), -1
     for cell in twin["cells"]:
+        if is_language_cell(cell):
+            continue  # put back below, before the first code cell
         if cell["cell_type"] != "code":
             cells.append(cell)
             continue
@@ -150,6 +197,11 @@ def sync(english, twin):
         cells.extend(new_after.get(code_index, []))
     if not twin_cells:  # nothing to anchor on: the new cells go after the markdown
         cells = [c for c in twin["cells"] if c["cell_type"] != "code"] + new_after.get(-1, [])
+    language = next((c for c in twin["cells"] if is_language_cell(c)), None) or language_cell()
+    language = dict(copy.deepcopy(language), source=LANGUAGE_SOURCE)
+    cells = [c for c in cells if not is_language_cell(c)]
+    first_code = next((i for i, c in enumerate(cells) if c["cell_type"] == "code"), len(cells))
+    cells.insert(first_code, language)
     result = copy.deepcopy(twin)
     result["cells"] = copy.deepcopy(cells)
     return result

@@ -19,10 +19,15 @@ The views give SVG (``_repr_svg_``, so a notebook draws them; ``.save("x.svg")``
 same text for the same input.  GraphView's SVG comes from real Graphviz (its ``dot`` program,
 else Graphviz as WebAssembly: :mod:`minitf.viz.graphviz_render`), shown in a box that zooms
 and pans (``text/html``, :mod:`minitf.viz.zoom_pan`).
+
+Their words (legends, titles, axis titles, buttons) are English unless a view is built with
+``language="zh"`` or after ``minitf.viz.set_language("zh")`` (:mod:`minitf.viz.labels`; the first
+cell of every Chinese notebook).
 """
 
 from minitf.viz.cluster_view import ClusterView
 from minitf.viz.graph_view import GraphView
+from minitf.viz.labels import get_language, set_language
 from minitf.viz.memory_view import MemoryView
 from minitf.viz.queue_view import QueueView
 from minitf.viz.stack_view import StackView
@@ -41,6 +46,8 @@ __all__ = [
     "TimelineView",
     "TrainingCurves",
     "TrainingDashboard",
+    "get_language",
+    "set_language",
 ]
 
 

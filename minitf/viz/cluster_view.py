@@ -26,6 +26,7 @@ from minitf.distributed.cluster_spec import ClusterSpec
 from minitf.runtime import device_name_utils as dnu
 from minitf.runtime.pools import short_device
 from minitf.runtime.step_summary import transfer_bytes
+from minitf.viz import labels
 from minitf.viz.files import SavesToFile
 from minitf.viz.routing import PORT, Router, arrows_svg, gap_width, gaps_used
 
@@ -50,11 +51,20 @@ class ClusterView(SavesToFile):
     """An SVG of a cluster (``_repr_svg_``, ``save("x.svg")``); attributes ``variables``
     {(job, task): [names]}, ``op_counts`` {(job, task): n}, ``traffic`` {(src, dst): bytes},
     ``arrows``, ``boxes`` (after drawing: each arrow's points, label and label box; each task's
-    and the client's rectangle)."""
+    and the client's rectangle).  ``language``: of its words ("en", "zh"; None: the default of
+    :func:`minitf.viz.set_language`); job, task and device names stay as TensorFlow writes them."""
 
     def __init__(
-        self, cluster, graph=None, run_metadata=None, devices=None, master=None, machines=None
+        self,
+        cluster,
+        graph=None,
+        run_metadata=None,
+        devices=None,
+        master=None,
+        machines=None,
+        language=None,
     ):
+        self.language = labels.resolve(language)
         self.spec = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec(cluster)
         self.tasks = [(job, i) for job in self.spec.jobs for i in self.spec.task_indices(job)]
         self.devices = {t: {dnu.task_name(*t) + "/device:CPU:0"} for t in self.tasks}
@@ -100,27 +110,33 @@ class ClusterView(SavesToFile):
         machines = {}
         for job, i in self.tasks:
             host = self.spec.task_address(job, i).rsplit(":", 1)[0]
-            machines.setdefault("machine " + host, []).append((job, i))
+            machines.setdefault(self._t("machine %s") % host, []).append((job, i))
         return machines
 
     def _task_lines(self, task):
         devs = sorted(short_device(d) for d in self.devices[task])
         lines = []
         if self.master is not None:
-            role = "  <- the session's master" if task == self.master else ""
-            lines.append("master + worker services" + role)
+            role = self._t("  <- the session's master") if task == self.master else ""
+            lines.append(self._t("master + worker services") + role)
         gpus = [d for d in devs if "GPU" in d]
         gpu_less = self._all_devices and not gpus
-        lines.append("devices: " + ", ".join(devs) + (" (no GPU)" if gpu_less else ""))
+        no_gpu = self._t(" (no GPU)") if gpu_less else ""
+        lines.append(self._t("devices: ") + ", ".join(devs) + no_gpu)
         if self.variables[task]:
-            lines.append("variables: " + ", ".join(self.variables[task]))
+            lines.append(self._t("variables: ") + ", ".join(self.variables[task]))
         if self.op_counts[task]:
-            lines.append("ops run in the step: %d" % self.op_counts[task])
+            lines.append(self._t("ops run in the step: %d") % self.op_counts[task])
         return lines
+
+    def _t(self, english):
+        return labels.text(english, self.language)
 
     def _links(self):
         """(src, dst, label) of every arrow: the session's, then the traffic."""
-        links = [("client", self.master, "session (gRPC)")] if self.master is not None else []
+        links = (
+            [("client", self.master, self._t("session (gRPC)"))] if self.master is not None else []
+        )
         links += [(s, d, _size(n)) for (s, d), n in sorted(self.traffic.items())]
         return links
 
@@ -149,7 +165,7 @@ class ClusterView(SavesToFile):
         for c, (title, tasks) in enumerate(groups + list(self._machines().items())):
             if tasks == ["client"]:
                 boxes["client"] = (x, PAD + 44, 90, 40)
-                out.append(_CLIENT_SVG % (x, PAD + 44, x + 12, PAD + 68))
+                out.append(_CLIENT_SVG % (x, PAD + 44, x + 12, PAD + 68, escape(self._t("client"))))
                 right = x + 90
             else:
                 height = max(height, self._machine_svg(out, boxes, title, tasks, x))
@@ -207,7 +223,7 @@ class ClusterView(SavesToFile):
 
 _CLIENT_SVG = (
     '<rect x="%d" y="%d" width="90" height="40" rx="6" fill="#e8f5e9" stroke="#555"/>'
-    '<text x="%d" y="%d" font-weight="bold">client</text>'
+    '<text x="%d" y="%d" font-weight="bold">%s</text>'
 )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from minitf.runtime import device_name_utils as dnu
+from minitf.viz import labels
 from minitf.viz.files import SavesToFile
 from minitf.viz.routing import PORT, Router, arrows_svg, gap_width
 
@@ -53,12 +54,17 @@ def variables_used(graph: Any) -> list[tuple[str, str, str]]:
 
 class ContainerView(SavesToFile):
     """An SVG of clients and containers (``_repr_svg_``, ``save``); attributes ``containers``
-    {task: {container: [names]}}, ``links`` [(client, (task, container, name), value)]."""
+    {task: {container: [names]}}, ``links`` [(client, (task, container, name), value)];
+    ``language``: of its words ("en", "zh"; None: the default of
+    :func:`minitf.viz.set_language`)."""
 
-    def __init__(self, servers: dict[str, Any], clients: dict[str, Any]) -> None:
+    def __init__(
+        self, servers: dict[str, Any], clients: dict[str, Any], language: str | None = None
+    ) -> None:
         """``servers``: {"ps/0": in-process server}; ``clients``: {label: (graph, {variable
         name: value the client read})}, or a list of such pairs for a client that ran several
         graphs (Figure 12-7's client C uses an ``x`` in each container)."""
+        self.language = labels.resolve(language)
         self.containers = {t: containers_of(s) for t, s in servers.items()}
         self.containers = {t: c for t, c in self.containers.items() if c}
         self.clients = list(clients)
@@ -116,12 +122,13 @@ class ContainerView(SavesToFile):
                         'stroke="#999"/>' % boxes[(task, container, name)]
                     )
                     out.append(
-                        '<text x="%d" y="%d">variable %s</text>' % (x + 28, y + 15, escape(name))
+                        ('<text x="%d" y="%d">' + self._t("variable %s") + "</text>")
+                        % (x + 28, y + 15, escape(name))
                     )
                     y += h + 4
-                title = 'container "%s"' % container
+                title = self._t('container "%s"') % container
                 if container == task.split("/")[0]:
-                    title += "  (the default one)"
+                    title += self._t("  (the default one)")
                 out.insert(
                     0,
                     '<rect x="%d" y="%d" width="%d" height="%d" rx="4" fill="#fdf2e3" '
@@ -145,10 +152,17 @@ class ContainerView(SavesToFile):
         return y
 
     def _svg(self, out, width, height):
-        caption = '<text x="%d" y="%d" fill="#444">clients</text>' % (PAD, PAD + 12)
+        caption = '<text x="%d" y="%d" fill="#444">%s</text>' % (
+            PAD,
+            PAD + 12,
+            escape(self._t("clients")),
+        )
         return arrows_svg(
             out, self.arrows, (width, height), "#2e7d32", "carrow", PAD, extra=caption
         )
+
+    def _t(self, english: str) -> str:
+        return labels.text(english, self.language)
 
     def _repr_svg_(self) -> str:
         return self.to_svg()

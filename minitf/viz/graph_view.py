@@ -45,6 +45,7 @@ import re
 from xml.sax.saxutils import escape
 
 from minitf.runtime import device_name_utils as dnu
+from minitf.viz import labels
 from minitf.viz.files import SavesToFile
 from minitf.viz.graphviz_render import RENDERERS, render_svg
 from minitf.viz.zoom_pan import zoom_pan_html
@@ -210,7 +211,8 @@ class GraphView(SavesToFile):
     last run placed the graph; ``collapse_scopes``: None (collapse only past ``max_nodes``),
     True (collapse every top-level name scope), False (never), or a list of scope names;
     ``renderer``: "auto", "dot" (Graphviz's program) or "wasm" (Graphviz as WebAssembly);
-    ``title``: a line on top.
+    ``title``: a line on top; ``language``: the legend's language ("en", "zh"; None: the default
+    of :func:`minitf.viz.set_language`).
 
     Attributes: ``device_of`` (``{op name: device name}``, "" where unknown), ``source``
     ("session", "explicit" or "requested"), ``colors`` (``{device name: colour}``),
@@ -229,7 +231,9 @@ class GraphView(SavesToFile):
         max_nodes=400,
         renderer="auto",
         title=None,
+        language=None,
     ):
+        self.language = labels.resolve(language)
         if renderer not in RENDERERS:
             raise ValueError(
                 "renderer must be one of %s, got %r" % (", ".join(RENDERERS), renderer)
@@ -388,7 +392,7 @@ class GraphView(SavesToFile):
         )
         return (
             nid,
-            [scope, "%d ops" % len(members)],
+            [scope, labels.text("%d ops", self.language) % len(members)],
             stripes[0][0],
             stripes if len(stripes) > 1 else None,
             "box3d",
@@ -483,7 +487,7 @@ class GraphView(SavesToFile):
                 None,
             )
         )
-        return rows
+        return [(kind, labels.text(words, self.language), color) for kind, words, color in rows]
 
     # -- DOT --------------------------------------------------------------------------------
     def to_dot(self):
@@ -501,7 +505,7 @@ class GraphView(SavesToFile):
         g = gv.Digraph("minitf", **self._dot_defaults())
         _dot_clusters(g, self._root, self._dot_node_attrs())
         for s, d, kind, cross, tensors in self._edges:
-            g.edge(_id(s), _id(d), **_dot_edge_attrs(kind, cross, tensors))
+            g.edge(_id(s), _id(d), **_dot_edge_attrs(kind, cross, tensors, self.language))
         g.subgraph(self._dot_legend(gv))
         return g.source
 
@@ -549,14 +553,15 @@ class GraphView(SavesToFile):
     def _dot_legend(self, gv):
         cells = []
         for kind, text, color in self._legend_rows():
-            sample = _legend_sample(kind, color)
+            sample = _legend_sample(kind, color, self.language)
             if sample is None:
                 cells.append('<tr><td colspan="2" align="left"><i>%s</i></td></tr>' % _html(text))
             else:
                 cells.append('<tr>%s<td align="left">%s</td></tr>' % (sample, _html(text)))
         table = (
             '<<table border="0" cellborder="0" cellspacing="2">'
-            '<tr><td colspan="2"><b>Legend</b></td></tr>%s</table>>' % "".join(cells)
+            '<tr><td colspan="2"><b>%s</b></td></tr>%s</table>>'
+            % (_html(labels.text("Legend", self.language)), "".join(cells))
         )
         legend = gv.Digraph("cluster_legend")
         legend.attr(label="", style="rounded", color="#999999")
@@ -572,7 +577,7 @@ class GraphView(SavesToFile):
 
     def to_html(self):
         """The picture in a box that zooms and pans (HTML with a small script, no library)."""
-        return zoom_pan_html(self.to_svg())
+        return zoom_pan_html(self.to_svg(), language=self.language)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {"text/html": self.to_html(), "text/plain": repr(self)}
@@ -604,27 +609,28 @@ def _dot_clusters(graph, spec, node_attrs):
         graph.node(_id(nid), **node_attrs[nid])
 
 
-def _dot_edge_attrs(kind, cross, tensors):
+def _dot_edge_attrs(kind, cross, tensors, language="en"):
     """The DOT attributes of an edge: dashed (control), red and bold (copy), tensor names."""
     attrs = {}
     if kind == "control":
         attrs["style"] = "dashed"
     elif cross:
         attrs.update(color=COPY_COLOR, fontcolor=COPY_COLOR, style="bold", penwidth="2")
-        attrs["label"] = "copy"
+        attrs["label"] = labels.text("copy", language)
     attrs["tooltip"] = _text(", ".join(tensors))
     return attrs
 
 
-def _legend_sample(kind, color):
+def _legend_sample(kind, color, language="en"):
     """The legend's sample cell for a row of ``kind`` (None: a note spanning the row)."""
     return {
         "swatch": '<td bgcolor="%s" width="24"> </td>' % color,
         "edge": '<td><font color="%s">&#8212;&#8212;</font></td>' % color,
         "edge-dashed": '<td><font color="%s">- - -</font></td>' % color,
-        "edge-copy": '<td><font color="%s"><b>&#8212;copy&#8212;</b></font></td>' % color,
-        "cylinder": "<td>(cylinder)</td>",
-        "box3d": "<td>(3-d box)</td>",
+        "edge-copy": '<td><font color="%s"><b>&#8212;%s&#8212;</b></font></td>'
+        % (color, _html(labels.text("copy", language))),
+        "cylinder": "<td>%s</td>" % _html(labels.text("(cylinder)", language)),
+        "box3d": "<td>%s</td>" % _html(labels.text("(3-d box)", language)),
     }.get(kind)
 
 

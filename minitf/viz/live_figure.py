@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from minitf.viz import labels
+
 
 def display_in_place(obj: Any, handle: Any = None) -> Any:
     """Shows ``obj`` as one notebook output: a new display when ``handle`` is None, else an
@@ -58,7 +60,9 @@ class LiveFigure:
         redraw_secs: float = 0.5,
         display: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        language: str | None = None,
     ) -> None:
+        self.language = labels.resolve(language)
         if redraw_secs < 0:
             raise ValueError("redraw_secs must be >= 0, got %r" % (redraw_secs,))
         self._redraw_secs, self._clock = redraw_secs, clock
@@ -113,9 +117,14 @@ class LiveFigure:
         self.close()
         return True
 
+    def _t(self, english: str) -> str:
+        """``english`` in this figure's language (axis titles, panel titles)."""
+        return labels.text(english, self.language)
+
     def _repr_png_(self) -> bytes:
         buf = io.BytesIO()
-        self.figure().savefig(buf, format="png", dpi=80)
+        with labels.figure_fonts(self.language):
+            self.figure().savefig(buf, format="png", dpi=80)
         return buf.getvalue()
 
     def _show(self) -> None:

@@ -13,10 +13,12 @@ segment grows as the program works.  The data is what ``minitf.smi()`` prints::
 import os
 from xml.sax.saxutils import escape
 
+from minitf.viz import labels
 from minitf.viz.files import SavesToFile
 
 PROCESS_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2")
 FREE_COLOR = "#eeeeee"
+STRIP_NOTE = "dark strip: memory this process's tensors use now (darker) and at their peak"
 BAR_WIDTH, BAR_HEIGHT, LEFT, ROW = 560, 22, 170, 46
 
 
@@ -30,10 +32,12 @@ class MemoryView(SavesToFile):
     ``data``: cards as ``minitf.smi.smi_data()`` returns them (read now when omitted);
     ``this_pid``: the process to mark (default: this one); ``in_use``: {card id: (bytes in
     use, peak bytes)} of that process's tensors (default: this process's allocators);
-    ``title``: the heading (default "GPU memory"; notebooks name the figure it draws).
+    ``title``: the heading (default "GPU memory"; notebooks name the figure it draws);
+    ``language``: of its words ("en", "zh"; None: the default of :func:`minitf.viz.set_language`).
     """
 
-    def __init__(self, data=None, this_pid=None, in_use=None, title=None):
+    def __init__(self, data=None, this_pid=None, in_use=None, title=None, language=None):
+        self.language = labels.resolve(language)
         if data is None:
             from minitf.runtime import devices
 
@@ -46,11 +50,14 @@ class MemoryView(SavesToFile):
                 for k, al in gpu_process_state.process_gpu_allocators().items()
             }
         self.data = data
-        self.title = "GPU memory" if title is None else str(title)
+        self.title = self._t("GPU memory") if title is None else str(title)
         self.this_pid = os.getpid() if this_pid is None else this_pid
         self.in_use = in_use
         pids = sorted({p["pid"] for card in data for p in card["processes"]})
         self.colors = {pid: PROCESS_COLORS[i % len(PROCESS_COLORS)] for i, pid in enumerate(pids)}
+
+    def _t(self, english):
+        return labels.text(english, self.language)
 
     def to_svg(self):
         height = 40 + ROW * max(1, len(self.data)) + 20 * (len(self.colors) + 1)
@@ -61,7 +68,10 @@ class MemoryView(SavesToFile):
             '<text x="10" y="20" font-size="14" font-weight="bold">%s</text>' % escape(self.title),
         ]
         if not self.data:
-            out.append('<text x="10" y="50">No GPU card in this process (CPU only).</text>')
+            out.append(
+                '<text x="10" y="50">%s</text>'
+                % escape(self._t("No GPU card in this process (CPU only)."))
+            )
         for row, card in enumerate(self.data):
             self._card_svg(out, card, 36 + ROW * row)
         self._legend_svg(out, 36 + ROW * max(1, len(self.data)) + 6)
@@ -73,7 +83,7 @@ class MemoryView(SavesToFile):
         total = max(1, card["memory_total"])
         out.append(
             '<text x="10" y="%d">GPU %d%s</text>'
-            % (y + 15, card["id"], " (emulated)" if card.get("emulated") else "")
+            % (y + 15, card["id"], self._t(" (emulated)") if card.get("emulated") else "")
         )
         out.append(
             '<text x="10" y="%d" fill="#666">%s / %s</text>'
@@ -96,7 +106,7 @@ class MemoryView(SavesToFile):
             p["pid"],
             p["name"],
             _mib(p["memory"]),
-            " (this process)" if mine else "",
+            self._t(" (this process)") if mine else "",
         )
         out.append(
             '<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" '
@@ -124,7 +134,8 @@ class MemoryView(SavesToFile):
                         w * min(1.0, value / p["memory"]),
                         6,
                         opacity,
-                        "tensors %s: %s" % ("peak" if opacity == 0.25 else "in use", _mib(value)),
+                        self._t("tensors %s: %s")
+                        % (self._t("peak" if opacity == 0.25 else "in use"), _mib(value)),
                     )
                 )
 
@@ -133,12 +144,11 @@ class MemoryView(SavesToFile):
             out.append('<rect x="10" y="%d" width="12" height="12" fill="%s"/>' % (y, color))
             out.append(
                 '<text x="28" y="%d">pid %d%s</text>'
-                % (y + 10, pid, " (this process)" if pid == self.this_pid else "")
+                % (y + 10, pid, self._t(" (this process)") if pid == self.this_pid else "")
             )
             y += 20
         out.append(
-            '<text x="10" y="%d" fill="#666">dark strip: memory this process\'s tensors '
-            "use now (darker) and at their peak</text>" % (y + 10)
+            '<text x="10" y="%d" fill="#666">%s</text>' % (y + 10, escape(self._t(STRIP_NOTE)))
         )
 
     def _repr_svg_(self):

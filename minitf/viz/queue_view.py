@@ -36,6 +36,7 @@ from xml.sax.saxutils import escape
 from minitf.framework import dtypes, errors, tensor_shape
 from minitf.framework.queue_resource import QueueResource
 from minitf.ops.op_def import apply_op
+from minitf.viz import labels
 from minitf.viz.files import SavesToFile
 from minitf.viz.live_figure import display_in_place
 
@@ -132,7 +133,10 @@ class _Watched:
 
 
 class QueueView(SavesToFile):
-    """Figures 12-8..12-10 from a running session: a row per queue, redrawn while it runs."""
+    """Figures 12-8..12-10 from a running session: a row per queue, redrawn while it runs.
+
+    ``language``: of its words ("en", "zh"; None: the default of
+    :func:`minitf.viz.set_language`); queue names and op types stay as they are."""
 
     def __init__(
         self,
@@ -140,9 +144,13 @@ class QueueView(SavesToFile):
         queues: Any = None,
         interval: float = 0.25,
         window: float = 2.0,
-        title: str = "Queues",
+        title: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        language: str | None = None,
     ) -> None:
+        self.language = labels.resolve(language)
+        if title is None:
+            title = labels.text("Queues", self.language)
         if interval <= 0:
             raise ValueError("interval must be > 0, not %r" % (interval,))
         self.sess = _session_of(sess)
@@ -259,9 +267,12 @@ class QueueView(SavesToFile):
             % (LEFT, escape(self.title)),
         ]
         if not records:
-            out.append('<text x="%d" y="46">No queue in this graph.</text>' % LEFT)
+            out.append(
+                '<text x="%d" y="46">%s</text>'
+                % (LEFT, escape(labels.text("No queue in this graph.", self.language)))
+            )
         for i, rec in enumerate(records):
-            _record_svg(out, rec, 34 + ROW * i)
+            _record_svg(out, rec, 34 + ROW * i, self.language)
         out.append("</svg>")
         return "\n".join(out)
 
@@ -300,9 +311,9 @@ def _rate(value: float | None) -> str:
     return "?" if value is None else "%.1f/s" % value
 
 
-def _record_svg(out: list, rec: QueueRecord, y: int) -> None:
+def _record_svg(out: list, rec: QueueRecord, y: int, language: str = "en") -> None:
     """One queue's row: name and type, the fill bar (floor marked), rates and waiters."""
-    closed = " (closed)" if rec.closed else ""
+    closed = labels.text(" (closed)", language) if rec.closed else ""
     out.append(
         '<text x="%d" y="%d"><tspan font-weight="bold">%s</tspan> %s%s</text>'
         % (LEFT, y + 12, escape(rec.name), rec.type, closed)
@@ -335,17 +346,17 @@ def _record_svg(out: list, rec: QueueRecord, y: int) -> None:
             % (x, bar_y - 3, x, bar_y + BAR_HEIGHT + 3, FLOOR_COLOR, rec.min_after_dequeue)
         )
     size = "?" if rec.size is None else str(rec.size)
-    capacity = "unbounded" if rec.capacity is None else str(rec.capacity)
+    capacity = labels.text("unbounded", language) if rec.capacity is None else str(rec.capacity)
     text_x = LEFT + BAR_WIDTH + 10
     out.append('<text x="%d" y="%d">%s / %s</text>' % (text_x, bar_y + 13, size, capacity))
     out.append(
-        '<text x="%d" y="%d" fill="#444">in %s  out %s</text>'
+        ('<text x="%d" y="%d" fill="#444">' + labels.text("in %s  out %s", language) + "</text>")
         % (text_x + 90, bar_y + 6, _rate(rec.enqueue_rate), _rate(rec.dequeue_rate))
     )
     if rec.blocked_enqueues is None:
-        waiting = "in another process: rates and waiters not measured"
+        waiting = labels.text("in another process: rates and waiters not measured", language)
     else:
-        waiting = "blocked: %d producer%s, %d consumer%s" % (
+        waiting = labels.text("blocked: %d producer%s, %d consumer%s", language) % (
             rec.blocked_enqueues,
             "" if rec.blocked_enqueues == 1 else "s",
             rec.blocked_dequeues,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from minitf.viz import labels
 from minitf.viz.files import SavesToFile
 
 WIDTH, FLOOR, GAP = 560, 34, 6
@@ -20,11 +21,19 @@ PRESENT, MISSING = "#cfe3f7", "#eeeeee"
 
 class StackView(SavesToFile):
     """``floors``: ``(name, what this machine has, present)`` from top to bottom; SVG
-    (``_repr_svg_``, ``save("x.svg")``)."""
+    (``_repr_svg_``, ``save("x.svg")``); ``language``: of the default title ("en", "zh"; None:
+    the default of :func:`minitf.viz.set_language`)."""
 
-    def __init__(self, floors: Sequence[tuple[str, str, bool]], title: str | None = None) -> None:
+    def __init__(
+        self,
+        floors: Sequence[tuple[str, str, bool]],
+        title: str | None = None,
+        language: str | None = None,
+    ) -> None:
+        self.language = labels.resolve(language)
         self.floors = [(str(n), str(w), bool(ok)) for n, w, ok in floors]
-        self.title = title if title is not None else "Figure 12-2: the software stack"
+        default = labels.text("Figure 12-2: the software stack", self.language)
+        self.title = title if title is not None else default
 
     def to_svg(self) -> str:
         height = 40 + len(self.floors) * (FLOOR + GAP)

@@ -33,8 +33,12 @@ import math
 from xml.sax.saxutils import escape
 
 from minitf.runtime.step_stats import arrival_micros
+from minitf.viz import labels
 from minitf.viz.files import SavesToFile
 from minitf.viz.graph_view import natural_key
+
+# The line under the title: makespan, op time, parallelism, ops and threads.
+SUMMARY = "makespan %s \u00b7 op time %s \u00b7 parallelism %.2f\u00d7 \u00b7 %d ops on %d threads"
 
 __all__ = ["TimelineView", "OP_PALETTE", "TRANSFER_COLOR", "op_color"]
 
@@ -125,14 +129,18 @@ class TimelineView(SavesToFile):
     ``step_stats_or_run_metadata``: a ``RunMetadata`` after a traced run, or a ``StepStats``
     (``md.step_stats``, or what :func:`minitf.runtime.simulate.simulate` returns);
     ``title``: the heading; ``width``: the width of the plotted time range in pixels;
-    ``px_per_us``: a fixed scale instead (pixels per microsecond).
+    ``px_per_us``: a fixed scale instead (pixels per microsecond); ``language``: of the title
+    and the summary line ("en", "zh"; None: the default of :func:`minitf.viz.set_language`).
     """
 
     save_formats = {".svg": "to_svg", ".json": "chrome_trace"}
 
-    def __init__(self, step_stats_or_run_metadata, title=None, width=900, px_per_us=None):
+    def __init__(
+        self, step_stats_or_run_metadata, title=None, width=900, px_per_us=None, language=None
+    ):
+        self.language = labels.resolve(language)
         self.step_stats = _step_stats(step_stats_or_run_metadata)
-        self.title = title if title is not None else "Step timeline"
+        self.title = title if title is not None else labels.text("Step timeline", self.language)
         self.devices = []
         nodes = []  # (device, NodeExecStats)
         lanes = {}  # device -> {thread label}
@@ -214,9 +222,8 @@ class TimelineView(SavesToFile):
             '<rect x="0" y="0" width="%s" height="%s" fill="#ffffff"/>' % (_f(width), _f(height)),
             '<text class="title" x="10" y="%s" font-size="14" font-weight="bold">%s'
             "</text>" % (_f(TOP_PAD + 12), escape(self.title)),
-            '<text class="summary" x="10" y="%s" fill="#444444">makespan %s \u00b7 '
-            "op time %s \u00b7 parallelism %.2f\u00d7 \u00b7 %d ops on %d threads"
-            "</text>"
+            '<text class="summary" x="10" y="%%s" fill="#444444">%s</text>'
+            % escape(labels.text(SUMMARY, self.language))
             % (
                 _f(summary_y),
                 _duration(self.makespan),

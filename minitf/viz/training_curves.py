@@ -32,10 +32,11 @@ class TrainingCurves(LiveFigure):
         redraw_secs: float = 0.5,
         display: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        language: str | None = None,
     ) -> None:
         if not metrics:
             raise ValueError("TrainingCurves needs at least one metric name, e.g. 'loss'")
-        super().__init__(redraw_secs=redraw_secs, display=display, clock=clock)
+        super().__init__(redraw_secs=redraw_secs, display=display, clock=clock, language=language)
         self.metrics = list(metrics)
         self.title = title
         self.history: dict[str, tuple[list, list]] = {m: ([], []) for m in metrics}
@@ -62,8 +63,9 @@ class TrainingCurves(LiveFigure):
             ax = fig.add_subplot(1, len(self.metrics), i + 1)
             steps, vals = self.history[name]
             ax.plot(steps, vals, color="C%d" % i)
-            ax.set_xlabel("step")
-            ax.set_title(name if not vals else "%s: %.4g" % (name, vals[-1]))
+            ax.set_xlabel(self._t("step"))
+            shown = self._t(name)
+            ax.set_title(shown if not vals else "%s: %.4g" % (shown, vals[-1]))
             ax.grid(alpha=0.3)
         if self.title:
             fig.suptitle(self.title)

@@ -106,8 +106,9 @@ class TrainingDashboard(LiveFigure):
         redraw_secs: float = 0.5,
         display: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        language: str | None = None,
     ) -> None:
-        super().__init__(redraw_secs=redraw_secs, display=display, clock=clock)
+        super().__init__(redraw_secs=redraw_secs, display=display, clock=clock, language=language)
         self.title = title
         self._start = clock()
         self._lock = threading.Lock()
@@ -182,32 +183,36 @@ class TrainingDashboard(LiveFigure):
         else:
             fig = Figure(figsize=(13.0, 3.4), layout="constrained")
             axes = [fig.add_subplot(1, 3, i + 1) for i in range(3)]
-        _draw_losses(axes[0], axes[1], snapshot)
-        _draw_throughput(axes[2], snapshot)
+        _draw_losses(axes[0], axes[1], snapshot, self._t)
+        _draw_throughput(axes[2], snapshot, self._t)
         if has_staleness:
-            _draw_staleness(axes[3], snapshot)
+            _draw_staleness(axes[3], snapshot, self._t)
         if self.title:
             fig.suptitle(self.title)
         return fig
 
 
-def _draw_losses(by_step: Any, by_time: Any, snapshot: dict[Hashable, list[Record]]) -> None:
+def _draw_losses(
+    by_step: Any, by_time: Any, snapshot: dict[Hashable, list[Record]], t: Callable[[str], str]
+) -> None:
     for i, (worker, recs) in enumerate(snapshot.items()):
         color = "C%d" % (i % 10)
         losses = [r.loss for r in recs]
         by_step.plot([r.step for r in recs], losses, color=color, label=str(worker))
         by_time.plot([r.wall_time for r in recs], losses, color=color, label=str(worker))
     for ax, xlabel in ((by_step, "step"), (by_time, "wall time (s)")):
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("loss")
+        ax.set_xlabel(t(xlabel))
+        ax.set_ylabel(t("loss"))
         ax.grid(alpha=0.3)
-    by_step.set_title("loss per step")
-    by_time.set_title("loss over time")
+    by_step.set_title(t("loss per step"))
+    by_time.set_title(t("loss over time"))
     if snapshot:
         by_step.legend(fontsize="small")
 
 
-def _draw_throughput(ax: Any, snapshot: dict[Hashable, list[Record]]) -> None:
+def _draw_throughput(
+    ax: Any, snapshot: dict[Hashable, list[Record]], t: Callable[[str], str]
+) -> None:
     names, speeds, colors = [], [], []
     for i, (worker, recs) in enumerate(snapshot.items()):
         speed = _throughput(recs)
@@ -216,12 +221,14 @@ def _draw_throughput(ax: Any, snapshot: dict[Hashable, list[Record]]) -> None:
         colors.append("C%d" % (i % 10))
     ax.bar(range(len(names)), speeds, color=colors)
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize="small")
-    ax.set_ylabel("samples/s")
-    ax.set_title("throughput")
+    ax.set_ylabel(t("samples/s"))
+    ax.set_title(t("throughput"))
     ax.grid(alpha=0.3, axis="y")
 
 
-def _draw_staleness(ax: Any, snapshot: dict[Hashable, list[Record]]) -> None:
+def _draw_staleness(
+    ax: Any, snapshot: dict[Hashable, list[Record]], t: Callable[[str], str]
+) -> None:
     values, labels, colors = [], [], []
     for i, (worker, recs) in enumerate(snapshot.items()):
         stale = [r.staleness for r in recs if r.staleness is not None]
@@ -232,9 +239,9 @@ def _draw_staleness(ax: Any, snapshot: dict[Hashable, list[Record]]) -> None:
     top = max(max(v) for v in values)
     bins = [b - 0.5 for b in range(top + 2)]
     ax.hist(values, bins=bins, stacked=True, color=colors, label=labels)
-    ax.set_xlabel("staleness (global steps)")
-    ax.set_ylabel("gradients")
-    ax.set_title("stale gradients (Figure 12-18)")
+    ax.set_xlabel(t("staleness (global steps)"))
+    ax.set_ylabel(t("gradients"))
+    ax.set_title(t("stale gradients (Figure 12-18)"))
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize="small")

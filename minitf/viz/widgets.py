@@ -18,6 +18,7 @@ from minitf.framework import errors
 from minitf.runtime import devices as devices_mod
 from minitf.runtime import placer
 from minitf.runtime.simulate import Simulation
+from minitf.viz import labels
 from minitf.viz.graph_view import GraphView
 from minitf.viz.timeline_view import TimelineView
 
@@ -66,21 +67,25 @@ class PlacementExplorer:
     The graph itself is never changed: pins and device functions are applied to the ops'
     *requested* devices only while the placer runs (the function is applied to the finished
     ops, not while they are built, so colocated ops follow their variable by the placer's
-    colocation rule rather than by ``tf.colocate_with``).
+    colocation rule rather than by ``tf.colocate_with``).  ``language``: of the controls and
+    the picture's legend ("en", "zh"; None: the default of :func:`minitf.viz.set_language`).
     """
 
-    def __init__(self, graph=None, num_gpus=2, allow_soft_placement=False):
+    def __init__(self, graph=None, num_gpus=2, allow_soft_placement=False, language=None):
         from minitf.framework.graph import get_default_graph
+
+        self.language = labels.resolve(language)
+        t = self._t
 
         self.graph = graph or get_default_graph()
         self.ops = self.graph.get_operations()
         self.pins = {}
         names = [op.name for op in self.ops]
-        self._op = w.Dropdown(options=names, description="op")
-        self._pin = w.Dropdown(description="pin to")
-        self._gpus = w.IntSlider(value=num_gpus, min=0, max=4, description="GPUs")
-        self._soft = w.Checkbox(value=allow_soft_placement, description="soft placement")
-        self._fn = w.Dropdown(options=list(DEVICE_FUNCTIONS), description="device fn")
+        self._op = w.Dropdown(options=names, description=t("op"))
+        self._pin = w.Dropdown(description=t("pin to"))
+        self._gpus = w.IntSlider(value=num_gpus, min=0, max=4, description=t("GPUs"))
+        self._soft = w.Checkbox(value=allow_soft_placement, description=t("soft placement"))
+        self._fn = w.Dropdown(options=list(DEVICE_FUNCTIONS), description=t("device fn"))
         self._out = w.HTML()
         self._updating = False
         self._refresh_pin_options()
@@ -93,6 +98,9 @@ class PlacementExplorer:
             [w.HBox([self._op, self._pin]), w.HBox([self._gpus, self._soft, self._fn]), self._out]
         )
         self._replace()
+
+    def _t(self, english):
+        return labels.text(english, self.language)
 
     # -- driving it from Python (what the controls do) ----------------------------------------
     def set_pin(self, op_name, device):
@@ -190,6 +198,7 @@ class PlacementExplorer:
             view = GraphView(
                 self.graph,
                 placement={op.name: d.name for op, d in self.placement.device_of.items()},
+                language=self.language,
             )
             parts.append(view.to_svg())
         rows = "".join(
@@ -212,7 +221,8 @@ class PlacementExplorer:
 
 
 class StepThrough:
-    """Figure 12-5, one scheduling event at a time (a :class:`Simulation` behind buttons)."""
+    """Figure 12-5, one scheduling event at a time (a :class:`Simulation` behind buttons);
+    ``language``: of the buttons and the timeline's title ("en", "zh"; None: the default)."""
 
     def __init__(
         self,
@@ -224,7 +234,9 @@ class StepThrough:
         cost_model=None,
         gpu_thread_mode=None,
         gpu_thread_count=None,
+        language=None,
     ):
+        self.language = labels.resolve(language)
         options = dict(
             cost_model=cost_model,
             inter_op_threads=inter_op_threads,
@@ -235,7 +247,10 @@ class StepThrough:
         self.sim = Simulation(session, fetches, feed_dict, **options)
         self.final = Simulation(session, fetches, feed_dict, **options).run()
         self.last = None
-        buttons = [w.Button(description=d) for d in ("Next event", "Play", "Reset")]
+        buttons = [
+            w.Button(description=labels.text(d, self.language))
+            for d in ("Next event", "Play", "Reset")
+        ]
         for b, fn in zip(buttons, (self.next, self.play, self.reset)):
             b.on_click(lambda _, fn=fn: fn())
         self.buttons = buttons
@@ -305,7 +320,7 @@ class StepThrough:
 
     def timeline_svg(self):
         """The whole step's timeline with a red line at the current simulated time."""
-        view = TimelineView(self.final)
+        view = TimelineView(self.final, language=self.language)
         svg = view.to_svg()
         x = view.x_of(view.t0 + self.sim.time)
         line = '<line x1="%.1f" y1="0" x2="%.1f" y2="100%%" stroke="red" stroke-width="2"/>' % (

@@ -12,6 +12,10 @@ The text is the same for the same picture (no random ids: the script finds its b
 ``document.currentScript``), so a notebook's saved output only changes when the picture does.
 """
 
+import json
+
+from minitf.viz import labels
+
 __all__ = ["zoom_pan_html", "MAX_HEIGHT_PX"]
 
 MAX_HEIGHT_PX = 640
@@ -43,12 +47,12 @@ _SCRIPT = """(function () {
     bar.appendChild(b);
   }
   var mid = function () { return [view.clientWidth / 2, view.clientHeight / 2]; };
-  button("\\u2212", "zoom out", function () { var m = mid(); zoom(z / 1.25, m[0], m[1]); });
-  button("+", "zoom in", function () { var m = mid(); zoom(z * 1.25, m[0], m[1]); });
-  button("fit", "the whole graph", function () { zoom(fit(), 0, 0); });
-  button("100%%", "natural size", function () { zoom(1, 0, 0); });
+  button("\\u2212", %(zoom_out)s, function () { var m = mid(); zoom(z / 1.25, m[0], m[1]); });
+  button("+", %(zoom_in)s, function () { var m = mid(); zoom(z * 1.25, m[0], m[1]); });
+  button(%(fit)s, %(whole)s, function () { zoom(fit(), 0, 0); });
+  button("100%%", %(natural)s, function () { zoom(1, 0, 0); });
   bar.appendChild(shown);
-  bar.appendChild(document.createTextNode("drag to pan, Ctrl + wheel to zoom"));
+  bar.appendChild(document.createTextNode(%(hint)s));
   view.addEventListener("wheel", function (e) {
     if (!(e.ctrlKey || e.metaKey)) { return; }
     e.preventDefault();
@@ -75,12 +79,26 @@ _SCRIPT = """(function () {
 })();"""
 
 
-def zoom_pan_html(svg: str, max_height_px: int = MAX_HEIGHT_PX) -> str:
-    """``svg`` (an ``<svg>`` element) inside a scrolling box with zoom and pan controls."""
+# The bar's words (``%(key)s`` in the script), in English; minitf.viz.labels translates them.
+BAR_WORDS = {
+    "zoom_out": "zoom out",
+    "zoom_in": "zoom in",
+    "fit": "fit",
+    "whole": "the whole graph",
+    "natural": "natural size",
+    "hint": "drag to pan, Ctrl + wheel to zoom",
+}
+
+
+def zoom_pan_html(svg: str, max_height_px: int = MAX_HEIGHT_PX, language: str | None = None) -> str:
+    """``svg`` (an ``<svg>`` element) inside a scrolling box with zoom and pan controls, their
+    words in ``language`` (None: the default of :func:`minitf.viz.set_language`)."""
+    words = {k: json.dumps(labels.text(v, language)) for k, v in BAR_WORDS.items()}
     return (
         '<div class="minitf-zoom">'
         '<div class="minitf-zoom-bar" style="font:12px sans-serif;color:#555;margin:2px 0"></div>'
         '<div class="minitf-zoom-view" style="overflow:auto;max-width:100%%;max-height:%dpx;'
         'border:1px solid #ddd">%s</div>'
-        "<script>%s</script></div>" % (max_height_px, svg, _SCRIPT % {"height": max_height_px})
+        "<script>%s</script></div>"
+        % (max_height_px, svg, _SCRIPT % dict(words, height=max_height_px))
     )
