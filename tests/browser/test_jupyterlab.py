@@ -248,15 +248,22 @@ def test_widgets_in_jupyterlab(browser, jupyterlab, notebook, screenshot_dir):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("course_notebook", ["00_start_here.ipynb", "03_placing_operations.ipynb"])
-def test_course_notebooks_run_in_jupyterlab(browser, jupyterlab, tmp_path, course_notebook):
-    """The workshop's own notebooks 00 and 03, outputs cleared, run top to bottom in JupyterLab
-    from the Run menu; 03's placement explorer renders as a live widget with its graph, and one
-    of its exercises is answered through the page until its check passes."""
+@pytest.mark.parametrize(
+    "course_notebook",
+    ["00_start_here.ipynb", "03_placing_operations.ipynb", "zh/03_placing_operations.ipynb"],
+)
+def test_course_notebooks_run_in_jupyterlab(
+    browser, jupyterlab, tmp_path, course_notebook, screenshot_dir
+):
+    """The workshop's own notebooks 00 and 03 and 03's Chinese twin, outputs cleared, run top to
+    bottom in JupyterLab from the Run menu; 03's placement explorer renders as a live widget with
+    its graph (labelled in Chinese in the zh notebook), and one of its exercises is answered
+    through the page until its check passes."""
     from playwright.sync_api import expect
 
     expect.set_options(timeout=STEP)
     src = pathlib.Path(__file__).resolve().parents[2] / "notebooks" / course_notebook
+    course_notebook = course_notebook.replace("/", "_")  # zh/03_x -> zh_03_x, in the lab's root
     nb = json.loads(src.read_text())
     code_cells = 0
     for cell in nb["cells"]:
@@ -275,11 +282,15 @@ def test_course_notebooks_run_in_jupyterlab(browser, jupyterlab, tmp_path, cours
         _open_and_run_all(
             page, jupyterlab, course_notebook, len(nb["cells"]), code_cells, timeout_ms=90_000
         )
-        if course_notebook.startswith("03"):
+        if "03" in course_notebook:
             widgets = page.locator(".jp-OutputArea-output > .jupyter-widgets.widget-vbox")
             expect(widgets.first).to_be_attached()
             expect(widgets.first.locator("select").first).to_be_attached()
             expect(widgets.first.locator("svg").first).to_be_attached()
+            if course_notebook.startswith("zh_"):  # the zh notebook's first cell: Chinese labels
+                expect(widgets.first).to_contain_text("固定到")  # "pin to"
+                widgets.first.scroll_into_view_if_needed()
+                widgets.first.screenshot(path=str(screenshot_dir / "zh-03-placement-explorer.png"))
             _answer_exercise(page)
         else:
             expect(page.locator(".jp-OutputArea-output").first).to_be_attached()
