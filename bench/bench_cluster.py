@@ -43,6 +43,7 @@ import grpc  # noqa: E402
 import minitf as tf  # noqa: E402
 from minitf.distributed import LocalCluster  # noqa: E402
 from minitf.distributed.local_cluster import die_with_parent, free_port  # noqa: E402
+from minitf.teaching import ProgramLab  # noqa: E402
 
 #: TF 2.21, servers in separate processes, 2-core VM (tf_2_21_reference.txt, eageroff).
 TF_2_21 = {
@@ -223,14 +224,7 @@ def _floor(runs):
             )
         return _pct(times, 50) * 1e6  # the two-hop floor
     finally:
-        for p in procs:
-            p.stdin.close()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        ProgramLab.stop(procs)  # closes their input (they exit), kills any that lingers
 
 
 def main():
