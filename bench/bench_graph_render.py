@@ -24,26 +24,13 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))  # the test graph: tests/helpers.big_graph
 os.environ.setdefault("MINITF_EMULATED_GPUS", "0")
 
-import minitf as tf  # noqa: E402
+from helpers import big_graph  # noqa: E402
 from minitf.viz import GraphView, graphviz_render  # noqa: E402
-
-
-def big_graph(blocks, width):
-    """``width`` inputs, then ``blocks`` x ``width`` units of 3 ops over three devices."""
-    prev = [tf.constant(1.0, name="in%d" % i) for i in range(width)]
-    for k in range(blocks):
-        dev = "/cpu:0" if k % 3 == 0 else "/gpu:%d" % (k % 2)
-        with tf.name_scope("block%d" % k), tf.device(dev):
-            nxt = []
-            for i in range(width):
-                with tf.name_scope("unit%d" % i):
-                    x = tf.add(prev[i], prev[(i * 7 + 3) % width])
-                    nxt.append(tf.negative(tf.square(x)))
-            prev = nxt
-    return tf.get_default_graph()
 
 
 def _cpu(who):

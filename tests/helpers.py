@@ -124,3 +124,20 @@ def threads_left_since(before):
     """Names of the threads alive now that were not in ``before`` (after a grace period)."""
     wait_until(lambda: set(threading.enumerate()) <= before)
     return [t.name for t in set(threading.enumerate()) - before]
+
+
+def big_graph(blocks=27, width=25):
+    """A large graph in the default graph: ``width`` inputs, then ``blocks`` x ``width`` units of 3
+    ops (add, square, negative) in nested name scopes over three devices (27 x 25: 2,050 ops).
+    GraphView's tests and bench/bench_graph_render.py draw it."""
+    prev = [tf.constant(1.0, name="in%d" % i) for i in range(width)]
+    for k in range(blocks):
+        dev = "/cpu:0" if k % 3 == 0 else "/gpu:%d" % (k % 2)
+        with tf.name_scope("block%d" % k), tf.device(dev):
+            nxt = []
+            for i in range(width):
+                with tf.name_scope("unit%d" % i):
+                    x = tf.add(prev[i], prev[(i * 7 + 3) % width])
+                    nxt.append(tf.negative(tf.square(x)))
+            prev = nxt
+    return tf.get_default_graph()

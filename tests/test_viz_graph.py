@@ -17,6 +17,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import minitf as tf
+from helpers import big_graph
 from minitf.viz import GraphView, graphviz_render
 from minitf.viz.graph_view import DEVICE_PALETTE, UNPLACED_COLOR, device_colors
 
@@ -136,21 +137,6 @@ def fake_dot(tmp_path, monkeypatch, body):
     exe.write_text("#!/bin/sh\n" + body + "\n")
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", str(bindir) + os.pathsep + "/usr/bin" + os.pathsep + "/bin")
-
-
-def big_graph(blocks=27, width=25):
-    """blocks x width x 3 ops in nested scopes over three devices, plus ``width`` inputs."""
-    prev = [tf.constant(1.0, name="in%d" % i) for i in range(width)]
-    for k in range(blocks):
-        dev = "/cpu:0" if k % 3 == 0 else "/gpu:%d" % (k % 2)
-        with tf.name_scope("block%d" % k), tf.device(dev):
-            nxt = []
-            for i in range(width):
-                with tf.name_scope("unit%d" % i):
-                    x = tf.add(prev[i], prev[(i * 7 + 3) % width])
-                    nxt.append(tf.negative(tf.square(x)))
-            prev = nxt
-    return tf.get_default_graph()
 
 
 # -- colours -------------------------------------------------------------------------------------
