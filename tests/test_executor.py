@@ -613,3 +613,53 @@ def test_recv_completions_wake_the_waiting_caller_only_when_the_step_ends(monkey
             counts.append(len(wakes))
     assert value[0, 0] == 2 * (12 * 256 + sum(range(12)))
     assert max(counts) <= 1, counts
+
+
+def _thread_of_matmul(sess, fetch, **run_kw):
+    """Runs ``fetch`` (a MatMul) and returns the thread its kernel ran on."""
+    seen = []
+    orig = sess._impl.plan
+
+    def spy(*args):
+        eplan = orig(*args)
+        i = eplan.fetch_slots[0][0]
+        k = eplan.kernels[i]
+
+        def recording(ctx, ins):
+            seen.append(threading.current_thread())
+            return k(ctx, ins)
+
+        eplan.kernels[i] = recording
+        return eplan
+
+    sess._impl.plan = spy
+    try:
+        value = sess.run(fetch, **run_kw)
+    finally:
+        sess._impl.plan = orig
+    return seen[-1], value
+
+
+def test_one_thread_pools_let_the_caller_run_the_step():
+    """Where every pool of the step has one thread, an untraced step of synchronous nodes runs
+    on the caller in its serial order (the pool thread would run them one by one while the
+    caller waited); the values are the pool's.  With two inter-op threads, a timeout or a trace
+    the pool runs it, as before."""
+    a = tf.constant(np.arange(256 * 256, dtype=np.float32).reshape(256, 256) / 65536.0)
+    m = tf.matmul(a, a, name="mm")
+    expected = a_val = None
+    with tf.Session(config=_config(1)) as sess:
+        thread, value = _thread_of_matmul(sess, m)
+        assert thread is threading.current_thread()
+        a_val = sess.run(a)
+        expected = a_val @ a_val
+        np.testing.assert_allclose(value, expected, rtol=1e-5)
+        thread, value = _thread_of_matmul(sess, m, options=tf.RunOptions(timeout_in_ms=60000))
+        assert thread is not threading.current_thread()
+        np.testing.assert_allclose(value, expected, rtol=1e-5)
+        _, nodes, _ = _traced(sess, m)
+        assert nodes["mm"].thread_name == "inter-op #0"
+    with tf.Session(config=_config(2)) as sess:
+        thread, value = _thread_of_matmul(sess, m)
+        assert thread is not threading.current_thread()
+        np.testing.assert_allclose(value, expected, rtol=1e-5)

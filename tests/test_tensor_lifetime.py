@@ -170,7 +170,13 @@ def test_forwarding_never_overwrites_what_another_reader_needs(driver, device):
         doubled = tf.square(x * 4.0) + (x * 4.0)  # the square's input is read again by the add
         from_const = tf.constant(const_np) + 1.0
         from_var = v + 1.0
-    fetches = [alias, two, twice, doubled, from_const, from_var]
+        six = x * 6.0
+        # a sum over no axes hands its input on (TF's "reduces nothing"): the add after it
+        # must not write into the buffer the multiplication still reads
+        bumped = tf.reduce_sum(six, axis=[]) + 1.0
+        with tf.control_dependencies([bumped]):
+            over_nothing = [bumped, six * 2.0]
+    fetches = [alias, two, twice, doubled, from_const, from_var, over_nothing]
     with tf.Session() as sess:
         sess.run(v.initializer)
         for _ in range(2):
@@ -182,6 +188,8 @@ def test_forwarding_never_overwrites_what_another_reader_needs(driver, device):
             np.testing.assert_array_equal(got[3], np.square(value * 4) + value * 4)
             np.testing.assert_array_equal(got[4], const_np + 1)
             np.testing.assert_array_equal(got[5], 2.0)
+            np.testing.assert_array_equal(got[6][0], value * 6 + 1)
+            np.testing.assert_array_equal(got[6][1], value * 6 * 2)
         np.testing.assert_array_equal(value, original)
         np.testing.assert_array_equal(sess.run(v), 1.0)
     np.testing.assert_array_equal(const_np, 7.0)

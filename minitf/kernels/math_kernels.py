@@ -196,7 +196,10 @@ def _reduction(fn):
         def compute(ctx, ins):
             x, axes = ins
             rank = max(len(backend.shape(x)), 1)
-            return (f(ctx, x, _axes(backend.to_host(axes), rank)),)
+            axes = _axes(backend.to_host(axes), rank)
+            if not axes:  # TF's "reduces nothing": the output shares the input's buffer
+                return (x,)
+            return (f(ctx, x, axes),)
 
         return compute
 
@@ -214,8 +217,10 @@ register(
 )
 # AddN of one input hands that input on (TF's too): it does not allocate
 register("AddN", _add_n, cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
-register("Sum", _reduction("sum"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True, allocates=True)
-register("Mean", _reduction("mean"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True, allocates=True)
+# not ``allocates``: over no axes the output is the input itself (the gradient of a broadcast
+# add asks for that every step)
+register("Sum", _reduction("sum"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
+register("Mean", _reduction("mean"), cpu=NUMERIC, gpu=GPU_MATH, splittable=True)
 
 
 @host_kernel

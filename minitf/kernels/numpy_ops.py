@@ -264,7 +264,8 @@ class NumpyOps:
             b = b.T if transpose_b else b
             m, k = a.shape
             n = b.shape[1]
-            if not splits_matmul(m, k, n):
+            # a step run on one thread (``ctx.one_piece``) calls BLAS as it is: no blocks
+            if getattr(ctx, "one_piece", False) or not splits_matmul(m, k, n):
                 return np.matmul(a, b)
             # Figure 12-5's op A: row (or column) blocks of the result computed by the
             # intra-op pool.
@@ -321,7 +322,7 @@ class NumpyOps:
     def on_host(self, compute):
         # a host kernel's 0-d array (a reshape to []) is handed on as a scalar, as every
         # result of this backend is, and as a card's result comes back from the card
-        return lambda ctx, ins: tuple(scalarize(v) for v in compute(ctx, ins))
+        return lambda ctx, ins: tuple(map(scalarize, compute(ctx, ins)))
 
 
 NUMPY = NumpyOps()

@@ -14,7 +14,8 @@ is the same schedule, since partitions only meet at their ``_Send``/``_Recv`` pa
 step's rendezvous.
 
 :func:`run_serial` runs a plan of cheap synchronous nodes on the calling thread in a tight
-loop; ``step_run.py`` runs any other (``step_run.run_step`` chooses).
+loop (and any plan of synchronous nodes whose pools all have one thread); ``step_run.py`` runs
+any other (``step_run.run_step`` chooses).
 """
 
 from __future__ import annotations
@@ -413,6 +414,9 @@ class StepContext:
     one piece here; a kernel run by a pool thread with an intra-op pool gets a
     :class:`NodeContext` that splits for real), ``tracing`` and ``record_transfer``."""
 
+    #: ``parallel_for`` runs its work in one piece: a kernel need not cut it into blocks
+    one_piece = True
+
     __slots__ = (
         "args",
         "rendezvous",
@@ -488,6 +492,7 @@ class NodeContext:
     """The context of one splittable kernel run by a pool thread: its chunks go to ``pool``
     (an intra-op pool) and, in a traced step, are recorded for the step stats."""
 
+    one_piece = False
     __slots__ = ("_step", "_pool", "chunks")
 
     def __init__(self, step_ctx, pool):
