@@ -236,6 +236,7 @@ class NumpyOps:
                 and type(y) is ndarray
                 and x.shape == y.shape
                 and splits_elementwise(x.size)
+                and not getattr(ctx, "one_piece", False)  # (nothing to split it over)
             ):
                 return _split_zip(ctx, ufunc, x, y, out)
             if out is not None:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 from minitf.framework import errors
 from minitf.runtime import pools
+from minitf.runtime.blas_threads import SingleThreadedBlas as _SingleThreadedBlas
 from minitf.runtime.executor import (
     ExecutionPlan,
     NodeContext,
@@ -309,71 +310,7 @@ class StepRun:
             self.ctx.start_cancel(exc)  # the step's other waiting kernels end too
 
 
-# -- BLAS threads, and choosing a driver -------------------------------------------------------
-
-_blas_lock = threading.Lock()
-_blas_users = 0
-_blas_original = None  # each BLAS library's thread count before the first running step
-_blas_libraries = None  # threadpoolctl's controllers of the process's BLAS libraries
-_blas_clears = ()  # their clear_controlling_thread (threadpoolctl >= 3.8)
-
-
-class _SingleThreadedBlas:
-    """While threaded steps run, BLAS uses one thread: parallelism comes from minitf's own
-    pools, sized as the user asked, not from BLAS threads multiplying them (threadpoolctl).
-    The BLAS libraries are looked up once (numpy loaded them): a lookup reads the process's
-    memory map, about 0.4 ms; setting the limit on known libraries and restoring it takes a few
-    us, which a step skips where every library has one thread already.
-
-    Steps run on any thread (a session used from several threads, a server's RPC threads), and
-    the last one to end restores the limit.  threadpoolctl >= 3.8 lets only one thread set a
-    pthreads OpenBLAS's limit (the first that did, while it lives) and ignores the others
-    silently, so each change here takes that control and hands it back (``_set``)."""
-
-    def __enter__(self):
-        global _blas_users, _blas_original, _blas_libraries, _blas_clears
-        with _blas_lock:
-            if _blas_users == 0:
-                if _blas_libraries is None:
-                    from threadpoolctl import ThreadpoolController
-
-                    _blas_libraries = ThreadpoolController().select(user_api="blas")
-                    _blas_clears = {
-                        type(lib).clear_controlling_thread
-                        for lib in _blas_libraries.lib_controllers
-                        if hasattr(type(lib), "clear_controlling_thread")
-                    }
-                counts = [lib.num_threads for lib in _blas_libraries.lib_controllers]
-                # already one thread each (OPENBLAS_NUM_THREADS=1, a worker task held to one
-                # core): nothing to set, nothing to restore, and a step's GIL spared the calls
-                _blas_original = None if all(n == 1 for n in counts) else counts
-                if _blas_original is not None:
-                    self._set([1] * len(counts))
-            _blas_users += 1
-
-    def __exit__(self, *exc):
-        global _blas_users, _blas_original
-        with _blas_lock:
-            _blas_users -= 1
-            if _blas_users == 0 and _blas_original is not None:
-                self._set(_blas_original)
-                _blas_original = None
-        return False
-
-    @staticmethod
-    def _set(counts):
-        """Sets each BLAS library's thread count, as threadpoolctl's controlling thread of those
-        that have one, which are then left without one, as a ``with threadpool_limits`` block
-        leaves them."""
-        for clear in _blas_clears:
-            clear(force=True)
-        try:
-            for lib, n in zip(_blas_libraries.lib_controllers, counts):
-                if n is not None:
-                    lib.set_num_threads(n)
-        finally:
-            for clear in _blas_clears:
-                clear()
+# -- choosing a driver --------------------------------------------------------------------------
 
 
 def _one_thread_does_it(eplan, ctx, pool_set, timeout_ms, on_start) -> bool:
