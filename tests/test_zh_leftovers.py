@@ -232,6 +232,11 @@ def test_memory_and_cluster_views_leave_no_english():
     assert "机器 A" in cluster and "机器 B" in cluster
     assert _english_words(cluster, {"gRPC", "job", "task", "ps", "worker"}) == []
     assert "machine A" in viz.ClusterView(spec, machines=machines).to_svg()
+    from minitf.viz.container_view import ContainerView
+
+    containers = ContainerView({}, {"client A": []}, language="zh").to_svg()
+    assert ">客户端 A<" in containers and _english_words(containers) == []
+    assert ">client A<" in ContainerView({}, {"client A": []}).to_svg()
 
 
 # -- Figure 12-2 and the CUDA lesson ----------------------------------------------------------
@@ -275,7 +280,7 @@ def _notebook_code():
 
 
 TITLE_ARGUMENT = re.compile(
-    r'(?:title=|TrainingDashboard\(|train_replicas\()"([^"]+)"|"(machine [A-Z])"'
+    r'(?:title=|TrainingDashboard\(|train_replicas\()"([^"]+)"|"((?:machine|client) [A-Z])"'
 )
 
 

@@ -157,7 +157,8 @@ ZH: Dict[str, str] = {
     "GPU memory used (MiB) per training step": "每个训练步使用的 GPU 内存（MiB）",
 }
 
-# Titles the notebooks give their pictures (``title=``, ``machines=``): a Chinese twin runs the
+# Titles the notebooks give their pictures (``title=``, ``machines=``, ContainerView's
+# clients): a Chinese twin runs the
 # very same code cells as its English notebook, so a view looks its given title up here too.
 TITLES: Dict[str, str] = {
     "Figure 12-1: one graph over three devices (as placed)": (
@@ -185,6 +186,10 @@ TITLES: Dict[str, str] = {
     "x and y wait for a and b (simulated)": "x 和 y 等待 a 和 b（模拟）",
     "free: all four fills first (simulated)": "不加约束：四个填充操作先全部运行（模拟）",
     "chained: one big tensor at a time (simulated)": "串联：一次只有一个大张量（模拟）",
+    "client A": "客户端 A",
+    "client B": "客户端 B",
+    "client C": "客户端 C",
+    "client D": "客户端 D",
     "machine A": "机器 A",
     "machine B": "机器 B",
     "one step over three tasks": "跨三个任务的一步",
