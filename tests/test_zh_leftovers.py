@@ -125,7 +125,7 @@ def test_step_through_status_line_and_tables_in_chinese():
         st.next()
         en.next()
         page = st.state_html()
-        assert "上一事件：" in page and "，线程 " in page
+        assert re.search(r"上一事件：(开始|结束) \S+ · [^（]+（/job:", page)
         assert "<th>线程</th><th>正在运行</th>" in page
         assert "<th>线程池</th><th>就绪队列</th>" in page
         assert "<th>等待中的操作</th><th>尚未到达的输入数</th>" in page
@@ -133,8 +133,11 @@ def test_step_through_status_line_and_tables_in_chinese():
     assert "last event: %s %s on " % (en.last.kind, en.last.node) in en.state_html()
     assert "<th>thread</th><th>running</th>" in en.state_html()
     st.play()
-    assert "<b>本步完成</b>" in st.html() and "开始" in st.html() or "结束" in st.html()
-    assert _english_words(st.html(), names) == []
+    page = st.html()
+    assert "<b>本步完成</b>" in page and "上一事件：结束 " in page
+    assert _english_words(page, names) == []
+    en.play()
+    assert "<b>step done</b>" in en.html() and "last event: end " in en.html()
 
 
 # -- hover texts of the SVG views -------------------------------------------------------------

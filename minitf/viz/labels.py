@@ -111,7 +111,7 @@ ZH: Dict[str, str] = {
     "assigned": "分配的设备",
     # StepThrough's status line and tables
     "last event: ": "上一事件：",
-    "%s %s on %s (%s)": "%s %s，线程 %s（%s）",
+    "%s %s on %s (%s)": "%s %s · %s（%s）",
     "start": "开始",
     "end": "结束",
     "step done": "本步完成",
