@@ -82,24 +82,33 @@ def device_check() -> None:
         print("MINITF_GPU_BACKEND=cudasim: GPU ops run numba.cuda kernels in Numba's simulator.")
 
 
-def software_stack() -> list[tuple[str, str, bool]]:
-    """Figure 12-2's floors, top to bottom, as ``(floor, what this machine has, present)``."""
+def software_stack(language: str | None = None) -> list[tuple[str, str, bool]]:
+    """Figure 12-2's floors, top to bottom, as ``(floor, what this machine has, present)``;
+    ``language``: of their words ("en", "zh"; None: the default of
+    :func:`minitf.viz.set_language`)."""
     from minitf.version import __version__
+    from minitf.viz import labels
+
+    def t(english: str) -> str:
+        return labels.text(english, language)
 
     cards = devices.machine_gpus()
     real = devices.cuda_available()
     count, memory = mconfig.emulated_gpus()
     if real:
-        card_text = "%d real card(s)" % len(cards)
+        card_text = t("%d real card(s)") % len(cards)
+    elif cards:
+        card_text = t("%d emulated card(s) of %d GiB") % (count, memory // 2**30)
     else:
-        card_text = "%d emulated card(s) of %d GiB" % (count, memory // 2**30) if cards else "none"
-    kernels = "numba.cuda kernels on the card" if real else "numpy kernels (emulated cards too)"
+        card_text = t("none")
+    kernels = t("numba.cuda kernels on the card" if real else "numpy kernels (emulated cards too)")
+    driver = t("found" if real else "not found (no NVIDIA driver)")
     return [
-        ("Your code", "import minitf as tf", True),
-        ("Framework", "minitf %s: graph, placer, executor, thread pools" % __version__, True),
-        ("Kernels (cuDNN / CUDA libraries)", kernels, True),
-        ("CUDA driver", "found" if real else "not found (no NVIDIA driver)", real),
-        ("GPU cards", card_text, bool(cards)),
+        (t("Your code"), "import minitf as tf", True),
+        (t("Framework"), t("minitf %s: graph, placer, executor, thread pools") % __version__, True),
+        (t("Kernels (cuDNN / CUDA libraries)"), kernels, True),
+        (t("CUDA driver"), driver, real),
+        (t("GPU cards"), card_text, bool(cards)),
     ]
 
 

@@ -106,7 +106,7 @@ class ClusterView(SavesToFile):
 
     def _machines(self):
         if self.machine_titles:
-            return dict(self.machine_titles)
+            return {self._t(title): tasks for title, tasks in self.machine_titles.items()}
         machines = {}
         for job, i in self.tasks:
             host = self.spec.task_address(job, i).rsplit(":", 1)[0]

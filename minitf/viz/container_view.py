@@ -94,7 +94,7 @@ class ContainerView(SavesToFile):
             )
             out.append(
                 '<text x="%d" y="%d" font-weight="bold">%s</text>'
-                % (PAD + 8, y + 18, escape(client))
+                % (PAD + 8, y + 18, escape(self._t(client)))
             )
             y += h + PAD
         labels = ["%s = %s" % (row[2], value) for _, row, value in self.links]

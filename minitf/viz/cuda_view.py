@@ -21,6 +21,8 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
+from minitf.viz import labels
+
 BLOCK_COLORS = ("#cfe0f3", "#fbd9b5", "#cdeac4", "#e6d3ea", "#f9ecb0", "#cbe7e5")
 
 
@@ -98,7 +100,9 @@ class ThreadMap:
         thread: np.ndarray,
         block_dim: tuple[int, int],
         grid_dim: tuple[int, int] | None = None,
+        language: str | None = None,
     ):
+        self.language = labels.resolve(language)
         self.block = np.asarray(block)
         self.thread = np.asarray(thread)
         self.block_dim = block_dim
@@ -115,8 +119,24 @@ class ThreadMap:
             '<rect x="%d" y="%d" width="%d" height="%d" fill="white" stroke="#999" '
             'stroke-dasharray="4 3"/><text x="%d" y="%d" fill="#999">b(%d,%d)</text>'
             '<text x="%d" y="%d" fill="#999">t(%d,%d)</text>'
-            '<text x="%d" y="%d" fill="#999">idle</text>'
-            % (x, y, s, s, x + 4, y + 14, bx, by, x + 4, y + 28, tx, ty, x + 4, y + 42)
+            '<text x="%d" y="%d" fill="#999">%s</text>'
+            % (
+                x,
+                y,
+                s,
+                s,
+                x + 4,
+                y + 14,
+                bx,
+                by,
+                x + 4,
+                y + 28,
+                tx,
+                ty,
+                x + 4,
+                y + 42,
+                labels.text("idle", self.language),
+            )
         )
 
     def _cell(self, r: int, c: int) -> str:
@@ -159,7 +179,8 @@ class ReductionTree:
     round with stride ``half`` thread ``t < half`` adds ``buf[t + half]`` into ``buf[t]``, then
     every thread waits at ``cuda.syncthreads()``."""
 
-    def __init__(self, values):
+    def __init__(self, values, language: str | None = None):
+        self.language = labels.resolve(language)
         self.values = [float(v) for v in values]
         n = len(self.values)
         if n < 2 or n & (n - 1):
@@ -183,7 +204,11 @@ class ReductionTree:
         body = []
         for level, buf in enumerate(rounds):
             y = 20 + level * h
-            label = "load" if level == 0 else "half=%d" % (len(rounds[level - 1]) // 2)
+            label = (
+                labels.text("load", self.language)
+                if level == 0
+                else "half=%d" % (len(rounds[level - 1]) // 2)
+            )
             body.append('<text x="4" y="%d">%s</text>' % (y + 14, label))
             for t, v in enumerate(buf):
                 x = 60 + t * w
@@ -206,9 +231,15 @@ class MemoryOverTime:
     """Used memory of each card over a run, one line per card: ``samples`` is a list of
     ``(step, cards)`` with ``cards`` as ``minitf.smi.smi_data()`` returns them."""
 
-    def __init__(self, samples, title: str = "GPU memory used (MiB) per training step"):
+    def __init__(
+        self,
+        samples,
+        title: str = "GPU memory used (MiB) per training step",
+        language: str | None = None,
+    ):
+        self.language = labels.resolve(language)
         self.samples = list(samples)
-        self.title = title
+        self.title = labels.text(title, self.language)
         if not self.samples:
             raise ValueError("MemoryOverTime needs at least one sample")
 
@@ -230,13 +261,14 @@ class MemoryOverTime:
         def pos(step, mib):
             return left + (step - x0) * w / (x1 - x0), top + h - mib * h / top_mib
 
+        step = escape(labels.text("step %d", self.language))
         body = [
             '<text x="%d" y="16">%s</text>' % (left, escape(self.title)),
             '<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#666"/>'
             % (left, top, w, h),
             '<text x="4" y="%d">%.0f MiB</text><text x="4" y="%d">0</text>'
             % (top + 10, top_mib, top + h),
-            '<text x="%d" y="%d">step %d</text><text x="%d" y="%d">step %d</text>'
+            ('<text x="%d" y="%d">' + step + '</text><text x="%d" y="%d">' + step + "</text>")
             % (left, top + h + 14, x0, left + w - 50, top + h + 14, x1),
         ]
         for i, (card, pts) in enumerate(sorted(series.items())):

@@ -248,7 +248,7 @@ class GraphView(SavesToFile):
         self.graph = graph
         self.max_nodes = max_nodes
         self.renderer = renderer
-        self.title = title
+        self.title = labels.text(title, self.language) if title else title
         self.renderer_used = None
         self._ops = list(graph.get_operations())
         self.source, self.device_of = self._devices(placement, session)
@@ -260,6 +260,9 @@ class GraphView(SavesToFile):
         self._build()
         self._dot = None
         self._svg = None
+
+    def _t(self, english):
+        return labels.text(english, self.language)
 
     # -- where every op is -------------------------------------------------------------------
     def _devices(self, placement, session):
@@ -385,10 +388,10 @@ class GraphView(SavesToFile):
         cl = _cluster_path(
             root, levels, self.colors.get(order[0], UNPLACED_COLOR), scope.split("/")[:-1]
         )
-        tooltip = "%s (name scope, %d ops)\n%s" % (
-            scope,
-            len(members),
-            "\n".join("%s: %d" % (d or "not placed", devs[d]) for d in order),
+        t = self._t
+        tooltip = "%s\n%s" % (
+            t("%s (name scope, %d ops)") % (scope, len(members)),
+            "\n".join("%s: %d" % (d or t("not placed"), devs[d]) for d in order),
         )
         return (
             nid,
@@ -416,16 +419,17 @@ class GraphView(SavesToFile):
 
     def _op_tooltip(self, op, device):
         """Hover text of an op's box: type, device, requested device, colocation groups."""
-        tip = ["%s (%s)" % (op.name, op.type), "device: %s" % (device or "not placed")]
+        t = self._t
+        tip = ["%s (%s)" % (op.name, op.type), t("device: %s") % (device or t("not placed"))]
         if op.device and (self.source != "requested"):
-            tip.append("requested: %s" % op.device)
+            tip.append(t("requested: %s") % op.device)
         try:
             cls = op.get_attr("_class")
         except ValueError:
             cls = None
         if cls:
             tip.append(
-                "colocated with: %s"
+                t("colocated with: %s")
                 % ", ".join(
                     (c.decode() if isinstance(c, bytes) else str(c)).replace("loc:@", "")
                     for c in cls

@@ -50,7 +50,7 @@ class MemoryView(SavesToFile):
                 for k, al in gpu_process_state.process_gpu_allocators().items()
             }
         self.data = data
-        self.title = self._t("GPU memory") if title is None else str(title)
+        self.title = self._t("GPU memory" if title is None else str(title))
         self.this_pid = os.getpid() if this_pid is None else this_pid
         self.in_use = in_use
         pids = sorted({p["pid"] for card in data for p in card["processes"]})

@@ -150,7 +150,8 @@ class QueueView(SavesToFile):
     ) -> None:
         self.language = labels.resolve(language)
         if title is None:
-            title = labels.text("Queues", self.language)
+            title = "Queues"
+        title = labels.text(title, self.language)
         if interval <= 0:
             raise ValueError("interval must be > 0, not %r" % (interval,))
         self.sess = _session_of(sess)
@@ -327,15 +328,14 @@ def _record_svg(out: list, rec: QueueRecord, y: int, language: str = "en") -> No
     if fraction is not None:
         out.append(
             '<rect class="fill" x="%d" y="%d" width="%.1f" height="%d" fill="%s">'
-            "<title>%d of %d</title></rect>"
+            "<title>%s</title></rect>"
             % (
                 LEFT,
                 bar_y,
                 BAR_WIDTH * min(1.0, fraction),
                 BAR_HEIGHT,
                 FILL_COLOR,
-                rec.size,
-                rec.capacity,
+                labels.text("%d of %d", language) % (rec.size, rec.capacity),
             )
         )
     if rec.min_after_dequeue and rec.capacity:

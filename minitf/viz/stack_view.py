@@ -33,7 +33,7 @@ class StackView(SavesToFile):
         self.language = labels.resolve(language)
         self.floors = [(str(n), str(w), bool(ok)) for n, w, ok in floors]
         default = labels.text("Figure 12-2: the software stack", self.language)
-        self.title = title if title is not None else default
+        self.title = labels.text(title, self.language) if title is not None else default
 
     def to_svg(self) -> str:
         height = 40 + len(self.floors) * (FLOOR + GAP)

@@ -140,7 +140,7 @@ class TimelineView(SavesToFile):
     ):
         self.language = labels.resolve(language)
         self.step_stats = _step_stats(step_stats_or_run_metadata)
-        self.title = title if title is not None else labels.text("Step timeline", self.language)
+        self.title = labels.text("Step timeline" if title is None else title, self.language)
         self.devices = []
         nodes = []  # (device, NodeExecStats)
         lanes = {}  # device -> {thread label}
@@ -169,6 +169,21 @@ class TimelineView(SavesToFile):
         self.plot_width = span * self.scale
         self.left = LEFT
         self._svg = None
+
+    def _t(self, english):
+        return labels.text(english, self.language)
+
+    def _hover(self, what, device, thread, start, duration):
+        """The hover text of a box: ``what``, its device and thread, start and duration."""
+        return "\n".join(
+            (
+                what,
+                self._t("device: %s") % device,
+                self._t("thread: %s") % labels.thread_name(thread, self.language),
+                self._t("start: +%s") % _duration(start),
+                self._t("duration: %s") % _duration(duration),
+            )
+        )
 
     # -- geometry --------------------------------------------------------------------------
     def x_of(self, micros):
@@ -258,7 +273,8 @@ class TimelineView(SavesToFile):
                 '<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#dddddd"/>'
                 % (_f(self.left), _f(y + LANE_H), _f(self.left + self.plot_width), _f(y + LANE_H))
             )
-            out.append('<text x="16" y="%s">%s</text></g>' % (_f(y + 15), escape(t)))
+            shown = labels.thread_name(t, self.language)
+            out.append('<text x="16" y="%s">%s</text></g>' % (_f(y + 15), escape(shown)))
 
     def _ops_and_transfers(self, out):
         """Op boxes, then chunks on top of them, then the transfers' arrows."""
@@ -328,13 +344,12 @@ class TimelineView(SavesToFile):
         w = max(1.0, ns.all_end_rel_micros * self.scale)
         op_type = ns.op_type or "unknown"
         fill = op_color(op_type)
-        title = "%s (%s)\ndevice: %s\nthread: %s\nstart: +%s\nduration: %s" % (
-            ns.node_name,
-            op_type,
+        title = self._hover(
+            "%s (%s)" % (ns.node_name, op_type),
             device,
             lane[1],
-            _duration(ns.all_start_micros - self.t0),
-            _duration(ns.all_end_rel_micros),
+            ns.all_start_micros - self.t0,
+            ns.all_end_rel_micros,
         )
         out.append(
             '<g class="op" data-name="%s" data-op="%s" data-start="%s" '
@@ -364,15 +379,12 @@ class TimelineView(SavesToFile):
         x = self.x_of(ch.start_micros)
         w = max(1.0, (ch.end_micros - ch.start_micros) * self.scale)
         op_type = ns.op_type or "unknown"
-        title = "%s chunk %d of %d (%s)\ndevice: %s\nthread: %s\nstart: +%s\nduration: %s" % (
-            ns.node_name,
-            ch.index,
-            len(ns.chunks),
-            op_type,
+        title = self._hover(
+            self._t("%s chunk %d of %d (%s)") % (ns.node_name, ch.index, len(ns.chunks), op_type),
             device,
             lane[1],
-            _duration(ch.start_micros - self.t0),
-            _duration(ch.end_micros - ch.start_micros),
+            ch.start_micros - self.t0,
+            ch.end_micros - ch.start_micros,
         )
         out.append(
             '<g class="chunk" data-name="%s" data-index="%d"><title>%s</title>'
@@ -399,12 +411,11 @@ class TimelineView(SavesToFile):
         y1 = self._lane_y[slane] + LANE_H / 2.0
         x2 = self.x_of(arrival_micros(dns))
         y2 = self._lane_y[dlane] + LANE_H / 2.0
-        title = "%s: %d bytes\n%s \u2192 %s\ncopy time: %s" % (
-            tr.tensor_name,
-            tr.bytes,
+        title = "%s\n%s \u2192 %s\n%s" % (
+            self._t("%s: %d bytes") % (tr.tensor_name, tr.bytes),
             tr.src_device,
             tr.dst_device,
-            _duration(tr.micros),
+            self._t("copy time: %s") % _duration(tr.micros),
         )
         dx, dy = x2 - x1, y2 - y1
         d = math.hypot(dx, dy) or 1.0

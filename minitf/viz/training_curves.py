@@ -68,5 +68,5 @@ class TrainingCurves(LiveFigure):
             ax.set_title(shown if not vals else "%s: %.4g" % (shown, vals[-1]))
             ax.grid(alpha=0.3)
         if self.title:
-            fig.suptitle(self.title)
+            fig.suptitle(self._t(self.title))
         return fig

@@ -188,7 +188,7 @@ class TrainingDashboard(LiveFigure):
         if has_staleness:
             _draw_staleness(axes[3], snapshot, self._t)
         if self.title:
-            fig.suptitle(self.title)
+            fig.suptitle(self._t(self.title))
         return fig
 
 

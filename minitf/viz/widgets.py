@@ -80,12 +80,15 @@ class PlacementExplorer:
         self.graph = graph or get_default_graph()
         self.ops = self.graph.get_operations()
         self.pins = {}
+        self._pin_values = []
         names = [op.name for op in self.ops]
         self._op = w.Dropdown(options=names, description=t("op"))
         self._pin = w.Dropdown(description=t("pin to"))
         self._gpus = w.IntSlider(value=num_gpus, min=0, max=4, description=t("GPUs"))
         self._soft = w.Checkbox(value=allow_soft_placement, description=t("soft placement"))
-        self._fn = w.Dropdown(options=list(DEVICE_FUNCTIONS), description=t("device fn"))
+        self._fn = w.Dropdown(
+            options=[(t(label), label) for label in DEVICE_FUNCTIONS], description=t("device fn")
+        )
         self._out = w.HTML()
         self._updating = False
         self._refresh_pin_options()
@@ -106,7 +109,7 @@ class PlacementExplorer:
     def set_pin(self, op_name, device):
         """Pins ``op_name`` to ``device`` (None: back to what the graph asked)."""
         self._op.value = op_name
-        if device is not None and device not in self._pin.options:
+        if device is not None and device not in self._pin_values:
             self.pins[op_name] = device
             self._refresh_pin_options()
             self._replace()
@@ -127,9 +130,10 @@ class PlacementExplorer:
         # one GPU more than exist, so a learner can pin to a missing device and see the error
         opts = [AS_BUILT, "", "/cpu:0"] + ["/gpu:%d" % i for i in range(self._gpus.value + 1)]
         opts += [p for p in self.pins.values() if p not in opts]
+        self._pin_values = opts
         self._updating = True
         try:
-            self._pin.options = opts
+            self._pin.options = [(self._t(o) if o == AS_BUILT else o, o) for o in opts]
         finally:
             self._updating = False
         self._show_pin()
@@ -210,9 +214,8 @@ class PlacementExplorer:
             )
             for op in self.ops
         )
-        parts.append(
-            "<table><tr><th>op</th><th>requested</th><th>assigned</th></tr>%s</table>" % rows
-        )
+        head = "".join("<th>%s</th>" % self._t(h) for h in ("op", "requested", "assigned"))
+        parts.append("<table><tr>%s</tr>%s</table>" % (head, rows))
         parts.append("<pre>%s</pre>" % escape("\n".join(self.log_lines)))
         return "\n".join(parts)
 
@@ -247,10 +250,7 @@ class StepThrough:
         self.sim = Simulation(session, fetches, feed_dict, **options)
         self.final = Simulation(session, fetches, feed_dict, **options).run()
         self.last = None
-        buttons = [
-            w.Button(description=labels.text(d, self.language))
-            for d in ("Next event", "Play", "Reset")
-        ]
+        buttons = [w.Button(description=self._t(d)) for d in ("Next event", "Play", "Reset")]
         for b, fn in zip(buttons, (self.next, self.play, self.reset)):
             b.on_click(lambda _, fn=fn: fn())
         self.buttons = buttons
@@ -276,45 +276,57 @@ class StepThrough:
         self.last = None
         self._draw()
 
+    def _t(self, english):
+        return labels.text(english, self.language)
+
+    def _last_event(self):
+        """The status line's last event: kind, node, thread and device, or "-"."""
+        ev = self.last
+        if ev is None:
+            return "-"
+        thread = labels.thread_name(ev.thread, self.language)
+        return self._t("%s %s on %s (%s)") % (self._t(ev.kind), ev.node, thread, ev.device)
+
+    def _table(self, head, rows):
+        """An HTML table: ``head`` (English words, shown in the widget's language) and rows of
+        cells (already text)."""
+        th = "".join("<th>%s</th>" % self._t(h) for h in head)
+        trs = "".join("<tr>%s</tr>" % "".join("<td>%s</td>" % escape(c) for c in r) for r in rows)
+        return "<table><tr>%s</tr>%s</table>" % (th, trs)
+
     def state_html(self):
         sim = self.sim
-        last = (
-            "-"
-            if self.last is None
-            else "%s %s on %s (%s)"
-            % (self.last.kind, self.last.node, self.last.thread, self.last.device)
-        )
+        done = " &#8212; <b>%s</b>" % self._t("step done") if sim.done else ""
         rows = [
-            "<b>t = %d µs</b> &#8212; last event: %s%s"
-            % (sim.time, escape(last), " &#8212; <b>step done</b>" if sim.done else "")
+            "<b>t = %d µs</b> &#8212; %s%s%s"
+            % (sim.time, self._t("last event: "), escape(self._last_event()), done)
         ]
+        running = sorted(sim.running().items())
         rows.append(
-            "<table><tr><th>thread</th><th>running</th></tr>%s</table>"
-            % "".join(
-                "<tr><td>%s</td><td>%s</td></tr>" % (escape(t), escape(n))
-                for t, n in sorted(sim.running().items())
+            self._table(
+                ("thread", "running"),
+                [(labels.thread_name(t, self.language), n) for t, n in running],
             )
         )
+        queues = sim.ready_queues().items()
         rows.append(
-            "<table><tr><th>pool</th><th>ready queue</th></tr>%s</table>"
-            % "".join(
-                "<tr><td>%s</td><td>%s</td></tr>" % (escape(d), escape(", ".join(q) or "-"))
-                for d, q in sim.ready_queues().items()
+            self._table(
+                ("pool", "ready queue"),
+                [(labels.thread_name(d, self.language), ", ".join(q) or "-") for d, q in queues],
             )
         )
         waiting = sim.waiting()
         if waiting:
             rows.append(
-                "<p>_Recv waiting for its tensor (no thread): %s</p>" % escape(", ".join(waiting))
+                "<p>%s%s</p>"
+                % (
+                    self._t("_Recv waiting for its tensor (no thread): "),
+                    escape(", ".join(waiting)),
+                )
             )
-        pending = sim.pending_counts()
+        pending = sorted(sim.pending_counts().items())
         rows.append(
-            "<table><tr><th>waiting op</th><th>inputs still awaited</th></tr>%s"
-            "</table>"
-            % "".join(
-                "<tr><td>%s</td><td>%d</td></tr>" % (escape(n), c)
-                for n, c in sorted(pending.items())
-            )
+            self._table(("waiting op", "inputs still awaited"), [(n, str(c)) for n, c in pending])
         )
         return "\n".join(rows)
 
