@@ -204,16 +204,16 @@ def bench_towers(steps, rounds):
             else:
                 os.environ[k] = v
     a, b = float(np.median(one)), float(np.median(two))
-    ratios = sorted(t / o for o, t in zip(one, two))
     print(
         "1. towers on emulated GPUs (784-300-100-10, batch %d per tower, one thread a card)" % BATCH
     )
     print("   1 tower : %8.0f samples/s" % a)
     print("   2 towers: %8.0f samples/s   ratio %.2fx   goal >= 1.6x" % (b, b / a))
-    print(
-        "      ratio per round %s; the same numpy work on 2 threads / 1 (the ceiling): %s"
-        % (" ".join("%.2f" % r for r in ratios), " ".join("%.2f" % c for c in ceiling))
+    rounds_text = ", ".join(
+        "%.2fx (%.2f/%.2f)" % (t / o, ceiling[2 * i], ceiling[2 * i + 1])
+        for i, (o, t) in enumerate(zip(one, two))
     )
+    print("      per round: ratio (numpy work on 2 threads / 1 before/after) " + rounds_text)
     return b / a
 
 
