@@ -15,7 +15,14 @@ server's), and each worker task of the cluster pinned to a core of its own
 
 1. *Towers on emulated GPUs* (one process, ``tf.config.emulate_gpus(2)``): the 784-300-100-10
    MLP on synthetic data, batch 256 per tower; samples/s of 2 towers (seed 003's averaged
-   gradients, one ``apply_gradients``) against 1 tower.  Goal: >= 1.6x.
+   gradients, one ``apply_gradients``) against 1 tower.  Goal: >= 1.6x.  Each card is held to
+   one core as the cluster's workers are: ``TF_GPU_THREAD_MODE=gpu_private`` with
+   ``TF_GPU_THREAD_COUNT=1`` gives each card one thread of its own, which runs its ops one at a
+   time as a card's stream does (in TF's default ``global`` mode the cards' ops share the 2
+   inter-op threads, so ONE tower already ran its independent gradient matmuls on both cores,
+   about 1.3 cores, and 2 towers had little left to win).  Under it: the same tower's numpy
+   work alone (no minitf) on 2 Python threads against 1, measured just before and after: the
+   ceiling of the ratio for threads of one process on this machine now.
 0. *The machine*: how much more two busy processes get done than one (2.0 on 2 idle cores):
    the ceiling of every ratio below, measured in the same run.
 2. *Between-graph replicas* (LocalCluster, 1 ps; tests/data/dp_worker.py as each worker's
@@ -140,19 +147,73 @@ def towers_samples_per_sec(towers, steps):
     return towers * BATCH * steps / seconds
 
 
+def _numpy_tower_step(x, weights):
+    """One tower's forward and backward matmuls and ReLUs in plain numpy (no minitf)."""
+    h1 = np.maximum(x @ weights[0], 0)
+    h2 = np.maximum(h1 @ weights[1], 0)
+    g = h2 @ weights[2] - 0.1
+    gh2 = (g @ weights[2].T) * (h2 > 0)
+    gh1 = (gh2 @ weights[1].T) * (h1 > 0)
+    return h2.T @ g, h1.T @ gh2, x.T @ gh1
+
+
+def thread_parallelism(steps=100):
+    """The tower's numpy work on 2 threads of this process over 1 thread (2.0 on 2 idle
+    cores): the ceiling of the towers' ratio, on this machine, now."""
+    import threading
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((BATCH, 784)).astype(np.float32)
+    weights = [
+        rng.standard_normal(s).astype(np.float32) for s in ((784, 300), (300, 100), (100, 10))
+    ]
+
+    def work():
+        for _ in range(steps):
+            _numpy_tower_step(x, weights)
+
+    start = time.perf_counter()
+    work()
+    one = time.perf_counter() - start
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return 2 * one / (time.perf_counter() - start)
+
+
 def bench_towers(steps, rounds):
+    """Rounds of (thread ceiling, 1 tower, 2 towers, thread ceiling), alternating; medians."""
     tf.config.emulate_gpus(2)
+    saved = {k: os.environ.get(k) for k in ("TF_GPU_THREAD_MODE", "TF_GPU_THREAD_COUNT")}
+    os.environ.update(TF_GPU_THREAD_MODE="gpu_private", TF_GPU_THREAD_COUNT="1")
     try:
-        one, two = [], []
+        one, two, ceiling = [], [], []
         for _ in range(rounds):  # alternating, so that a slow spell hits both
+            ceiling.append(thread_parallelism())
             one.append(towers_samples_per_sec(1, steps))
             two.append(towers_samples_per_sec(2, steps))
+            ceiling.append(thread_parallelism())
     finally:
         tf.config.emulate_gpus(None)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     a, b = float(np.median(one)), float(np.median(two))
-    print("1. towers on emulated GPUs (784-300-100-10, batch %d per tower)" % BATCH)
+    print(
+        "1. towers on emulated GPUs (784-300-100-10, batch %d per tower, one thread a card)" % BATCH
+    )
     print("   1 tower : %8.0f samples/s" % a)
     print("   2 towers: %8.0f samples/s   ratio %.2fx   goal >= 1.6x" % (b, b / a))
+    rounds_text = ", ".join(
+        "%.2fx (%.2f/%.2f)" % (t / o, ceiling[2 * i], ceiling[2 * i + 1])
+        for i, (o, t) in enumerate(zip(one, two))
+    )
+    print("      per round: ratio (numpy work on 2 threads / 1 before/after) " + rounds_text)
     return b / a
 
 

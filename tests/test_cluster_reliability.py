@@ -12,6 +12,7 @@ import time
 
 import cluster_load
 import grpc
+import numpy as np
 import pytest
 
 import minitf as tf
@@ -113,6 +114,45 @@ def test_worker_killed_mid_step_is_reported_within_2_s():
                 assert errs[0][0] - t0 < 2.0
                 assert isinstance(errs[0][1], tf.errors.UnavailableError), errs
                 assert "/job:worker/replica:0/task:1" in errs[0][1].message
+
+
+def test_a_ps_killed_while_a_worker_waits_on_its_open_recv_call_is_reported_within_2_s():
+    """The worker takes the ps's tensors on a RecvTensorsSteps call it keeps open from step to
+    step; the ps dying while a step waits on that call fails the step at once with
+    UnavailableError naming the ps (the call breaks; nothing waits for the step's deadline)."""
+    with LocalCluster({"ps": 1, "worker": 1}) as lc:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(np.ones(4, np.float32), name="v")
+                late = tf.FIFOQueue(1, tf.float32, shared_name="late").dequeue() + 1.0
+            with tf.device("/job:worker/task:0"):
+                total = tf.reduce_sum(v * 2.0)
+                waits = late * 2.0  # the worker's _Recv of `late` waits on its call
+                signals = tf.FIFOQueue(1, tf.float32, shared_name="signals")
+                signal = signals.enqueue(tf.reduce_sum(v))  # the call got v: it is open
+            config = tf.ConfigProto(operation_timeout_in_ms=30000)
+            with tf.Session(lc.target("worker", 0), config=config) as sess:
+                sess.run(v.initializer)
+                for _ in range(3):  # steps on the call kept open
+                    assert sess.run(total) == 8.0
+                errs = []
+
+                def run():
+                    try:
+                        sess.run([waits, signal])
+                    except tf.errors.OpError as e:
+                        errs.append((time.monotonic(), e))
+
+                t = threading.Thread(target=run)
+                t.start()
+                assert wait_until(lambda: sess.run(signals.size()) == 1, 10)
+                t0 = time.monotonic()
+                lc.kill("ps", 0)
+                t.join(5)
+                assert not t.is_alive() and len(errs) == 1
+                assert errs[0][0] - t0 < 2.0
+                assert isinstance(errs[0][1], tf.errors.UnavailableError), errs
+                assert "/job:ps/replica:0/task:0" in errs[0][1].message
 
 
 # -- item 1: a script with in-process servers exits at once ---------------------------------------

@@ -396,23 +396,26 @@ def test_received_tensors_are_freed_when_the_step_ends(cluster, monkeypatch):
 
 def test_a_step_takes_the_tensors_of_each_peer_in_one_call(monkeypatch):
     """A partition asks each peer, at the start of its step, for every tensor its _Recv ops
-    take from it: one RecvTensors call per peer and step, each tensor answered as it is
-    ready (the worker's reads of the ps variables, the ps's of the worker's gradients)."""
+    take from it: one RecvTensors request per peer and step, each tensor answered as it is
+    ready (the worker's reads of the ps variables, the ps's of the worker's gradients), on a
+    RecvTensorsSteps call that stays open from step to step (no call set-up per step)."""
     from minitf.distributed.worker import Worker
 
-    calls = []
+    requests, opened = [], []
+    answer, serve = Worker._recv_answer, Worker.RecvTensorsSteps
 
-    def counting(name):
-        serve = getattr(Worker, name)
+    def counting_answer(self, request, deadline, on_cancel):
+        requests.append((self.task_name, request.step_id, request.rendezvous_key))
+        return answer(self, request, deadline, on_cancel)
 
-        def handler(self, request, context):
-            calls.append((name, self.task_name, request.step_id, request.rendezvous_key))
-            return serve(self, request, context)
+    def counting_calls(self, request_iterator, context):
+        opened.append(self.task_name)
+        return serve(self, request_iterator, context)
 
-        return handler
-
-    for name in ("RecvTensor", "RecvTensors"):
-        monkeypatch.setattr(Worker, name, counting(name))
+    monkeypatch.setattr(Worker, "_recv_answer", counting_answer)
+    monkeypatch.setattr(Worker, "RecvTensorsSteps", counting_calls)
+    for name in ("RecvTensor", "RecvTensors"):  # the one-step calls: not used by steps
+        monkeypatch.setattr(Worker, name, lambda *a: pytest.fail("a one-step call"))
     spec = _spec(ps=1, worker=1)
     servers = _start(spec)
     try:
@@ -425,21 +428,30 @@ def test_a_step_takes_the_tensors_of_each_peer_in_one_call(monkeypatch):
             train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
         with tf.Session(_target(spec, "worker", 0)) as sess:
             sess.run(tf.global_variables_initializer())
-            del calls[:]
+            del requests[:]
             for _ in range(3):
                 sess.run(train)
             np.testing.assert_allclose(sess.run(b), [-3.0, -3.0, -3.0])
             np.testing.assert_allclose(sess.run(w)[:, 0], 1 - 3 * 0.5 * np.array([4, 6, 8, 10]))
+        # the worker's call to the ps waits open for the next step; stopping the server ends it
+        pool = servers[1].worker.channels.steps(spec["ps"][0], "RecvTensorsSteps")
+        assert len(pool._idle) == 1
+        call = pool.acquire()
+        assert not call.broken()
+        pool.release(call)
     finally:
         for s in servers:
             s.stop()
-    train_calls = [c for c in calls if c[2] in {c[2] for c in calls[:2]}]
-    assert all(c[0] == "RecvTensors" for c in calls)
-    assert sorted(c[1] for c in train_calls) == [
+    assert call.broken() and not pool._idle
+    train_steps = {c[1] for c in requests[:2]}
+    train_requests = [c for c in requests if c[1] in train_steps]
+    assert sorted(c[0] for c in train_requests) == [
         "/job:ps/replica:0/task:0",  # the worker takes the variables ...
         "/job:worker/replica:0/task:0",  # ... the ps the gradients
     ]
-    assert all(len(c[3]) >= 2 for c in train_calls)
+    assert all(len(c[2]) >= 2 for c in train_requests)
+    # 3 training steps, 2 requests each, on one call kept open each way
+    assert len(requests) == 6 and sorted(opened) == sorted({c[0] for c in requests})
 
 
 def test_a_key_not_asked_ahead_is_fetched_when_its_recv_runs(monkeypatch):

@@ -48,9 +48,9 @@ def test_timed_out_steps_with_a_large_feed_leave_no_memory_behind():
 
 def test_failed_steps_leave_no_grpc_call_behind():
     """Issue 24: a step failing on the ps while the worker waits for its tensor.  The worker's
-    RecvTensors call to the ps is cancelled; a single-threaded stream reads its last events
-    only when asked (rendezvous_mgr._end_call), else gRPC kept each such call's C state (its
-    ``_CallState``, about 10 KB of the process) for good."""
+    RecvTensorsSteps call to the ps is cancelled; gRPC must not keep such a call's C state (its
+    ``_CallState``, about 10 KB of the process: it did, for good, for the single-threaded
+    one-step RecvTensors calls steps used before, until their last events were read)."""
     import gc
 
     from minitf.distributed.local_cluster import free_port

@@ -139,6 +139,27 @@ def test_answer_puts_the_end_in_the_last_message_and_split_end_takes_it_off():
         streams.split_end(b"\x2a\x05ab")
 
 
+def test_an_answer_that_does_not_hold_sends_each_message_as_it_is_made():
+    """RecvTensorsSteps' answers (hold=False): a tensor goes before the next one is ready (a
+    peer may need it first), the end comes with the message marked Last, else alone."""
+    msgs = [pb.RecvTensorsResponse(tensor=[pb.NamedTensor(name="k%d" % i)]) for i in range(2)]
+    made = []
+
+    def making(last):
+        for i, m in enumerate(msgs):
+            made.append(i)
+            yield streams.Last(m) if last and i == 1 else m
+
+    out = streams.answer(making(False), hold=False)
+    assert next(out) == msgs[0].SerializeToString() and made == [0]
+    assert next(out) == msgs[1].SerializeToString() and made == [0, 1]
+    assert list(out) == [streams.end_message()]
+    made.clear()
+    out = list(streams.answer(making(True), hold=False))
+    assert out[0] == msgs[0].SerializeToString() and len(out) == 2
+    assert streams.split_end(out[1]) == (msgs[1].SerializeToString(), pb.StepEnd())
+
+
 def test_steps_reuse_one_call_and_failures_come_in_band(peer):
     p, pool = peer
     call = pool.acquire()

@@ -18,7 +18,7 @@ from hypothesis.extra import numpy as hnp
 
 import minitf as tf
 from minitf.distributed import protocol_pb2 as pb
-from minitf.distributed import services, wire
+from minitf.distributed import services, streams, wire
 from minitf.framework import errors
 
 IAE = errors.InvalidArgumentError
@@ -130,6 +130,7 @@ def test_generated_modules_define_the_services_and_messages():
             "RunGraphs",
             "RecvTensor",
             "RecvTensors",
+            "RecvTensorsSteps",
             "CleanupAll",
         ]
     )
@@ -151,6 +152,11 @@ def test_generated_modules_define_the_services_and_messages():
     assert parsers["RecvTensor"][0] == pb.RecvTensorRequest.FromString
     assert parsers["RecvTensors"] == (pb.RecvTensorsRequest.FromString, None)
     assert kinds["RecvTensors"] == "unary_stream"
+    # the open calls a step's RecvTensors go on: raw both ways, each step's answer ends as on
+    # RunGraphs (streams.split_end reads field END_FIELD)
+    assert kinds["RecvTensorsSteps"] == "stream_stream"
+    assert parsers["RecvTensorsSteps"] == (None, None)
+    assert pb.RecvTensorsResponse.DESCRIPTOR.fields_by_name["end"].number == streams.END_FIELD
     # a RunGraphResponse's bytes are a RunStepResponse (a master forwards them unparsed)
     for field in ("recv", "recv_part", "step_stats"):
         mine = pb.RunGraphResponse.DESCRIPTOR.fields_by_name[field]

@@ -8,10 +8,14 @@ see it through an :class:`RpcRendezvous` (TF's ``RpcRemoteRendezvous``): a key s
 task is received locally; the keys sent on another task are fetched from that task on a
 transport thread, so a waiting ``_Recv`` holds none of the step's threads.  A partition's keys
 are fixed when it is planned (:func:`remote_keys`), so at the step's start it asks each peer
-for all of its keys with ONE ``RecvTensors`` call, answered tensor by tensor as the peer's
+for all of its keys with ONE ``RecvTensors`` request, answered tensor by tensor as the peer's
 ``_Send`` ops leave them (TF makes one ``RecvTensor`` call per key; in Python a call costs
-about as much CPU as a small model's step moves, so minitf pays one per peer instead).
-Aborting a step fails its local waits and cancels its calls, and a late ``RecvTensor`` for it
+about as much CPU as a small model's step moves, so minitf pays one per peer instead).  The
+request goes on a ``RecvTensorsSteps`` call kept open to that peer from step to step
+(``streams.py``, as the master's ``RunGraphs``): opening a call cost each side about as much
+again as its messages (bench/README.md, "Data parallelism figures").
+Aborting a step fails its local waits and cancels its calls (a cancelled call is not reused;
+a peer's death breaks the open call at once: UnavailableError), and a late ``RecvTensor`` for it
 gets the abort's error: a failure spreads through the cluster instead of leaving steps hanging.
 """
 
@@ -25,8 +29,8 @@ import weakref
 import grpc
 
 from minitf.distributed import protocol_pb2 as pb
-from minitf.distributed import wire
-from minitf.distributed.worker_cache import closed_channel_error, rpc_error
+from minitf.distributed import streams, wire
+from minitf.distributed.worker_cache import rpc_error
 from minitf.framework import errors
 from minitf.framework.rendezvous import LocalRendezvous, parse_key
 from minitf.kernels.sendrecv_kernels import edge_key
@@ -201,7 +205,7 @@ class RpcRendezvous:
         self.local.send(key, value)
 
     def prefetch(self, keys_by_task: dict) -> None:
-        """Asks each peer, with one ``RecvTensors`` call, for every key the step will take
+        """Asks each peer, with one ``RecvTensors`` request, for every key the step will take
         from it; their ``_Recv`` ops then find the tensors here as they arrive."""
         for task, keys in keys_by_task.items():
             self._ahead.update(keys)
@@ -220,13 +224,12 @@ class RpcRendezvous:
         self._arrived.recv_async(key, done)
 
     def _fetch_many(self, task, keys):
-        """Runs on a transport thread: a ``RecvTensors`` call to ``task`` for ``keys``, each
+        """Runs on a transport thread: a ``RecvTensors`` request to ``task`` for ``keys``, each
         tensor handed on as it completes; a failure fails every key not yet there."""
         wanted = set(keys)
-        request = pb.RecvTensorsRequest(step_id=self.step_id, rendezvous_key=keys)
         receiver = wire.NamedTensorReceiver(max_total_bytes=len(keys) * wire.MAX_TENSOR_BYTES)
         try:
-            for raw in self._stream(task, "RecvTensors", request):
+            for raw in self._stream(task, keys):
                 receiver.add_message(raw, pb.RecvTensorsResponse, "tensor", "part")
                 for key, value in receiver.take().items():
                     if key not in wanted:
@@ -241,25 +244,32 @@ class RpcRendezvous:
         except Exception as e:  # noqa: BLE001 - handed to the _Recv ops still waiting
             self._arrived.abort(errors.as_op_error(e))
 
-    def _stream(self, task, method, request):
-        """The answer messages of a ``method`` call to ``task``, which abort() cancels; a
-        failed call raises the OpError of its status (derived: the peer's failure)."""
+    def _stream(self, task, keys):
+        """The answer messages of a step's ``RecvTensors`` to ``task`` for ``keys``, on one of
+        the calls kept open to that peer (``RecvTensorsSteps``, a :class:`streams.StreamPool`:
+        no call set-up per step), which abort() cancels; a failed call raises the OpError of
+        its status (derived: the peer's failure)."""
         address = self.worker.task_address(task)
         channels = self.worker.channels
         timeout = max(self.deadline - time.monotonic(), 0.001)
+        request = pb.RecvTensorsRequest(
+            step_id=self.step_id, rendezvous_key=keys, timeout_ms=max(int(timeout * 1000), 1)
+        ).SerializeToString()
+        step = None
         try:
-            call = getattr(channels.worker(address), method)(
-                request, timeout=timeout, metadata=channels.metadata
-            )
-        except ValueError:  # the channel closed meanwhile: another call found the peer gone
-            raise closed_channel_error(task, address) from None
-        with self._lock:
-            if self._aborted is not None:
-                call.cancel()
-                raise self._aborted
-            self._calls.append(call)
-        try:
-            yield from call
+            with self._lock:
+                if self._aborted is not None:
+                    raise self._aborted
+            step = channels.steps(address, "RecvTensorsSteps").acquire().step(request, timeout)
+            with self._lock:
+                aborted = self._aborted
+                if aborted is None:
+                    self._calls.append(step)
+            if aborted is not None:
+                step.cancel()
+                streams.watchdog.unwatch(step)  # (its answer was never read)
+                raise aborted
+            yield from step
         except grpc.RpcError as e:
             channels.failed(address, e)
             if self._aborted is not None:
@@ -268,10 +278,11 @@ class RpcRendezvous:
             err.derived = True  # the peer's failure (or its absence) caused this one
             raise err from None
         finally:
-            _end_call(call)  # (a no-op once it ended) a reader that stops early ends the call
-            with self._lock:
-                if call in self._calls:
-                    self._calls.remove(call)
+            if step is not None:
+                step.close()  # (a no-op once it ended) a reader that stops early cancels it
+                with self._lock:
+                    if step in self._calls:
+                        self._calls.remove(step)
 
     def abort(self, error):
         """Ends the step's waits: local ones fail with ``error``, calls to peers are cancelled."""
@@ -283,23 +294,3 @@ class RpcRendezvous:
             c.cancel()
         self._arrived.abort(error)
         self.worker.rendezvous.abort(self.step_id, error)
-
-
-def _end_call(call) -> None:
-    """Cancels a call and, for a single-threaded stream (the channel option workers use), takes
-    the events its cancellation completes.  Such a call reads its events only inside ``next()``;
-    cancelled, it is never read again, so without this its status stayed due and gRPC kept the
-    call's C state for good: about 10 KB a failed step on the master's task."""
-    call.cancel()
-    state = getattr(call, "_state", None)
-    next_event = getattr(getattr(call, "_call", None), "next_event", None)
-    if state is None or next_event is None:  # a multi-threaded call: gRPC reads its events
-        return
-    while True:
-        with state.condition:
-            if not state.due:
-                return
-        event = next_event()  # prompt: a cancelled call's operations all complete at once
-        with state.condition:
-            for op in event.batch_operations:
-                state.due.discard(op.type())

@@ -40,7 +40,7 @@ HANDLER_POOLS = {
     "control": (64, ()),
     "step": (256, ("RunStep", "RunSteps")),
     "graph": (1024, ("RunGraph", "RunGraphs")),
-    "recv": (1024, ("RecvTensor", "RecvTensors")),
+    "recv": (1024, ("RecvTensor", "RecvTensors", "RecvTensorsSteps")),
 }
 #: Calls a server accepts at once (past it gRPC answers RESOURCE_EXHAUSTED): the pools' threads
 #: and as many calls again waiting for one.

@@ -27,7 +27,7 @@ MALFORMED = object()
 
 PACKAGE = pb.DESCRIPTOR.package
 #: Methods whose requests reach the server as bytes ...
-RAW_REQUESTS = frozenset({"RunStep", "RunSteps", "RunGraph", "RunGraphs"})
+RAW_REQUESTS = frozenset({"RunStep", "RunSteps", "RunGraph", "RunGraphs", "RecvTensorsSteps"})
 #: ... and whose responses reach the client as bytes (method names are unique across services).
 RAW_RESPONSES = RAW_REQUESTS | {"RecvTensor", "RecvTensors"}
 _KINDS = {

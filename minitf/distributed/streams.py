@@ -1,16 +1,16 @@
-"""Steps on gRPC calls that stay open: the RunSteps and RunGraphs streams.
+"""Steps on gRPC calls that stay open: the RunSteps, RunGraphs and RecvTensorsSteps streams.
 
 Book section: "The Master and Worker Services".  Starting a call costs gRPC Python about as
 much again as passing one message each way on a call that is already open (on a 2-core
 machine about 450 us against 200 us).  A small step crosses one hop per task it involves, so
 the client and every master keep a few calls open to each peer (:class:`StreamPool`) and run
-each step on one of them:
+each step on one of them (and every worker, for the RecvTensors requests of its steps):
 
 * the step is one request message (every feed or send inline; larger ones take the
   one-step RunStep / RunGraph calls);
 * its answer is one or more response messages, the last of which carries a ``StepEnd``
-  (field 5 of RunStepResponse and of RunGraphResponse) with the step's status; a step that
-  fails leaves the call open for the next one;
+  (field 5 of RunStepResponse, RunGraphResponse and RecvTensorsResponse) with the step's
+  status; a step that fails leaves the call open for the next one;
 * a step that runs past its deadline, or that its caller abandons, cancels its call (the
   next step opens a fresh one): :data:`watchdog` enforces the deadlines that gRPC would
   enforce on a one-step call, and closes calls left idle for :data:`IDLE_SECONDS` (each open
@@ -37,6 +37,7 @@ REPORTED_HEADER = "minitf-reported"
 DERIVED_HEADER = "minitf-derived"
 END_FIELD = pb.RunStepResponse.DESCRIPTOR.fields_by_name["end"].number
 assert END_FIELD == pb.RunGraphResponse.DESCRIPTOR.fields_by_name["end"].number
+assert END_FIELD == pb.RecvTensorsResponse.DESCRIPTOR.fields_by_name["end"].number
 _END_KEY = END_FIELD << 3 | 2
 #: Open calls kept per peer and method between steps, and how long one may stay unused.
 MAX_IDLE = 2
@@ -131,17 +132,33 @@ def end_message(error=None):
     ).SerializeToString()
 
 
-def answer(messages):
+class Last:
+    """A response message that its step's answer knows to be the last (see :func:`answer`)."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message):
+        self.message = message
+
+
+def answer(messages, hold=True):
     """Serializes the response messages of one step, its ``StepEnd`` appended to the last
-    unless that one is large (protobuf reads concatenated messages as one).  An exception from
-    ``messages`` ends the answer with the failure instead (what was held back is dropped: the
-    caller discards the values of a failed step)."""
+    unless that one is large (protobuf reads concatenated messages as one).  With ``hold``
+    False a message goes as soon as it is made, unless ``messages`` marks it as the last (a
+    :class:`Last`), and the ``StepEnd`` alone after an unmarked one: a RecvTensors step,
+    whose tensor held back until the next one is ready could wait for ever on a peer that
+    first needs it.  An exception from ``messages`` ends the answer with the failure instead
+    (what was held back is dropped: the caller discards the values of a failed step)."""
     held = None
     try:
         for m in messages:
             if held is not None:
                 yield held
-            held = wire.serialize(m)
+            last = type(m) is Last
+            held = wire.serialize(m.message if last else m)
+            if not (hold or last):
+                yield held
+                held = None
         end = end_message()
     except Exception as e:  # noqa: BLE001 - every failure is reported in the StepEnd
         held, end = None, end_message(e)
@@ -151,11 +168,11 @@ def answer(messages):
     yield held + end if held is not None else end
 
 
-def serve_steps(request_iterator, context, run_one):
-    """The body of a RunSteps / RunGraphs handler: answers each request message with
-    ``answer(run_one(requests, on_cancel))``, where ``requests`` iterates over that one message
-    and ``on_cancel(fn)`` asks for ``fn()`` to be called if the call ends during the step
-    (the client went away)."""
+def serve_steps(request_iterator, context, run_one, hold=True):
+    """The body of a RunSteps / RunGraphs / RecvTensorsSteps handler: answers each request
+    message with ``answer(run_one(requests, on_cancel), hold)``, where ``requests`` iterates
+    over that one message and ``on_cancel(fn)`` asks for ``fn()`` to be called if the call
+    ends during the step (the client went away)."""
     current = [None]
 
     def fire():
@@ -169,7 +186,7 @@ def serve_steps(request_iterator, context, run_one):
     context.add_callback(fire)
     for raw in request_iterator:
         try:
-            yield from answer(run_one(iter((raw,)), on_cancel))
+            yield from answer(run_one(iter((raw,)), on_cancel), hold)
         finally:
             current[0] = None
 

@@ -4,7 +4,8 @@ Book section: "The Master and Worker Services".  Every task runs one (TF's ``Wor
 register the partitions of their sessions' graphs here (``graph_mgr.py``), then run steps of
 them (``RunGraph``: feeding their ``_Arg`` nodes, answering the tensors asked for); peers take
 the tensors this task's ``_Send`` ops left for them (``RecvTensors``: every key a partition
-takes from this task in a step, on one call; ``RecvTensor``: one key; ``rendezvous_mgr.py``).
+takes from this task in a step, in one request, which peers send on a ``RecvTensorsSteps``
+call kept open between steps; ``RecvTensor``: one key; ``rendezvous_mgr.py``).
 A server's ConfigProto sizes the worker's intra-op pool (``intra_op_parallelism_threads``).
 Variables live in the resource managers of the task's devices and are shared by every graph
 registered here (every session of every master) until ``CleanupAll`` (``Session.reset``).
@@ -65,6 +66,15 @@ def _when_done(context):
             fn()
 
     return on_cancel
+
+
+def _derived(e):
+    """A copy of failure ``e`` marked as caused by another task's (the step's own error object
+    may be shared: the rendezvous keeps it for late callers)."""
+    err = errors.as_op_error(e)
+    copy = type(err)(None, None, err.message)
+    copy.derived = True
+    return copy
 
 
 class StepState:
@@ -270,20 +280,51 @@ class Worker:
             deadline = time.monotonic() + wire.handler_seconds(
                 context.time_remaining(), wire.CONTROL_RPC_SECONDS
             )
-            arrivals = self.rendezvous.recv_many(
-                request.step_id, list(request.rendezvous_key), deadline, _when_done(context)
-            )
-            for ready in arrivals:
-                inline, parts = wire.split_named_tensors(
-                    ready,
-                    chunk_bytes=wire.STREAM_CHUNK_BYTES,
-                    wrap=(pb.RecvTensorsResponse, "part"),
-                )
-                yield from wire.coalesce(
-                    itertools.chain([pb.RecvTensorsResponse(tensor=inline)], parts)
-                )
+            for m in self._recv_answer(request, deadline, _when_done(context)):
+                yield m.message if type(m) is streams.Last else m
         except Exception as e:  # noqa: BLE001
             streams.abort(context, e, derived=True)
+
+    def RecvTensorsSteps(self, request_iterator, context):
+        """RecvTensors of many steps on one open call (streams.serve_steps), each request
+        bounded by its ``timeout_ms`` as a one-step call is by its deadline."""
+        return streams.serve_steps(request_iterator, context, self._recv_step, hold=False)
+
+    def _recv_step(self, requests, on_cancel):
+        try:
+            request = pb.RecvTensorsRequest()
+            try:
+                request.MergeFromString(next(requests))
+            except Exception:  # noqa: BLE001 - protobuf's DecodeError
+                raise wire.malformed("RecvTensorsRequest") from None
+            seconds = wire.timeout_seconds(request.timeout_ms) or wire.CONTROL_RPC_SECONDS
+            yield from self._recv_answer(request, time.monotonic() + seconds, on_cancel)
+        except Exception as e:  # noqa: BLE001 - the step's failure, reported in its StepEnd
+            raise _derived(e) from None
+
+    def _recv_answer(self, request, deadline, on_cancel):
+        """The answer messages of a RecvTensors request, the last one marked
+        (:class:`streams.Last`)."""
+        keys = list(request.rendezvous_key)
+        left = len(keys)
+        for ready in self.rendezvous.recv_many(request.step_id, keys, deadline, on_cancel):
+            left -= len(ready)
+            inline, parts = wire.split_named_tensors(
+                ready,
+                chunk_bytes=wire.STREAM_CHUNK_BYTES,
+                wrap=(pb.RecvTensorsResponse, "part"),
+            )
+            messages = wire.coalesce(
+                itertools.chain([pb.RecvTensorsResponse(tensor=inline)], parts)
+            )
+            if left:
+                yield from messages
+            else:  # the last batch (all sent already): its last message is marked
+                last = next(messages)
+                for m in messages:
+                    yield last
+                    last = m
+                yield streams.Last(last)
 
     def CleanupAll(self, request, context):
         try:

@@ -81,7 +81,7 @@ class Channels:
 
     def steps(self, address, method):
         """The :class:`streams.StreamPool` of ``method`` ("RunSteps" of the master service,
-        "RunGraphs" of the worker service) to the task at ``address``."""
+        "RunGraphs" or "RecvTensorsSteps" of the worker service) to the task at ``address``."""
         pool = self._pools.get((address, method))
         if pool is None:
             stub = self._stub(address, services.SERVICE_OF[method])

@@ -33,7 +33,7 @@ def test_ten_thousand_failed_steps_hold_no_memory():
     print("\nRSS growth over 9,000 failed steps (ps, worker): %s KiB" % [g >> 10 for g in growth])
     # an aborted step's rendezvous table goes when the step ends (only the error of the last
     # rendezvous_mgr._ABORTED_KEPT aborted steps stays, for peers asking late), and a cancelled
-    # RecvTensors call leaves no gRPC state behind (rendezvous_mgr._end_call): both flat.  It
+    # RecvTensorsSteps call leaves no gRPC state behind: both flat.  It
     # was about 2 KB a failed step on the ps (kept 600 s) and 12 KB on the worker (for good)
     assert max(growth) < 4 * MIB
 
