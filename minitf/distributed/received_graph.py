@@ -6,20 +6,24 @@ its whole graph, unused constants included, and the master places all of it at t
 still fails the step).  A Python Operation with its Tensors, names and attrs costs about 1 KB:
 many times the NodeDef of a small op (a scalar constant is about 120 bytes on the wire).  So the
 master keeps no Operation per node.  :class:`ReceivedGraph` holds each checked node's serialized
-NodeDef (its size on the wire) and the device chosen for it (two bytes); it builds Operations
-of the whole graph only while placing it, and for each step signature only of the nodes that
-step needs (TF's subgraph pruning: what the fetches and targets depend on, cut at fed tensors).
+NodeDef (its size on the wire) and the device chosen for it (two bytes).  To place the graph it
+makes a slim record per node, what the placer reads (:class:`_PlacedOp`), dropped once placed;
+Operations are built for each step signature only, of the nodes that step needs (TF's subgraph
+pruning: what the fetches and targets depend on, cut at fed tensors), and constants are never
+decoded (a master runs no kernel: they go to the workers as they came).
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import wire
 from minitf.distributed.wire.limits import MAX_TENSOR_BYTES
 from minitf.framework.graph import Graph
+from minitf.ops.op_def import get_op_def
 from minitf.runtime import placer
 
 #: Nodes imported at a time by :meth:`ReceivedGraph.build`.
@@ -27,7 +31,7 @@ BUILD_BATCH = 2048
 
 
 class _KnownOutputs:
-    """The ``n_outputs`` that :func:`wire.checked_nodes` checks inputs against: the kept nodes'
+    """The ``n_outputs`` that :func:`wire.check_graph_def` checks inputs against: the kept nodes'
     output counts (read from their NodeDef when asked for) and those of the nodes being
     checked."""
 
@@ -56,6 +60,76 @@ def _graph_def(nodes: Iterable[bytes]) -> pb.GraphDef:
     for data in nodes:
         add().MergeFromString(data)
     return out
+
+
+class _PlacedTensor:
+    """What the placer reads of a tensor: the op making it and its dtype."""
+
+    __slots__ = ("op", "dtype")
+
+    def __init__(self, op: _PlacedOp, dtype: Any) -> None:
+        self.op = op
+        self.dtype = dtype
+
+
+class _PlacedOp:
+    """What the placer reads of an op (name, type, requested device, edges, the kernel's dtype
+    attr, colocation groups), made straight from a checked NodeDef: a few hundred bytes, where
+    an imported Operation with its attrs and Tensors takes about 900."""
+
+    __slots__ = (
+        "name",
+        "type",
+        "device",
+        "_id",
+        "_attrs",
+        "_inputs",
+        "_outputs",
+        "_control_inputs",
+    )
+
+    def colocation_groups(self) -> list[bytes]:
+        """As :meth:`Operation.colocation_groups`: its ``_class`` groups, else its own."""
+        cls = self._attrs.get("_class")
+        return list(cls) if cls else [("loc:@" + self.name).encode()]
+
+
+class _PlacedOps:
+    """Builds the :class:`_PlacedOp` s of a graph's NodeDefs, in order, sharing what nodes
+    have in common (op types, device strings, attr dicts)."""
+
+    def __init__(self) -> None:
+        self.ops: list[_PlacedOp] = []
+        self.by_name: dict[str, _PlacedOp] = {}
+        self.shared: dict = {}
+
+    def _share(self, value):
+        return self.shared.setdefault(value, value)
+
+    def add(self, node: pb.NodeDef) -> None:
+        op = _PlacedOp()
+        op.name, op.type, op.device = node.name, self._share(node.op), self._share(node.device)
+        op._id = len(self.ops)
+        type_attr = get_op_def(op.type).type_attr
+        attrs = {}
+        if type_attr and type_attr in node.attr:
+            attrs[type_attr] = wire.attr_from_proto(node.attr[type_attr], 0)
+        if "_class" in node.attr:
+            attrs["_class"] = wire.attr_from_proto(node.attr["_class"], 0)
+        key = tuple(attrs.items()) if "_class" not in attrs else None
+        op._attrs = attrs if key is None else self.shared.setdefault(("attrs", key), attrs)
+        types = wire.attr_from_proto(node.attr[wire.OUTPUT_TYPES_ATTR], 0)
+        op._outputs = [_PlacedTensor(op, t) for t in types]
+        data = [t for t in node.input if not t.startswith("^")]
+        op._inputs = [self._tensor(t) for t in data] if data else ()
+        control = [self.by_name[t[1:]] for t in node.input if t.startswith("^")]
+        op._control_inputs = control or ()
+        self.ops.append(op)
+        self.by_name[op.name] = op
+
+    def _tensor(self, text: str) -> _PlacedTensor:
+        src, _, index = text.partition(":")
+        return self.by_name[src]._outputs[int(index) if index else 0]
 
 
 def _op_name(name: str) -> str:
@@ -136,9 +210,12 @@ class ReceivedGraph:
     def place(self, graph_placer: placer.GraphPlacer, log: bool) -> None:
         """Places every node with ``graph_placer`` (its devices) and keeps where each went;
         prints TF's placement log if ``log``."""
-        graph = self.build()
+        nodes = _PlacedOps()
+        for i in range(len(self)):
+            nodes.add(self.node(i))
+        ops = nodes.ops
+        del nodes
         try:
-            ops = graph.get_operations()
             placement = graph_placer.place(ops)
             if log:
                 placer.print_log(placement.log_lines)
@@ -147,7 +224,8 @@ class ReceivedGraph:
             self._device = array("H", [index[id(placement.device_of[op])] for op in ops])
             self._devices = devices
         finally:
-            dismantle(graph)
+            for op in ops:  # (each op and its outputs refer to each other: freed now, not
+                op._outputs = ()  # at the next full garbage collection)
 
     def step_ops(
         self, fetches: Sequence[str], targets: Sequence[str], feeds: Sequence[str]
