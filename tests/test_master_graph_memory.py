@@ -251,3 +251,13 @@ def test_the_master_places_as_the_ops_of_the_graph_would_be(capsys, soft, gpu):
         return
     received(g).place(placer.GraphPlacer(CLUSTER, soft, has_cuda=True), log=True)
     assert capsys.readouterr().out.splitlines() == expected.log_lines
+
+
+def test_fields_minitf_does_not_know_are_skipped_when_nodes_are_kept():
+    g, _, _ = scalar_constants_graph(2)
+    data = wire.graph_to_proto(g).SerializeToString()
+    unknown = b"\x78\x05" + b"\x85\x01abcd" + b"\x89\x01" + b"12345678" + b"\x92\x01\x02hi"
+    rg = ReceivedGraph()
+    rg.extend(pb.GraphDef.FromString(unknown + data + unknown))
+    assert rg.names() == [op.name for op in g.get_operations()]
+    assert rg.node(2).name == "c1" and rg.node(2).op == "Const"

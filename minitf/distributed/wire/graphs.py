@@ -151,12 +151,16 @@ def _shape_from_proto(msg):
 def _tensor_attr(msg, max_tensor_bytes, decode_tensors):
     if decode_tensors:
         return proto_to_tensor(msg, max_tensor_bytes)
-    return check_tensor(msg, max_tensor_bytes)
+    check_tensor(msg, max_tensor_bytes)
+    return None if decode_tensors is None else EncodedTensor(msg.SerializeToString())
 
 
-def attr_from_proto(msg: pb.AttrValue, max_tensor_bytes: int, decode_tensors: bool = True) -> Any:
+def attr_from_proto(
+    msg: pb.AttrValue, max_tensor_bytes: int, decode_tensors: bool | None = True
+) -> Any:
     """The minitf value of a received attr (checked as :func:`proto_to_tensor` checks
-    tensors); ``decode_tensors=False`` keeps a tensor as an :class:`EncodedTensor`."""
+    tensors); ``decode_tensors=False`` keeps a tensor as an :class:`EncodedTensor`, ``None``
+    only checks it (its value is None)."""
     which = msg.WhichOneof("value")
     if which is None:
         return None
@@ -442,7 +446,7 @@ def check_graph_def(graph_def: pb.GraphDef, n_outputs: Any, max_tensor_bytes: in
     """The checks of :func:`checked_nodes`, one node at a time, keeping nothing (tensors are
     checked, not decoded)."""
     for node in graph_def.node:
-        _checked_node(_node_record(node, max_tensor_bytes, False), n_outputs)
+        _checked_node(_node_record(node, max_tensor_bytes, None), n_outputs)
 
 
 def _checked_node(r, n_outputs):

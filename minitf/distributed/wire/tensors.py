@@ -239,9 +239,8 @@ class EncodedTensor(bytes):
 
 def check_tensor(msg, max_bytes=MAX_TENSOR_BYTES):
     """The checks of :func:`proto_to_tensor` alone: InvalidArgumentError for a bad
-    :class:`TensorProto`, else the message as an :class:`EncodedTensor` (no array made)."""
+    :class:`TensorProto`, and no array made."""
     _checked_tensor(msg, max_bytes)
-    return EncodedTensor(msg.SerializeToString())
 
 
 def _checked_tensor(msg, max_bytes):
