@@ -17,9 +17,9 @@ import grpc
 
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import wire
+from minitf.distributed.received_graph import ReceivedGraph, dismantle
 from minitf.distributed.wire import CONTROL_RPC_SECONDS
 from minitf.framework import errors
-from minitf.framework.graph import Graph
 from minitf.runtime import device_name_utils as dnu
 from minitf.runtime import graph_partition, placer, subgraph
 
@@ -50,7 +50,8 @@ class Signature:
         self.tasks = sorted(handles)
 
 
-def _step_graph(graph, placement, fetch_names, target_names, feed_names, new_name, config):
+def _step_graph(graph, device_of, fetch_names, target_names, feed_names, new_name, config):
+    """The step graph of a signature over ``graph`` (the nodes it needs, placed)."""
     try:
         fetches = [graph.get_tensor_by_name(n) for n in fetch_names]
         targets = [graph.get_operation_by_name(n) for n in target_names]
@@ -62,12 +63,12 @@ def _step_graph(graph, placement, fetch_names, target_names, feed_names, new_nam
     fed = set(feeds)
     fetches = [t for t in fetches if t not in fed]  # fed values come back from the master
     return subgraph.build_step_graph(
-        placement.ops,
-        placement.device_of,
+        graph.get_operations(),
+        device_of,
         fetches,
         targets,
         feeds,
-        lambda t: placement.device_of[t.op].name,
+        lambda t: device_of[t.op].name,
         lambda t: new_name(t.op.name + "/_arg"),
         config,
     )
@@ -78,11 +79,10 @@ class MasterSession:
         self.master = master
         self.handle = handle
         self.config = config
-        self.graph = Graph()
+        self.graph = ReceivedGraph()  # its nodes as NodeDef bytes, and where they are placed
         self.lock = threading.Lock()
         self.devices = None
         self.placer = None
-        self.placement = None
         self.placed_version = -1
         self.version = 0
         self.signatures = {}
@@ -109,8 +109,8 @@ class MasterSession:
 
     def extend(self, gdef):
         with self.lock:
-            wire.import_graph_def(gdef, self.graph)
-            self.version = len(self.graph.get_operations())
+            self.graph.extend(gdef)
+            self.version = len(self.graph)
 
     def ensure_placed(self):
         if self.devices is None:
@@ -122,14 +122,10 @@ class MasterSession:
                 has_cuda=any(d.device_type == "GPU" for d in self.devices),
             )
         if self.placed_version == self.version:
-            return self.placement
-        placement = self.placer.place(self.graph.get_operations())
-        if self.config.log_device_placement:
-            placer.print_log(placement.log_lines)
+            return
+        self.graph.place(self.placer, self.config.log_device_placement)
         self.deregister_all()
-        self.placement = placement
         self.placed_version = self.version
-        return placement
 
     def deregister_all(self):
         for sig in self.signatures.values():
@@ -163,10 +159,18 @@ class MasterSession:
         return sig
 
     def _partition(self, fetch_names, target_names, feed_names):
-        """Splits the signature's step graph by task and registers each piece."""
-        new_name = graph_partition.namer("%s_S%d", {op.name for op in self.graph.get_operations()})
+        """Splits the signature's step graph by task and registers each piece (Operations are
+        built for the nodes the step needs only, and dropped once it is registered)."""
+        graph, device_of = self.graph.step_ops(fetch_names, target_names, feed_names)
+        try:
+            return self._split(graph, device_of, fetch_names, target_names, feed_names)
+        finally:
+            dismantle(graph)
+
+    def _split(self, graph, device_of, fetch_names, target_names, feed_names):
+        new_name = graph_partition.namer("%s_S%d", set(self.graph.names()))
         step = _step_graph(
-            self.graph, self.placement, fetch_names, target_names, feed_names, new_name, self.config
+            graph, device_of, fetch_names, target_names, feed_names, new_name, self.config
         )
         incarnation = {d.name: d.incarnation for d in self.devices}
         parts = graph_partition.partition(

@@ -104,10 +104,12 @@ def place(
 
 
 def _requests_and_types(ops):
-    """Per op: its requested device (parsed) and the device types with a kernel for it."""
-    requests, types = {}, {}
+    """Per op: its requested device (parsed) and the device types with a kernel for it (ops
+    asking alike share them: neither is changed in place, and a big graph has few of each)."""
+    requests, types, parsed, supported = {}, {}, {}, {}
     for op in ops:
         t = registry.supported_device_types(op)
+        t = supported.setdefault(tuple(t), t)
         if not t:
             raise errors.InvalidArgumentError(
                 None,
@@ -124,7 +126,9 @@ def _requests_and_types(ops):
                 ),
             )
         types[op] = t
-        req = dnu.parse_full_name(op.device)
+        if op.device not in parsed:
+            parsed[op.device] = dnu.parse_full_name(op.device)
+        req = parsed[op.device]
         if req is None:
             raise errors.InvalidArgumentError(
                 None,

@@ -22,7 +22,8 @@ Tensors
 Graphs
     :func:`graph_to_proto` (a minitf Graph, or some of its ops, to a GraphDef),
     :func:`proto_to_node_records` (a GraphDef to plain records of minitf values),
-    :func:`import_graph_def` (a GraphDef rebuilt as Operations in a minitf Graph), and
+    :func:`import_graph_def` (a GraphDef rebuilt as Operations in a minitf Graph; its checks
+    alone: :func:`checked_nodes`), and
     :func:`iter_graph_def_chunks` / :func:`assemble_graph_def` to stream a large GraphDef.
 Sessions and errors
     :func:`session_config_to_proto` / :func:`proto_to_session_config`,
@@ -64,6 +65,8 @@ from minitf.distributed.wire.graphs import (
     assemble_graph_def,
     attr_from_proto,
     attr_to_proto,
+    check_graph_def,
+    checked_nodes,
     graph_to_proto,
     import_graph_def,
     iter_graph_def_chunks,
@@ -102,7 +105,12 @@ from minitf.distributed.wire.messages import (
     status_from_error,
     step_stats_to_proto,
 )
-from minitf.distributed.wire.tensors import TENSOR_DTYPE_NAMES, proto_to_tensor, tensor_to_proto
+from minitf.distributed.wire.tensors import (
+    TENSOR_DTYPE_NAMES,
+    EncodedTensor,
+    proto_to_tensor,
+    tensor_to_proto,
+)
 
 __all__ = [
     "CLEAR_REQUEST_MARKER",
@@ -125,6 +133,7 @@ __all__ = [
     "timeout_seconds",
     "TENSOR_DTYPE_NAMES",
     "proto_to_tensor",
+    "EncodedTensor",
     "tensor_to_proto",
     "NamedTensorReceiver",
     "assemble_chunks",
@@ -145,6 +154,8 @@ __all__ = [
     "assemble_graph_def",
     "attr_from_proto",
     "attr_to_proto",
+    "check_graph_def",
+    "checked_nodes",
     "graph_to_proto",
     "import_graph_def",
     "iter_graph_def_chunks",

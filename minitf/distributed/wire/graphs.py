@@ -19,11 +19,13 @@ from google.protobuf.message import DecodeError
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed.wire.limits import DEFAULT_CHUNK_BYTES, MAX_GRAPH_BYTES, MAX_TENSOR_BYTES
 from minitf.distributed.wire.tensors import (
+    EncodedTensor,
     _dims_from_proto,
     _dtype_from_name,
     _invalid,
     _shape_to_proto,
     _short,
+    check_tensor,
     proto_to_tensor,
     tensor_to_proto,
 )
@@ -44,6 +46,8 @@ _LIST_KINDS = ("s", "i", "f", "b", "type", "shape", "tensor", "u")
 
 
 def _scalar_kind(v):
+    if isinstance(v, (np.ndarray, EncodedTensor)):
+        return "tensor"
     if isinstance(v, (bool, np.bool_)):
         return "b"
     if isinstance(v, dtypes.DType):
@@ -58,8 +62,6 @@ def _scalar_kind(v):
         return "s"
     if isinstance(v, str):
         return "u"
-    if isinstance(v, np.ndarray):
-        return "tensor"
     return None
 
 
@@ -68,6 +70,13 @@ def _check_int64(v, where):
     if not _INT64_MIN <= v <= _INT64_MAX:
         raise _invalid("%s: integer %d does not fit in 64 bits." % (where, v))
     return v
+
+
+def _tensor_proto(value):
+    """A tensor attr as a TensorProto (one received undecoded is sent as it came)."""
+    if isinstance(value, EncodedTensor):
+        return pb.TensorProto.FromString(value)
+    return tensor_to_proto(value)
 
 
 def attr_to_proto(value: Any, where: str) -> pb.AttrValue:
@@ -90,7 +99,7 @@ def attr_to_proto(value: Any, where: str) -> pb.AttrValue:
     elif kind == "u":
         msg.u = value
     elif kind == "tensor":
-        msg.tensor.CopyFrom(tensor_to_proto(value))
+        msg.tensor.CopyFrom(_tensor_proto(value))
     elif isinstance(value, (list, tuple)):
         msg.list.SetInParent()
         kinds = {_scalar_kind(x) for x in value}
@@ -108,7 +117,7 @@ def attr_to_proto(value: Any, where: str) -> pb.AttrValue:
                 elif kind == "shape":
                     _shape_to_proto(x, field.add())
                 elif kind == "tensor":
-                    field.add().CopyFrom(tensor_to_proto(x))
+                    field.add().CopyFrom(_tensor_proto(x))
                 elif kind == "i":
                     field.append(_check_int64(x, where))
                 elif kind == "f":
@@ -139,7 +148,19 @@ def _shape_from_proto(msg):
     return shape
 
 
-def attr_from_proto(msg: pb.AttrValue, max_tensor_bytes: int) -> Any:
+def _tensor_attr(msg, max_tensor_bytes, decode_tensors):
+    if decode_tensors:
+        return proto_to_tensor(msg, max_tensor_bytes)
+    check_tensor(msg, max_tensor_bytes)
+    return None if decode_tensors is None else EncodedTensor(msg.SerializeToString())
+
+
+def attr_from_proto(
+    msg: pb.AttrValue, max_tensor_bytes: int, decode_tensors: bool | None = True
+) -> Any:
+    """The minitf value of a received attr (checked as :func:`proto_to_tensor` checks
+    tensors); ``decode_tensors=False`` keeps a tensor as an :class:`EncodedTensor`, ``None``
+    only checks it (its value is None)."""
     which = msg.WhichOneof("value")
     if which is None:
         return None
@@ -153,7 +174,7 @@ def attr_from_proto(msg: pb.AttrValue, max_tensor_bytes: int) -> Any:
     if which == "shape":
         return _shape_from_proto(msg.shape)
     if which == "tensor":
-        return proto_to_tensor(msg.tensor, max_tensor_bytes)
+        return _tensor_attr(msg.tensor, max_tensor_bytes, decode_tensors)
     lst = msg.list
     used = [k for k in _LIST_KINDS if len(getattr(lst, k))]
     if len(used) > 1:
@@ -167,7 +188,7 @@ def attr_from_proto(msg: pb.AttrValue, max_tensor_bytes: int) -> Any:
     if kind == "shape":
         return [_shape_from_proto(x) for x in items]
     if kind == "tensor":
-        return [proto_to_tensor(x, max_tensor_bytes) for x in items]
+        return [_tensor_attr(x, max_tensor_bytes, decode_tensors) for x in items]
     if kind == "s":
         return [bytes(x) for x in items]
     return list(items)
@@ -305,7 +326,7 @@ class NodeRecord(NamedTuple):
         )
 
 
-def _node_record(node, max_tensor_bytes):
+def _node_record(node, max_tensor_bytes, decode_tensors):
     name = node.name
     if not ops_graph._VALID_OP_NAME.match(name):
         raise _invalid("Node name %s is not a valid op name." % _short(name))
@@ -314,7 +335,7 @@ def _node_record(node, max_tensor_bytes):
     attrs = {}
     for key, value in sorted(node.attr.items()):
         try:  # (interned: every node's "dtype", "value" ... key is then one string)
-            attrs[sys.intern(key)] = attr_from_proto(value, max_tensor_bytes)
+            attrs[sys.intern(key)] = attr_from_proto(value, max_tensor_bytes, decode_tensors)
         except errors.InvalidArgumentError as e:
             raise _invalid("attr %s of node %s: %s" % (_short(key), name, e.message)) from None
     out_types = attrs.pop(OUTPUT_TYPES_ATTR, None)
@@ -339,14 +360,15 @@ def _node_record(node, max_tensor_bytes):
 
 
 def proto_to_node_records(
-    graph_def: pb.GraphDef, max_tensor_bytes: int = MAX_TENSOR_BYTES
+    graph_def: pb.GraphDef, max_tensor_bytes: int = MAX_TENSOR_BYTES, decode_tensors: bool = True
 ) -> list[NodeRecord]:
     """The nodes of a received :class:`GraphDef` as :class:`NodeRecord` s, in order.
 
     Attr values are decoded through the whitelists (dtype names, shapes, tensors checked as in
     :func:`proto_to_tensor`); InvalidArgumentError names the node and attr that failed.
+    ``decode_tensors=False`` keeps tensor attrs encoded (checked :class:`EncodedTensor` s).
     """
-    return [_node_record(node, max_tensor_bytes) for node in graph_def.node]
+    return [_node_record(node, max_tensor_bytes, decode_tensors) for node in graph_def.node]
 
 
 def _parse_input(text, node):
@@ -371,6 +393,7 @@ def import_graph_def(
     graph_def: pb.GraphDef,
     graph: ops_graph.Graph | None = None,
     max_tensor_bytes: int = MAX_TENSOR_BYTES,
+    decode_tensors: bool = True,
 ) -> list[ops_graph.Operation]:
     """Rebuilds the nodes of ``graph_def`` as Operations of ``graph`` (default: the default graph).
 
@@ -379,6 +402,8 @@ def import_graph_def(
     control-dependency blocks do not apply.  Inputs may name nodes earlier in ``graph_def`` or
     ops ``graph`` already has (a session extension).  Everything is checked before the first op
     is created, so a rejected GraphDef leaves ``graph`` unchanged.  Returns the new Operations.
+    ``decode_tensors=False``: tensor attrs stay encoded, checked (:class:`EncodedTensor`: a
+    master, which runs no kernel, only forwards them).
     The graph's build-time stacks are set aside during the import, so do not build ops in the
     same graph from another thread meanwhile (servers import into a graph of their own).
 
@@ -389,9 +414,8 @@ def import_graph_def(
     graph = ops_graph.get_default_graph() if graph is None else graph
     if graph.finalized:
         raise RuntimeError("Graph is finalized and cannot be modified.")
-    records = proto_to_node_records(graph_def, max_tensor_bytes)
     n_outputs = {op.name: len(op.outputs) for op in graph.get_operations()}
-    plan = [_checked_node(r, n_outputs) for r in records]
+    plan = checked_nodes(graph_def, n_outputs, max_tensor_bytes, decode_tensors)
     created = []
     with _build_stacks_aside(graph):
         for r, op_def, specs, data, control in plan:
@@ -405,6 +429,24 @@ def import_graph_def(
             _mark_name_used(graph, r.name)
             created.append(op)
     return created
+
+
+def checked_nodes(
+    graph_def: pb.GraphDef, n_outputs: Any, max_tensor_bytes: int, decode_tensors: bool = True
+) -> list:
+    """Checks every node of ``graph_def`` as :func:`import_graph_def` does, creating nothing:
+    per node ``(record, op def, output specs, data inputs, control inputs)``.  ``n_outputs``
+    maps the name of each node the graph already has to its number of outputs (anything with
+    ``in``, ``[]`` and ``[]=``); the checked nodes are added to it."""
+    records = proto_to_node_records(graph_def, max_tensor_bytes, decode_tensors)
+    return [_checked_node(r, n_outputs) for r in records]
+
+
+def check_graph_def(graph_def: pb.GraphDef, n_outputs: Any, max_tensor_bytes: int) -> None:
+    """The checks of :func:`checked_nodes`, one node at a time, keeping nothing (tensors are
+    checked, not decoded)."""
+    for node in graph_def.node:
+        _checked_node(_node_record(node, max_tensor_bytes, None), n_outputs)
 
 
 def _checked_node(r, n_outputs):
@@ -498,12 +540,13 @@ def assemble_graph_def(pieces: Iterable[bytes], max_bytes: int = MAX_GRAPH_BYTES
     InvalidArgumentError if the pieces add up to more than ``max_bytes`` (checked as they come)
     or do not parse.
     """
-    buf = bytearray()
+    kept, total = [], 0
     for piece in pieces:
-        if len(buf) + len(piece) > max_bytes:
+        total += len(piece)
+        if total > max_bytes:
             raise _invalid("GraphDef exceeds the limit of %d bytes." % max_bytes)
-        buf += piece
-    try:
-        return pb.GraphDef.FromString(bytes(buf))
+        kept.append(piece)
+    try:  # (joined once: a buffer grown piece by piece leaves its old blocks in the heap)
+        return pb.GraphDef.FromString(b"".join(kept))
     except DecodeError as e:
         raise _invalid("Malformed GraphDef: %s" % e) from None

@@ -224,6 +224,28 @@ def proto_to_tensor(msg, max_bytes=MAX_TENSOR_BYTES):
     dimensions or rank over :data:`MAX_RANK`, a tensor over ``max_bytes`` bytes, or content whose
     length does not match the shape.  Scalars come back as 0-d arrays.
     """
+    name, shape, payload = _checked_tensor(msg, max_bytes)
+    if name == "string":
+        return _strings_array(payload, shape)
+    return _from_wire(payload, name, shape)
+
+
+class EncodedTensor(bytes):
+    """A received :class:`TensorProto`, checked but not decoded: its serialized bytes (a master
+    runs no kernel: it forwards constants to the workers as they came, as TF's master does)."""
+
+    __slots__ = ()
+
+
+def check_tensor(msg, max_bytes=MAX_TENSOR_BYTES):
+    """The checks of :func:`proto_to_tensor` alone: InvalidArgumentError for a bad
+    :class:`TensorProto`, and no array made."""
+    _checked_tensor(msg, max_bytes)
+
+
+def _checked_tensor(msg, max_bytes):
+    """``(dtype name, shape, payload)`` of a TensorProto that passed every check: the payload
+    is the list of elements of a string tensor, else the raw content bytes."""
     name = msg.dtype
     dt, wire = _tensor_dtype(name)
     if not msg.HasField("shape"):
@@ -240,7 +262,7 @@ def proto_to_tensor(msg, max_bytes=MAX_TENSOR_BYTES):
         values = list(msg.string_val)
         if 8 * n + sum(len(v) for v in values) > max_bytes:
             raise _invalid("String tensor exceeds the limit of %d bytes." % max_bytes)
-        return _strings_array(values, shape)
+        return name, shape, values
     shape, n = _tensor_dims(msg.shape, max_bytes, wire.itemsize)
     if len(msg.string_val):
         raise _invalid("A %s tensor carries its elements in content, not string_val." % name)
@@ -251,4 +273,4 @@ def proto_to_tensor(msg, max_bytes=MAX_TENSOR_BYTES):
             "Tensor of dtype %s and shape %s needs %d bytes of content, got %d."
             % (name, list(shape), expected, len(content))
         )
-    return _from_wire(content, name, shape)
+    return name, shape, content
