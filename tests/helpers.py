@@ -14,6 +14,16 @@ import minitf as tf
 PLACEMENT_RE = re.compile(r"^(?P<name>[^\s:]+): \((?P<type>\w+)\): (?P<device>/job:\S+)$")
 
 
+#: one emulated card as ``minitf.smi`` reports it: 1 GiB, a quarter used by one process
+EMULATED_CARD = {
+    "id": 0,
+    "emulated": True,
+    "memory_total": 1 << 30,
+    "memory_used": 1 << 28,
+    "processes": [{"pid": 7, "name": "python", "memory": 1 << 28}],
+}
+
+
 def placements(lines):
     """Captured placement log lines → {op name: (op type, device)}; every line must be one."""
     out = {}

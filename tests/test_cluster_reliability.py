@@ -95,26 +95,7 @@ def test_worker_killed_mid_step_is_reported_within_2_s():
                 signal = signals.enqueue(started)  # worker 1's partition has begun
             config = tf.ConfigProto(operation_timeout_in_ms=30000)
             with tf.Session(lc.target("worker", 0), config=config) as sess:
-                errs = []
-
-                def run():
-                    try:
-                        sess.run([here, there, signal])
-                    except tf.errors.OpError as e:
-                        errs.append((time.monotonic(), e))
-
-                t = threading.Thread(target=run)
-                t.start()
-                # on a loaded machine the step may take long to start on both tasks
-                assert wait_until(lambda: sess.run(signals.size()) == 1, 60)
-                t0 = time.monotonic()
-                lc.kill("worker", 1)
-                t.join(5)
-                assert not t.is_alive() and len(errs) == 1
-                print("\nkilled worker reported after %.3f s" % (errs[0][0] - t0))
-                assert errs[0][0] - t0 < 2.0
-                assert isinstance(errs[0][1], tf.errors.UnavailableError), errs
-                assert "/job:worker/replica:0/task:1" in errs[0][1].message
+                _killed_mid_step(lc, sess, [here, there, signal], signals, ("worker", 1))
 
 
 def test_a_ps_killed_while_a_worker_waits_on_its_open_recv_call_is_reported_within_2_s():
@@ -136,24 +117,33 @@ def test_a_ps_killed_while_a_worker_waits_on_its_open_recv_call_is_reported_with
                 sess.run(v.initializer)
                 for _ in range(3):  # steps on the call kept open
                     assert sess.run(total) == 8.0
-                errs = []
+                _killed_mid_step(lc, sess, [waits, signal], signals, ("ps", 0))
 
-                def run():
-                    try:
-                        sess.run([waits, signal])
-                    except tf.errors.OpError as e:
-                        errs.append((time.monotonic(), e))
 
-                t = threading.Thread(target=run)
-                t.start()
-                assert wait_until(lambda: sess.run(signals.size()) == 1, 10)
-                t0 = time.monotonic()
-                lc.kill("ps", 0)
-                t.join(5)
-                assert not t.is_alive() and len(errs) == 1
-                assert errs[0][0] - t0 < 2.0
-                assert isinstance(errs[0][1], tf.errors.UnavailableError), errs
-                assert "/job:ps/replica:0/task:0" in errs[0][1].message
+def _killed_mid_step(lc, sess, fetches, signals, task):
+    """Runs ``fetches`` on a thread until their step has put something in ``signals`` (it
+    has started on every task), kills ``task`` (job, index), and checks the step fails with
+    UnavailableError naming that task within 2 s."""
+    errs = []
+
+    def run():
+        try:
+            sess.run(fetches)
+        except tf.errors.OpError as e:
+            errs.append((time.monotonic(), e))
+
+    t = threading.Thread(target=run)
+    t.start()
+    # on a loaded machine the step may take long to start on every task
+    assert wait_until(lambda: sess.run(signals.size()) == 1, 60)
+    t0 = time.monotonic()
+    lc.kill(*task)
+    t.join(5)
+    assert not t.is_alive() and len(errs) == 1
+    print("\nkilled %s:%d reported after %.3f s" % (task + (errs[0][0] - t0,)))
+    assert errs[0][0] - t0 < 2.0
+    assert isinstance(errs[0][1], tf.errors.UnavailableError), errs
+    assert "/job:%s/replica:0/task:%d" % task in errs[0][1].message
 
 
 # -- item 1: a script with in-process servers exits at once ---------------------------------------

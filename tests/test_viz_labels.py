@@ -12,19 +12,14 @@ import pytest
 
 import minitf as tf
 import minitf.viz as viz
+from helpers import EMULATED_CARD
 from minitf.runtime.config_proto import StepStats
 from minitf.runtime.simulate import figure_12_5
 from minitf.runtime.step_stats import DeviceStepStats, NodeExecStats
 from minitf.viz import labels
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
-CARD = {
-    "id": 0,
-    "emulated": True,
-    "memory_total": 1 << 30,
-    "memory_used": 1 << 28,
-    "processes": [{"pid": 7, "name": "python", "memory": 1 << 28}],
-}
+CARD = EMULATED_CARD
 
 
 @pytest.fixture(autouse=True)

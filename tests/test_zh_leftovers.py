@@ -18,6 +18,7 @@ import pytest
 
 import minitf as tf
 import minitf.viz as viz
+from helpers import EMULATED_CARD
 from minitf import teaching
 from minitf.runtime.config_proto import StepStats
 from minitf.runtime.simulate import figure_12_5
@@ -220,14 +221,7 @@ def test_queue_fill_hover_text_in_chinese():
 
 
 def test_memory_and_cluster_views_leave_no_english():
-    card = {
-        "id": 0,
-        "emulated": True,
-        "memory_total": 1 << 30,
-        "memory_used": 1 << 28,
-        "processes": [{"pid": 7, "name": "python", "memory": 1 << 28}],
-    }
-    memory = viz.MemoryView([card], this_pid=7, in_use={0: (1, 2)}, language="zh").to_svg()
+    memory = viz.MemoryView([EMULATED_CARD], this_pid=7, in_use={0: (1, 2)}, language="zh").to_svg()
     assert _english_words(memory) == []
     spec = {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}
     machines = {"machine A": ["ps/0"], "machine B": ["worker/0"]}
