@@ -265,3 +265,32 @@ def test_no_numba_cpu_kernels():
         if pattern.search(line)
     ]
     assert found == []
+
+
+def test_blas_threads_without_openblas_symbols_go_through_threadpoolctl():
+    """Where threadpoolctl cannot name OpenBLAS's C functions, the limit is set through its
+    controller, taking the "controlling thread" of threadpoolctl >= 3.8 first: a step on
+    another thread than the one that last set the limit still gets one thread."""
+    from minitf.runtime import blas_threads
+
+    real = next(lib for lib in BLAS.lib_controllers if lib.internal_api == "openblas")
+    blind = type("NoSymbols", (), {})()  # the controller, as seen without ``_get_symbol``
+    type(blind).clear_controlling_thread = type(real).clear_controlling_thread
+    blind.internal_api, blind.threading_layer = "openblas", real.threading_layer
+    type(blind).num_threads = property(lambda self: real.num_threads)
+    blind.set_num_threads = real.set_num_threads
+    get, put = blas_threads._knob(blind)
+    before = get()
+    real.set_num_threads(before)  # this thread now controls the library
+    seen = []
+
+    def other():
+        put(1)
+        seen.append(get())
+        put(before)
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join(10)
+    type(real).clear_controlling_thread(force=True)
+    assert seen == [1] and get() == before

@@ -39,7 +39,20 @@ def _knob(lib) -> Tuple[Callable[[], int], Callable[[int], object]]:
             put = find("omp_set_num_threads" if openmp else "openblas_set_num_threads")
             if get is not None and put is not None:
                 return get, put
-    return (lambda: lib.num_threads), lib.set_num_threads
+    clear = getattr(type(lib), "clear_controlling_thread", None)
+
+    def put_through_threadpoolctl(n):
+        # threadpoolctl >= 3.8 ignores a pthreads OpenBLAS limit set by any thread but the
+        # first that set one: take that control, set, and hand it back
+        if clear is not None:
+            clear(force=True)
+        try:
+            return lib.set_num_threads(n)
+        finally:
+            if clear is not None:
+                clear(force=True)
+
+    return (lambda: lib.num_threads), put_through_threadpoolctl
 
 
 def knobs() -> List[Tuple[Callable[[], int], Callable[[int], object]]]:
