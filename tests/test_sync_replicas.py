@@ -28,10 +28,15 @@ def _model():
     return gs, w, tf.square(w)
 
 
-def _sync_graph(replicas=2, total=3, setter=True):
-    """§18.5's graph: w = 1.0, loss = w², GD(0.1) wrapped; under replica_device_setter."""
-    scope = tf.train.replica_device_setter(ps_tasks=1, worker_device=WORKER) if setter else None
-    with tf.device(scope):
+def _setter(task=0):
+    """One ps, the rest on worker ``task``."""
+    return tf.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:%d" % task)
+
+
+def _sync_graph(replicas=2, total=3, setter=True, task=0):
+    """§18.5's graph: w = 1.0, loss = w², GD(0.1) wrapped; under replica_device_setter (the
+    worker: ``task``)."""
+    with tf.device(_setter(task) if setter else None):
         gs, w, loss = _model()
         sync = tf.train.SyncReplicasOptimizer(
             tf.train.GradientDescentOptimizer(0.1), replicas, total
@@ -350,14 +355,7 @@ def _worker(task, target, last_step, workers=2):
     hook and StopAtStepHook in a MonitoredTrainingSession on its own server."""
     graph = tf.Graph()
     with graph.as_default():
-        setter = tf.train.replica_device_setter(
-            ps_tasks=1, worker_device="/job:worker/task:%d" % task
-        )
-        with tf.device(setter):
-            gs, w, loss = _model()
-            gd = tf.train.GradientDescentOptimizer(0.1)
-            sync = tf.train.SyncReplicasOptimizer(gd, 2, total_num_replicas=workers)
-            train = sync.minimize(loss, global_step=gs)
+        sync, train, gs, w = _sync_graph(2, workers, task=task)
         hooks = [
             sync.make_session_run_hook(is_chief=(task == 0)),
             tf.train.StopAtStepHook(last_step=last_step),
@@ -463,10 +461,7 @@ def _async_worker(task, servers, last_step):
     """§18.1's asynchronous pattern: plain GD, every worker in its own graph and session."""
     graph = tf.Graph()
     with graph.as_default():
-        setter = tf.train.replica_device_setter(
-            ps_tasks=1, worker_device="/job:worker/task:%d" % task
-        )
-        with tf.device(setter):
+        with tf.device(_setter(task)):
             gs, w, loss = _model()
             train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=gs)
         sess = tf.train.MonitoredTrainingSession(
@@ -524,13 +519,8 @@ def _spare_replica(task, target):
     own graph and session, and a handle on w's accumulator, found by its shared name."""
     graph = tf.Graph()
     with graph.as_default():
-        setter = tf.train.replica_device_setter(
-            ps_tasks=1, worker_device="/job:worker/task:%d" % task
-        )
-        with tf.device(setter):
-            gs, w, loss = _model()
-            sync = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 2, 3)
-            train = sync.minimize(loss, global_step=gs)
+        sync, train, gs, w = _sync_graph(2, 3, task=task)
+        with tf.device(_setter(task)):
             accum = tf.ConditionalAccumulator(tf.float32, shape=(), shared_name="w:0/grad_accum")
         sess = tf.Session(target, graph=graph)
         sess.run(tf.local_variables_initializer())

@@ -48,11 +48,11 @@ NOTEBOOK_CELLS = [
 ]
 
 
-@pytest.fixture
-def notebook(jupyterlab, tmp_path):
-    """``(dir, name)`` of the widgets notebook, written as plain nbformat-4 JSON into the
-    server's root dir, for its kernel."""
-    state_dir = tmp_path / "minitf-state"
+def write_code_notebook(lab, root, name, sources):
+    """Writes ``sources`` (each formatted with ``state_dir``, a fresh ``MINITF_STATE_DIR`` under
+    ``root``) as the code cells of a plain nbformat-4 notebook ``root/name`` for the lab's
+    kernel."""
+    state_dir = root / "minitf-state"
     state_dir.mkdir()
     cells = [
         {
@@ -63,24 +63,23 @@ def notebook(jupyterlab, tmp_path):
             "outputs": [],
             "source": src.format(state_dir=str(state_dir)),
         }
-        for i, src in enumerate(NOTEBOOK_CELLS)
+        for i, src in enumerate(sources)
     ]
+    spec = {"name": lab.kernel_name, "language": "python", "display_name": "minitf test"}
     nb = {
         "nbformat": 4,
         "nbformat_minor": 5,
         "cells": cells,
-        "metadata": {
-            "kernelspec": {
-                "name": jupyterlab.kernel_name,
-                "language": "python",
-                "display_name": "minitf test",
-            },
-            "language_info": {"name": "python"},
-        },
+        "metadata": {"kernelspec": spec, "language_info": {"name": "python"}},
     }
-    name = "widgets.ipynb"
-    (tmp_path / name).write_text(json.dumps(nb, indent=1))
-    return tmp_path, name
+    (root / name).write_text(json.dumps(nb, indent=1))
+
+
+@pytest.fixture
+def notebook(jupyterlab, tmp_path):
+    """``(dir, name)`` of the widgets notebook, written into the server's root dir."""
+    write_code_notebook(jupyterlab, tmp_path, "widgets.ipynb", NOTEBOOK_CELLS)
+    return tmp_path, "widgets.ipynb"
 
 
 def _wait_kernel_idle(lab, nb_name, timeout):

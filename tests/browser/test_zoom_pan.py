@@ -6,10 +6,8 @@ as a reader would: the bar's buttons zoom, Ctrl + wheel zooms, dragging pans.  I
 the box's script runs in the cell's output (a trusted output of this session).
 """
 
-import json
-
 import pytest
-from test_jupyterlab import _cell_output, _open_and_run_all
+from test_jupyterlab import _cell_output, _open_and_run_all, write_code_notebook
 
 import minitf as tf
 from minitf.viz import GraphView
@@ -88,22 +86,7 @@ LAB_CELLS = [
 def test_the_box_zooms_in_a_jupyterlab_output(browser, jupyterlab, tmp_path):
     from playwright.sync_api import expect
 
-    state_dir = tmp_path / "minitf-state"
-    state_dir.mkdir()
-    cells = [
-        {
-            "cell_type": "code",
-            "execution_count": None,
-            "id": "cell-%d" % i,
-            "metadata": {},
-            "outputs": [],
-            "source": src.format(state_dir=str(state_dir)),
-        }
-        for i, src in enumerate(LAB_CELLS)
-    ]
-    spec = {"name": jupyterlab.kernel_name, "language": "python", "display_name": "minitf test"}
-    nb = {"nbformat": 4, "nbformat_minor": 5, "cells": cells, "metadata": {"kernelspec": spec}}
-    (tmp_path / "zoom.ipynb").write_text(json.dumps(nb, indent=1))
+    write_code_notebook(jupyterlab, tmp_path, "zoom.ipynb", LAB_CELLS)
     page = browser.new_page(viewport={"width": 1000, "height": 1000})
     page.set_default_timeout(STEP)
     try:
