@@ -47,12 +47,13 @@ os.environ.setdefault("MINITF_EMULATED_GPUS", "0")
 
 SIZES = (784, 300, 100, 10)
 BATCH, LR, BATCHES = 128, 0.02, 8
+CORES = len(os.sched_getaffinity(0))  # what this process may use (taskset), as minitf counts
 
 
-def make_data(seed=0):
+def make_data(seed=0, batch=BATCH):
     """A few batches of inputs and labels that a linear teacher made (so the loss falls)."""
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal((BATCHES, BATCH, SIZES[0])).astype(np.float32)
+    x = rng.standard_normal((BATCHES, batch, SIZES[0])).astype(np.float32)
     teacher = rng.standard_normal((SIZES[0], SIZES[-1])).astype(np.float32)
     y = np.argmax(x @ teacher, axis=-1).astype(np.int64)
     return x, y
@@ -92,13 +93,13 @@ def numpy_step(params, x, y):
     return loss
 
 
-def minitf_model(weights, threads=None, rewrite=False):
+def minitf_model(weights, threads=None, rewrite=False, device=None):
     """The model in minitf, in a session with its default pools, or pools of ``threads``;
-    ``rewrite``: with the dependency optimizer on."""
+    ``rewrite``: with the dependency optimizer on; ``device``: every op pinned there."""
     import minitf as tf
 
     graph = tf.Graph()
-    with graph.as_default():
+    with graph.as_default(), tf.device(device):
         x = tf.placeholder(tf.float32, [None, SIZES[0]], name="x")
         y = tf.placeholder(tf.int64, [None], name="y")
         h = x
@@ -142,9 +143,9 @@ def run_numpy(steps, data, threads):
     return rate, float(loss)
 
 
-def run_minitf(steps, data, threads, rewrite=False):
+def run_minitf(steps, data, threads, rewrite=False, device=None):
     """minitf's steps/s and last loss, with pools of ``threads`` threads (0: the default)."""
-    sess, x, y, loss, train, init = minitf_model(make_weights(), threads or None, rewrite)
+    sess, x, y, loss, train, init = minitf_model(make_weights(), threads or None, rewrite, device)
     xs, ys = data
     sess.run([loss, train], {x: xs[0], y: ys[0]})  # the step's plan is made outside the timing
     sess.run(init)  # and the weights start again from the same values as numpy's
@@ -157,14 +158,14 @@ def run_minitf(steps, data, threads, rewrite=False):
 
 
 SETTINGS = {  # label: (numpy's OpenBLAS threads, minitf's pool sizes; 0 = its default)
-    "all cores": (os.cpu_count() or 1, 0),
+    "all cores": (CORES, 0),
     "one core": (1, 1),
 }
 
 
 def threads_used(setting):
     blas, pools = SETTINGS[setting]
-    n = pools or os.cpu_count() or 1
+    n = pools or CORES
     return (
         "numpy: OpenBLAS %d thread(s); minitf: %d inter-op + %d intra-op thread(s), "
         "BLAS 1 thread in steps" % (blas, n, n)
@@ -193,7 +194,7 @@ def main(argv=None):
                 rates[setting, side].append(rate)
     print(
         "MLP 784-300-100-10, batch %d, SGD lr %g, float32, %d steps x %d rounds, %d cores"
-        % (BATCH, LR, steps, rounds, os.cpu_count() or 1)
+        % (BATCH, LR, steps, rounds, CORES)
     )
     worst = 0.0
     for setting in SETTINGS:

@@ -20,8 +20,11 @@ _machine_generation = 0  # bumped by every emulate_gpus call (a new machine)
 def emulate_gpus(n: int | None, memory_limit: int | None = None) -> None:
     """Use ``n`` emulated GPU cards of ``memory_limit`` bytes (default 4 GiB) in new sessions.
 
-    ``emulate_gpus(None)`` goes back to the environment (``MINITF_EMULATED_GPUS``).  A new set
-    of cards is a new machine: the process's GPU id mapping (``visible_device_list``) is forgotten.
+    Asked for this way, the emulated cards stand in for the machine's real ones too (a page
+    written for four cards runs on a laptop with one).  ``emulate_gpus(None)`` goes back to
+    the machine: its real cards, or else the environment's emulated ones
+    (``MINITF_EMULATED_GPUS``).  A new set of cards is a new machine: the process's GPU id
+    mapping (``visible_device_list``) is forgotten.
     """
     global _emulated, _machine_generation
     _machine_generation += 1
@@ -41,6 +44,12 @@ def machine_generation() -> int:
     """A number that changes at every :func:`emulate_gpus` call: each call makes a new machine,
     whose GPU id mapping (``runtime/devices.py``) starts afresh."""
     return _machine_generation
+
+
+def emulation_asked() -> bool:
+    """True after ``emulate_gpus(n)`` (until ``emulate_gpus(None)``): emulated cards replace
+    real ones."""
+    return _emulated is not None
 
 
 def emulated_gpus() -> tuple[int, int]:

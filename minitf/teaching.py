@@ -61,7 +61,7 @@ def device_check() -> None:
     """Prints which GPUs this process has and where that came from (real CUDA cards, emulated
     cards and the setting that asked for them, or none)."""
     cards = devices.machine_gpus()
-    if devices.cuda_available():
+    if devices.real_cards_in_use():
         print("Real CUDA: minitf found %d NVIDIA card(s):" % len(cards))
         for c in cards:
             print("  card %d: %s, %.1f GiB" % (c.physical_id, c.name, c.memory_limit / 2**30))
@@ -93,7 +93,7 @@ def software_stack(language: str | None = None) -> list[tuple[str, str, bool]]:
         return labels.text(english, language)
 
     cards = devices.machine_gpus()
-    real = devices.cuda_available()
+    real = devices.real_cards_in_use()
     count, memory = mconfig.emulated_gpus()
     if real:
         card_text = t("%d real card(s)") % len(cards)

@@ -46,6 +46,19 @@ if os.environ.get("MINITF_TEST_REAL_CUDA") != "1":
 import minitf as tf  # noqa: E402
 
 
+def pytest_collection_modifyitems(config, items):
+    """With MINITF_TEST_REAL_CUDA=1, tests that need the simulator itself are left out (a
+    real card's memory reads cannot be counted from Python)."""
+    from helpers import REAL_CUDA
+
+    if not REAL_CUDA:
+        return
+    dropped = [item for item in items if item.get_closest_marker("simulator")]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not item.get_closest_marker("simulator")]
+
+
 @pytest.fixture(autouse=True)
 def fresh_default_graph():
     """Each test builds its ops in a new, empty default graph, with two emulated GPUs."""
@@ -53,6 +66,20 @@ def fresh_default_graph():
     tf.config.emulate_gpus(2)
     yield
     tf.config.emulate_gpus(None)
+
+
+@pytest.fixture
+def cuda_kernels(monkeypatch):
+    """GPU ops run minitf's numba.cuda kernels: on the emulated cards under Numba's simulator
+    (``MINITF_GPU_BACKEND=cudasim``), or on the machine's real card with
+    ``MINITF_TEST_REAL_CUDA=1``."""
+    from helpers import REAL_CUDA
+
+    if REAL_CUDA:  # the machine's own cards, not the two emulated ones every test starts with
+        monkeypatch.delenv("MINITF_GPU_BACKEND", raising=False)
+        tf.config.emulate_gpus(None)
+    else:
+        monkeypatch.setenv("MINITF_GPU_BACKEND", "cudasim")
 
 
 @pytest.fixture(scope="module")

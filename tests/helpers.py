@@ -14,6 +14,19 @@ import minitf as tf
 PLACEMENT_RE = re.compile(r"^(?P<name>[^\s:]+): \((?P<type>\w+)\): (?P<device>/job:\S+)$")
 
 
+#: ``MINITF_TEST_REAL_CUDA=1``: the tests of minitf's numba.cuda kernels (marked ``cudasim``) run
+#: them on the machine's real card instead of Numba's simulator
+REAL_CUDA = os.environ.get("MINITF_TEST_REAL_CUDA") == "1"
+
+
+def cuda_backend():
+    """The CUDA backend the ``cudasim`` tests check: the simulator's (shared by every emulated
+    card), or card 0's with ``MINITF_TEST_REAL_CUDA=1``."""
+    from minitf.kernels import cuda_ops
+
+    return cuda_ops.backend_for_card(0, emulated=not REAL_CUDA)
+
+
 #: one emulated card as ``minitf.smi`` reports it: 1 GiB, a quarter used by one process
 EMULATED_CARD = {
     "id": 0,

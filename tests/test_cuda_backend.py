@@ -1,5 +1,5 @@
 """GPU ops running numba.cuda kernels (``MINITF_GPU_BACKEND=cudasim``: Numba's simulator here;
-the same code runs on a real card).
+on the machine's card with ``MINITF_TEST_REAL_CUDA=1``).
 
 Book section: "Operations and kernels".  Tensors of GPU ops stay on the card as device arrays;
 they cross to the host only on edges to CPU ops, on fetches and on feeds.
@@ -10,12 +10,7 @@ import pytest
 
 import minitf as tf
 
-pytestmark = pytest.mark.cudasim
-
-
-@pytest.fixture(autouse=True)
-def cudasim(monkeypatch):
-    monkeypatch.setenv("MINITF_GPU_BACKEND", "cudasim")
+pytestmark = [pytest.mark.cudasim, pytest.mark.usefixtures("cuda_kernels")]
 
 
 def _rand(*shape, seed=0):

@@ -1,16 +1,16 @@
 """Tests for minitf.kernels.cuda: the numba.cuda kernels, checked against numpy.
 
-They run under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, set below before numba
-is imported), so shapes stay tiny and hypothesis draws few examples.  Every CUDA call goes
+They run under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, set by conftest before numba
+is imported), so shapes stay tiny and hypothesis draws few examples; with
+``MINITF_TEST_REAL_CUDA=1`` they run on the machine's card.  Every CUDA call goes
 through one module-wide CudaLauncher thread, as in the runtime.  The simulator's barriers
 are dominated by the interpreter's thread switch interval, so the module lowers it while
 its tests run (and restores it afterwards).
 """
 
 import os
-
-os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
-
+import subprocess
+import sys
 import threading
 import time
 
@@ -20,8 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from helpers import cuda_backend
 from minitf.kernels import cuda as K
-from minitf.kernels import cuda_ops
 
 pytestmark = [pytest.mark.cudasim, pytest.mark.usefixtures("fast_thread_switching")]
 
@@ -39,8 +39,7 @@ def launcher():
     """The card's one launcher, the backend's own: Numba's simulator patches module globals
     while a kernel runs, so two launchers running kernels at once (this module's and one left
     busy by an earlier test) would corrupt each other's results."""
-    emulated = os.environ.get("MINITF_TEST_REAL_CUDA") != "1"
-    return cuda_ops.backend_for_card(0, emulated=emulated).launcher
+    return cuda_backend().launcher
 
 
 def run(launcher, fn, *args, **kwargs):
@@ -430,6 +429,58 @@ def test_reduce_details(launcher):
     np.testing.assert_array_equal(out, [0.0, 0.0])
     out = run(launcher, lambda s, v: K.reduce(s, "mean", v, 1, False), e)
     assert out.shape == (2,) and np.isnan(out).all()
+
+
+def test_reductions_of_few_outputs_over_many_elements_sum_chunks_first(launcher):
+    """A full sum (or a few long rows) is split into partial sums of REDUCE_CHUNK elements
+    that many blocks compute, then summed: the same answers as one pass, an integer mean
+    still truncated toward zero, float16 still accumulated in float32."""
+    n = 4 * K.REDUCE_CHUNK + 3
+    assert -(-n // K.REDUCE_CHUNK) >= 2  # these sizes take the two-pass path
+    ints = np.arange(-n, n, dtype=np.int32).reshape(2, n)[:, ::-1].copy()
+    ints[1] -= 7
+    out = run(launcher, lambda s, v: K.reduce(s, "mean", v, 1, False), ints)
+    np.testing.assert_array_equal(out, np.trunc(ints.astype(np.float64).mean(1)).astype(np.int32))
+    out = run(launcher, lambda s, v: K.reduce(s, "sum", v, None, False), ints)
+    assert out == ints.sum(dtype=np.int64).astype(np.int32)
+    x = np.random.default_rng(0).random((3, n)).astype(np.float32)
+    for axes, keep in ((None, False), (1, True), ((0, 1), True)):
+        out = run(launcher, lambda s, v, a=axes, k=keep: K.reduce(s, "mean", v, a, k), x)
+        assert_close(out, x.astype(np.float64).mean(axis=axes, keepdims=keep), np.float32)
+    h = np.array([2048.0] + [1.0] * n, np.float16)
+    out = run(launcher, lambda s, v: K.reduce(s, "sum", v, 0, False), h)
+    assert out == np.float16(2048.0 + n)
+
+
+def test_numbas_low_occupancy_warning_is_off_unless_asked_for():
+    """A small op's launch would warn at every step on a real card (numba-cuda's check)."""
+    from numba.cuda.core import config
+
+    assert config.CUDA_LOW_OCCUPANCY_WARNINGS == 0
+    script = (
+        "from minitf.kernels import cuda\n"
+        "from numba.cuda.core import config\n"
+        "print(config.CUDA_LOW_OCCUPANCY_WARNINGS)\n"
+    )
+    env = dict(os.environ, NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="1")
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.strip() == "1", done.stderr
+
+
+def test_kernel_shapes_are_uploaded_once_per_stream(launcher):
+    """The small int64 array of shapes and strides a broadcast or a reduction reads is
+    uploaded once per stream and list, not at every launch."""
+
+    def body(stream):
+        first, again = K._meta(stream, [3, 4, 5]), K._meta(stream, (3, 4, 5))
+        other = K._meta(stream, [3, 4, 6])
+        return first is again, first is other, K.to_host(stream, first), K.to_host(stream, other)
+
+    same, mixed, first, other = launcher.call(body)
+    assert same and not mixed
+    assert first.tolist() == [3, 4, 5] and other.tolist() == [3, 4, 6]
 
 
 def test_reduce_bad_axes(launcher):

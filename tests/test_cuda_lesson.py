@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import minitf as tf
+from helpers import cuda_backend
 from minitf.kernels import cuda as mk
-from minitf.kernels import cuda_ops
 from minitf.viz import cuda_view as cv
 
 pytestmark = [pytest.mark.cudasim, pytest.mark.usefixtures("fast_thread_switching")]
@@ -33,13 +33,13 @@ def notebook_code():
 
 def launcher():
     """The simulator's one launcher, the backend's own (CUDA calls from one thread only)."""
-    return cuda_ops.backend_for_card(0, emulated=True).launcher
+    return cuda_backend().launcher
 
 
+@pytest.mark.usefixtures("cuda_kernels")
 def test_matmul_kernel_shown_is_the_one_gpu_matmul_launches(monkeypatch):
     """After a GPU MatMul ran, the kernel cache holds the kernel it launched; the notebook's
     ``mk._matmul_kernel(False, False, np.float32)`` returns that same object."""
-    monkeypatch.setenv("MINITF_GPU_BACKEND", "cudasim")
     monkeypatch.setattr(mk, "_kernels", {})
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     with tf.device("/gpu:0"):
@@ -72,6 +72,7 @@ def test_notebook_defines_no_copy_of_minitf_kernels():
         assert call in code
 
 
+@pytest.mark.simulator
 @pytest.mark.parametrize("m, n, k", [(16, 16, 16), (12, 20, 10), (3, 5, 9)])
 def test_counted_reads_of_minitf_matmul_match_formula(m, n, k):
     rng = np.random.RandomState(0)
@@ -96,6 +97,7 @@ def test_read_formulas():
     assert cv.tiled_matmul_reads(t + 1, 1, 1, t) == (t + 1) + 2
 
 
+@pytest.mark.simulator
 def test_counted_reads_of_minitf_reduction():
     x = np.arange(100, dtype=np.float32)
 
@@ -146,9 +148,10 @@ def test_memory_over_time_series():
         cv.MemoryOverTime([])
 
 
-def test_notebook_says_kernels_were_checked_only_in_the_simulator():
+def test_notebook_says_its_outputs_are_the_simulators_and_what_a_real_card_gave():
     text = NOTEBOOK.read_text()
-    assert "Simulator only so far" in text
+    assert "The outputs you see are the simulator's" in text
+    assert "NVIDIA H100" in text and "GFLOP/s" in text
     assert os.path.basename(str(NOTEBOOK)).startswith("01b_")
 
 

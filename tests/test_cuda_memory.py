@@ -43,6 +43,30 @@ def test_cap_lets_allocations_through_up_to_the_limit_then_flushes_then_refuses(
     cuda_memory.MemoryCap(3).check(1 << 60, lambda: 0, flush)  # no cap: anything goes
 
 
+def test_size_classes_round_up_by_at_most_an_eighth():
+    assert [cuda_memory.size_class(n) for n in (0, 1, 512, 513, 8192)] == [
+        512,
+        512,
+        512,
+        1024,
+        8192,
+    ]
+    for n in (8193, 10_000, 1 << 20, (1 << 20) + 1, 3 * 10**8):
+        c = cuda_memory.size_class(n)
+        assert n <= c <= n * 1.125 and cuda_memory.size_class(c) == c
+
+
+def test_block_pool_hands_back_blocks_of_the_same_size_class():
+    pool = cuda_memory.BlockPool()
+    assert pool.take(1024) is None
+    pool.give("a", 1024)
+    pool.give("b", 2048)
+    assert pool.idle_bytes == 3072
+    assert pool.take(512) is None and pool.take(1024) == "a" and pool.take(1024) is None
+    assert pool.idle_bytes == 2048
+    assert pool.drain() == ["b"] and pool.idle_bytes == 0 and pool.take(2048) is None
+
+
 def test_caps_are_set_per_device():
     cuda_memory.set_cap(7, 123)
     assert cuda_memory.cap_of(7).limit == 123 and cuda_memory.cap_of(8).limit is None
@@ -51,7 +75,6 @@ def test_caps_are_set_per_device():
 
 
 _CHILD = r"""
-import collections
 from numba.cuda.cudadrv import driver
 from minitf.runtime import cuda_memory
 from minitf.framework import errors
@@ -61,30 +84,46 @@ assert issubclass(cls, driver.NumbaCUDAMemoryManager)
 cuda_memory.install()                       # numba's interface-version check accepts it
 assert driver._memory_manager is cls
 
-Dev = collections.namedtuple("Dev", "id")
-Ctx = collections.namedtuple("Ctx", "device")
-Mem = collections.namedtuple("Mem", "size")
+class Dev:
+    id = 0
 
+class Ctx:                                  # (a class: numba keeps a weak proxy of it)
+    device = Dev()
+
+class Pointer:                              # numba's AutoFreePointer: free() runs the finalizer
+    def __init__(self, ctx, block, size, finalizer):
+        self.block, self.size, self.free = block, size, finalizer
+    def own(self):
+        return self
+
+blocks = []
 def fake_alloc(self, size):                 # what cuMemAlloc would do on a card
-    key = len(self.allocations) + 1
-    self.allocations[key] = Mem(size)
-    return key
-driver.NumbaCUDAMemoryManager.memalloc = fake_alloc
+    blocks.append(size)
+    return len(blocks)
+cls._device_alloc = fake_alloc
+cls._device_free = lambda self, block: print("freed", block)
+driver.AutoFreePointer = Pointer
 driver.NumbaCUDAMemoryManager.get_memory_info = lambda self: driver.MemoryInfo(
     free=10 << 30, total=16 << 30)
 
-mm = cls(context=Ctx(Dev(0)))
-print("uncapped", mm.memalloc(5 << 30), mm.get_memory_info().total >> 30)
+mm = cls(context=Ctx())
+a = mm.memalloc(5 << 30)
+print("uncapped", a.block, mm.get_memory_info().total >> 30)
 cuda_memory.set_cap(0, 6 << 30)             # e.g. per_process_gpu_memory_fraction=0.375
 info = mm.get_memory_info()
 print("capped view", info.total >> 30, info.free >> 30)
-print("fits", mm.memalloc(1 << 30))
+b = mm.memalloc(1 << 30)
+print("fits", b.block)
 try:
     mm.memalloc(1)
 except errors.ResourceExhaustedError as e:
     print("refused", e.message)
-mm.allocations.clear()                      # everything freed
-print("after free", mm.memalloc(6 << 30))
+b.free()                                    # back to the pool, not to the driver
+c = mm.memalloc(1 << 30)
+print("reused", c.block, "driver allocations", len(blocks))
+a.free(); c.free()                          # both idle in the pool, still held
+print("held", mm.held_bytes() >> 30)
+print("bigger", mm.memalloc(6 << 30).block) # passes the cap once the idle blocks are freed
 """
 
 
@@ -104,7 +143,11 @@ def test_numba_memory_manager_plugin_caps_allocations():
         "uncapped 1 16",
         "capped view 6 1",
         "fits 2",
-        "refused OOM when allocating 1 bytes on GPU 0: this process may hold at most 6.00G "
+        "refused OOM when allocating 512 bytes on GPU 0: this process may hold at most 6.00G "
         "(6442450944 bytes) of the card (gpu_options) and holds 6442450944 bytes",
-        "after free 1",
+        "reused 2 driver allocations 2",
+        "held 6",
+        "freed 2",
+        "freed 1",
+        "bigger 3",
     ]

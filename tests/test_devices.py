@@ -116,6 +116,30 @@ def test_emulate_gpus_and_environment(monkeypatch):
         tf.config.emulate_gpus(1, memory_limit=0)
 
 
+def test_emulate_gpus_stands_in_for_the_machines_real_cards(monkeypatch):
+    """On a machine with one real card, emulate_gpus(4) gives four emulated ones (a page
+    written for four cards runs there); emulate_gpus(None) gives the real card back, and the
+    environment's count applies only where there is no real card."""
+    from minitf.runtime import devices
+
+    real = [devices.PhysicalGPU(0, "NVIDIA H100 80GB HBM3", 80 << 30, (9, 0), False)]
+    monkeypatch.setattr(devices, "_real_gpus", lambda: real)
+    monkeypatch.setenv("MINITF_EMULATED_GPUS", "3")
+    tf.config.emulate_gpus(None)
+    assert devices.machine_gpus() == real and devices.real_cards_in_use()
+    tf.config.emulate_gpus(4)
+    cards = devices.machine_gpus()
+    assert len(cards) == 4 and all(c.emulated for c in cards)
+    assert not devices.real_cards_in_use()
+    assert [c.physical_id for c in devices.visible_gpus()] == [0, 1, 2, 3]
+    names = [d.name for d in tf.device_lib.list_local_devices() if d.device_type == "GPU"]
+    assert names == ["/device:GPU:%d" % i for i in range(4)]
+    tf.config.emulate_gpus(0)
+    assert devices.machine_gpus() == []
+    tf.config.emulate_gpus(None)
+    assert devices.machine_gpus() == real
+
+
 # -- GPU memory (book: "Managing the GPU RAM") -----------------------------------------------
 
 import numpy as np  # noqa: E402

@@ -5,6 +5,7 @@ Book section: "Parallel Execution" (Figure 12-5) and "Control Dependencies".  Pa
 proved from the recorded step stats (who ran what, on which thread, when), never from wall time.
 """
 
+import os
 import threading
 import weakref
 
@@ -528,6 +529,22 @@ def test_default_threads_one_shared_pool_and_cpu_kernels_split():
     assert {ch.thread_name.split(" #")[0] for ch in nodes["c"].chunks if ch.index > 0} == {
         "intra-op"
     }
+
+
+def test_default_pool_sizes_count_the_cores_the_process_may_use(monkeypatch):
+    """As TF's NumSchedulableCPUs: a process held to 3 cores (taskset, a container's cpuset)
+    gets 3 threads per default pool, however many cores the machine has."""
+    from minitf.runtime import pools
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert pools.default_threads(0) == 3
+    assert pools.default_threads(2) == 2
+    config = tf.ConfigProto(use_per_session_threads=True)
+    with tf.Session(config=config) as sess:
+        sess.run(tf.constant(1.0))
+        pool_set = sess._impl._pool_sets[0]
+        assert (pool_set.inter_threads, pool_set.intra_threads) == (3, 3)
 
 
 def test_gpu_private_mode_gives_each_gpu_threads_of_its_own(monkeypatch):

@@ -311,11 +311,10 @@ def _mlp_gradients(device, xs, ys):
 
 
 @pytest.mark.cudasim
-@pytest.mark.usefixtures("fast_thread_switching")
-def test_mlp_gradients_on_a_card_equal_the_cpus(monkeypatch):
+@pytest.mark.usefixtures("cuda_kernels", "fast_thread_switching")
+def test_mlp_gradients_on_a_card_equal_the_cpus():
     """The whole MLP, forward and backward, pinned to a GPU whose kernels run under Numba's
     simulator, gives the CPU's gradients."""
-    monkeypatch.setenv("MINITF_GPU_BACKEND", "cudasim")
     xs = np.random.RandomState(0).randn(5, 3).astype(np.float32)
     ys = np.array([0, 1, 2, 0, 1])
     on_cpu = _mlp_gradients("/cpu:0", xs, ys)

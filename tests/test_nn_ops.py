@@ -591,9 +591,8 @@ def test_ops_run_on_an_emulated_gpu():
 
 
 @pytest.mark.cudasim
-@pytest.mark.usefixtures("fast_thread_switching")
-def test_ops_run_cuda_kernels_under_the_simulator(monkeypatch):
-    monkeypatch.setenv("MINITF_GPU_BACKEND", "cudasim")
+@pytest.mark.usefixtures("cuda_kernels", "fast_thread_switching")
+def test_ops_run_cuda_kernels_under_the_simulator():
     sess = _check_on_gpu()
     assert sess._impl.devices[1].backend.name == "cuda"
 

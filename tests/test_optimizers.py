@@ -623,9 +623,8 @@ def test_training_on_an_emulated_gpu_equals_the_cpu():
 
 
 @pytest.mark.cudasim
-@pytest.mark.usefixtures("two_gpus", "fast_thread_switching")
-def test_training_on_the_cuda_backend_equals_the_cpu(monkeypatch):
+@pytest.mark.usefixtures("two_gpus", "cuda_kernels", "fast_thread_switching")
+def test_training_on_the_cuda_backend_equals_the_cpu():
     """The same on the CUDA backend (Numba's simulator): slots live on the card."""
-    monkeypatch.setenv("MINITF_GPU_BACKEND", "cudasim")
     for got, want in zip(_adam_steps("/gpu:0", steps=1), _adam_steps("/cpu:0", steps=1)):
         np.testing.assert_allclose(got, want, rtol=1e-5)

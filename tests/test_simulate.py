@@ -585,12 +585,14 @@ def test_cost_model_overrides():
     assert dump(base) != dump(stats)
 
 
-def test_pool_sizes_default_from_the_session_config():
+def test_pool_sizes_default_from_the_session_config(monkeypatch):
+    """0 threads: one per core this process may run on (its affinity, as TF counts them)."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
     fig = figure_12_5()
     config = tf.ConfigProto(inter_op_parallelism_threads=3, intra_op_parallelism_threads=0)
     sim = Simulation(tf.Session(config=config), list(fig.values()))
     assert sim.inter_op_threads == 3
-    assert sim.intra_op_threads == (os.cpu_count() or 1)
+    assert sim.intra_op_threads == 3
     assert (sim.gpu_thread_mode, sim.gpu_thread_count) == ("global", 2)  # TF's defaults
     sim = Simulation(
         tf.Session(config=config), fig_ops(fig), inter_op_threads=1, intra_op_threads=2

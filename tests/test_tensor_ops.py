@@ -36,6 +36,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from helpers import cuda_backend
 from minitf.framework.resource_mgr import VariableRef
 from minitf.kernels import cuda_ops, numpy_ops, tensor_ops
 from minitf.kernels.numpy_ops import SPLIT_ELEMENTS, SPLIT_FLOPS, NumpyOps
@@ -77,7 +78,7 @@ ONE = OneChunk()
 def backend(name):
     if name == "numpy":
         return numpy_ops.NUMPY
-    return cuda_ops.backend_for_card(0, emulated=True)
+    return cuda_backend()
 
 
 pytestmark = pytest.mark.usefixtures("fast_thread_switching")

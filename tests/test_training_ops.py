@@ -199,12 +199,11 @@ def test_kernel_matches_numpy_and_updates_in_place(op_type, device):
 
 
 @pytest.mark.cudasim
-@pytest.mark.usefixtures("fast_thread_switching")
+@pytest.mark.usefixtures("cuda_kernels", "fast_thread_switching")
 @pytest.mark.parametrize("op_type", sorted(CASES))
-def test_kernel_on_the_cuda_backend(op_type, monkeypatch):
+def test_kernel_on_the_cuda_backend(op_type):
     """The same updates on the CUDA backend (Numba's simulator): the variable and its slots
     stay device arrays on the card, updated in place."""
-    monkeypatch.setenv("MINITF_GPU_BACKEND", "cudasim")
 
     @settings(max_examples=3, deadline=None)
     @given(update_cases(op_type, max_side=3))

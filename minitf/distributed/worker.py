@@ -13,7 +13,6 @@ registered here (every session of every master) until ``CleanupAll`` (``Session.
 
 import concurrent.futures
 import itertools
-import os
 import random
 import threading
 import time
@@ -133,7 +132,7 @@ class Worker:
         intra = getattr(config, "intra_op_parallelism_threads", 0)
         self.pool_set = pools.PoolSet(
             32,
-            pools.default_threads(intra) if intra else max(1, min(os.cpu_count() or 1, 4)),
+            pools.default_threads(intra) if intra else min(pools.schedulable_cores(), 4),
             pools.gpu_thread_mode(),
             pools.gpu_thread_count(),
         )

@@ -45,6 +45,7 @@ Performance notes (the code is written for real hardware; the simulator only che
 """
 
 import math
+import os
 import queue
 import threading
 
@@ -70,6 +71,22 @@ def _simulator_enabled():
 
 SIMULATOR = _simulator_enabled()
 
+
+def _quiet_occupancy_warnings():
+    """numba-cuda warns at every launch of fewer than 128 blocks; minitf sizes each grid to
+    its data, so a small op (a bias add, a loss) would print one on every step, where TF
+    prints nothing.  Off unless ``NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS`` is set (numba's own
+    switch, which its compiler re-reads from the environment)."""
+    os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
+    try:
+        from numba.cuda.core import config
+    except ImportError:  # pragma: no cover - numba's built-in CUDA target
+        from numba.core import config
+    config.reload_config()
+
+
+_quiet_occupancy_warnings()
+
 #: side of a matmul tile; a matmul block has TILE x TILE threads
 TILE = 8 if SIMULATOR else 16
 #: threads per block of the elementwise kernels
@@ -81,6 +98,11 @@ REDUCE_THREADS = 64 if SIMULATOR else 256
 #: most blocks a reduction or matmul launch uses along one grid axis
 MAX_REDUCE_BLOCKS = 1 if SIMULATOR else 4096
 MAX_MATMUL_BLOCKS = 4 if SIMULATOR else 1024
+#: a reduction of few outputs over many elements first sums chunks of at least this many
+#: elements each, into at most PARTIAL_ROWS partial sums (then sums those): a full sum then
+#: spreads over many blocks instead of one
+REDUCE_CHUNK = 16 if SIMULATOR else 4096
+PARTIAL_ROWS = 8 if SIMULATOR else 2048
 
 # the backend surface's functions (``tensor_ops``), and a copy on the card
 BINARY_OPS = tensor_ops.ZIP_FNS
@@ -285,10 +307,21 @@ def _empty(stream, shape, dtype):
     return cuda.device_array(tuple(int(d) for d in shape), dtype=np.dtype(dtype), stream=stream)
 
 
+_metas: dict = {}  # (stream, values) -> device array: a step's shapes repeat every step
+_METAS_KEPT = 4096
+
+
 def _meta(stream, values):
-    """Shapes and strides for a kernel, as one small int64 device array."""
-    host = np.array(list(values) or [0], dtype=np.int64)
-    return cuda.to_device(host, stream=stream)
+    """Shapes and strides for a kernel, as one small int64 device array, uploaded once per
+    stream and list of values (kernels only read it; an upload costs more than a launch)."""
+    key = (stream, tuple(values))
+    dev = _metas.get(key)
+    if dev is None:
+        if len(_metas) >= _METAS_KEPT:
+            _metas.clear()
+        host = np.array(list(values) or [0], dtype=np.int64)
+        dev = _metas[key] = cuda.to_device(host, stream=stream)
+    return dev
 
 
 def _launch_1d(n):
@@ -431,6 +464,12 @@ def _identity(x):
 
 def _nonzero(x):
     return x != 0
+
+
+def _through_float32(x):
+    """float16 to an integer: a card converts a half to an int rounding to nearest (1.5 -> 2);
+    through float32 the store truncates toward 0, as numpy and TF's Cast do."""
+    return np.float32(x)
 
 
 def _binary_fn(op, out_dtype):
@@ -689,7 +728,9 @@ def unary(stream, op, a, out=None):
 def _convert_into(stream, src, dst):
     if dst.size:
         to_bool = np.dtype(dst.dtype) == np.bool_
-        kernel = _elementwise(("convert", to_bool), _nonzero if to_bool else _identity, 1)
+        half_to_int = np.dtype(src.dtype) == np.float16 and np.dtype(dst.dtype).kind in "iu"
+        fn = _nonzero if to_bool else _through_float32 if half_to_int else _identity
+        kernel = _elementwise(("convert", to_bool, half_to_int), fn, 1)
         _launch(stream, kernel, dst, _flat(src))
     return dst
 
@@ -898,25 +939,27 @@ def _reduce_kernel(mean, acc_dtype, out_kind, rx, ry):
     int_mean = mean and out_kind != "f"
 
     def build():
-        def kernel(x, meta, nk, nr, count, out):
-            # meta = [kept_shape(nk), kept_strides(nk), red_shape(nr), red_strides(nr)];
-            # block row ty reduces output element o over the `count` gathered elements.
+        def kernel(x, meta, nk, nr, count, chunk, parts, divisor, out):
+            # meta = [kept_shape(nk), kept_strides(nk), red_shape(nr), red_strides(nr)]; row
+            # v = o * parts + p of out (block row ty) sums the p-th chunk of the `count`
+            # elements kept element o gathers, its threads tx striding through the chunk
             buf = cuda.shared.array((ry, rx), acc_nb)
             tx = cuda.threadIdx.x
             ty = cuda.threadIdx.y
-            n_out = out.shape[0]
-            rounds = (n_out + ry - 1) // ry
+            n_rows = out.shape[0]
+            rounds = (n_rows + ry - 1) // ry
             for rnd in range(cuda.blockIdx.x, rounds, cuda.gridDim.x):
-                o = rnd * ry + ty
+                v = rnd * ry + ty
                 total = acc(0)
-                if o < n_out:
+                if v < n_rows:
+                    rem = v // parts
+                    start = (v - rem * parts) * chunk
                     base = 0
-                    rem = o
                     for d in range(nk - 1, -1, -1):
                         extent = meta[d]
                         base += (rem % extent) * meta[nk + d]
                         rem //= extent
-                    for r in range(tx, count, rx):
+                    for r in range(start + tx, min(count, start + chunk), rx):
                         off = base
                         rem = r
                         for d in range(nr - 1, -1, -1):
@@ -932,23 +975,40 @@ def _reduce_kernel(mean, acc_dtype, out_kind, rx, ry):
                         buf[ty, tx] += buf[ty, tx + half]
                     cuda.syncthreads()
                     half //= 2
-                if tx == 0 and o < n_out:
+                if tx == 0 and v < n_rows:
                     s = buf[ty, 0]
                     if float_mean:
-                        out[o] = s / count
+                        out[v] = s / divisor
                     elif int_mean:
-                        n = acc(count)
+                        n = acc(divisor)
                         q = s // n  # floor, then truncate toward zero
                         if q < 0 and q * n != s:
                             q += 1
-                        out[o] = q
+                        out[v] = q
                     else:
-                        out[o] = s
+                        out[v] = s
                 cuda.syncthreads()  # buf is reused by the next round
 
         return cuda.jit(kernel)
 
     return _cached(("reduce", bool(mean), np.dtype(acc_dtype).str, out_kind, rx, ry), build)
+
+
+def _reduce_pass(stream, mean, x, kept, red, out, chunk, parts, divisor):
+    """One launch: row ``o * parts + p`` of flat ``out`` gets the sum (or, with ``mean``, the
+    sum / ``divisor``) of chunk ``p`` of the elements of ``x`` that kept element ``o``
+    gathers.  ``kept`` and ``red`` are (shape, strides) of the kept and reduced axes."""
+    count = _size(red[0])
+    meta = _meta(stream, kept[0] + kept[1] + red[0] + red[1])
+    rx = max(1, min(REDUCE_THREADS, _next_pow2(min(count, chunk))))
+    ry = max(1, min(REDUCE_THREADS // rx, _next_pow2(out.size)))
+    blocks = max(1, min(MAX_REDUCE_BLOCKS, (out.size + ry - 1) // ry))
+    dtype = np.dtype(out.dtype)
+    kernel = _reduce_kernel(mean, _accumulate_dtype(dtype), dtype.kind, rx, ry)
+    kernel[blocks, (rx, ry), stream](
+        _flat(x), meta, len(kept[0]), len(red[0]), count, chunk, parts, divisor, _flat(out)
+    )
+    return out
 
 
 def _normalize_axes(axes, ndim):
@@ -997,10 +1057,17 @@ def reduce(stream, op, a, axes=None, keepdims=False):
     strides = _contiguous_strides(shape)
     kshape, (kstrides,) = _collapse([shape[d] for d in kept], [strides[d] for d in kept])
     rshape, (rstrides,) = _collapse([shape[d] for d in red], [strides[d] for d in red])
-    meta = _meta(stream, kshape + kstrides + rshape + rstrides)
-    rx = max(1, min(REDUCE_THREADS, _next_pow2(count)))
-    ry = max(1, min(REDUCE_THREADS // rx, _next_pow2(n_out)))
-    blocks = max(1, min(MAX_REDUCE_BLOCKS, (n_out + ry - 1) // ry))
-    kernel = _reduce_kernel(op == "mean", _accumulate_dtype(dtype), dtype.kind, rx, ry)
-    kernel[blocks, (rx, ry), stream](_flat(a), meta, len(kshape), len(rshape), count, _flat(out))
+    parts = min(-(-count // REDUCE_CHUNK), max(1, PARTIAL_ROWS // n_out))
+    if parts < 2:  # enough outputs to fill the card: one pass
+        return _reduce_pass(
+            stream, op == "mean", a, (kshape, kstrides), (rshape, rstrides), out, count, 1, count
+        )
+    # few outputs of many elements each (a full sum): partial sums of chunks first, so that
+    # many blocks share the reading, then each output sums its `parts` partials
+    chunk = -(-count // parts)
+    partial = _empty(stream, (n_out, parts), _accumulate_dtype(dtype))
+    _reduce_pass(stream, False, a, (kshape, kstrides), (rshape, rstrides), partial, chunk, parts, 1)
+    _reduce_pass(
+        stream, op == "mean", partial, ((n_out,), (parts,)), ((parts,), (1,)), out, parts, 1, count
+    )
     return out

@@ -13,14 +13,22 @@ what the session's options give this process.  An allocation that would pass the
 flushes numba's pending frees, then fails with ResourceExhaustedError naming the sizes, instead
 of taking memory another process was promised.
 
-CI has no GPU: the cap itself (:class:`MemoryCap`) is plain Python and tested everywhere; the
-numba class is built only outside the simulator (tests build it in a subprocess and drive it
-with numba's allocation call replaced).
+A freed block is not given back to the driver: it waits in a :class:`BlockPool` for the next
+allocation of its size class, as TF's BFC allocator keeps its regions (on an H100 a
+``cuMemAlloc`` plus its later ``cuMemFree`` cost tens of microseconds, several times a small
+kernel's launch, and a training step allocates the same sizes every step).  Blocks are reused
+only on the card's one stream, whose order makes that safe.  The pool's idle blocks count as
+held by the process; when the cap or the card runs out they are freed first.
+
+CI has no GPU: the cap itself (:class:`MemoryCap`) and the pool (:class:`BlockPool`) are plain
+Python and tested everywhere; the numba class is built only outside the simulator (tests build
+it in a subprocess and drive it with the driver's allocation calls replaced).
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 
 from minitf.framework import errors
@@ -58,6 +66,48 @@ class MemoryCap:
                 )
 
 
+def size_class(nbytes: int) -> int:
+    """The block size an allocation of ``nbytes`` gets: a multiple of 512 bytes, and above
+    8 KiB one of eight steps per power of two (at most 1/8 more than asked for)."""
+    nbytes = max(512, int(nbytes))
+    if nbytes <= 8192:
+        return -(-nbytes // 512) * 512
+    step = 1 << (nbytes.bit_length() - 4)
+    return -(-nbytes // step) * step
+
+
+class BlockPool:
+    """Idle device blocks by size class, waiting to be reused (thread-safe: numba frees a
+    block from whichever thread drops its last reference)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._free: dict[int, list] = {}
+        self.idle_bytes = 0
+
+    def take(self, size: int):
+        """An idle block of exactly ``size`` bytes (a size class), or None."""
+        with self._lock:
+            blocks = self._free.get(size)
+            if not blocks:
+                return None
+            self.idle_bytes -= size
+            return blocks.pop()
+
+    def give(self, block, size: int) -> None:
+        with self._lock:
+            self._free.setdefault(size, []).append(block)
+            self.idle_bytes += size
+
+    def drain(self) -> list:
+        """Every idle block, now no longer in the pool (for the caller to free)."""
+        with self._lock:
+            blocks = [b for bs in self._free.values() for b in bs]
+            self._free.clear()
+            self.idle_bytes = 0
+        return blocks
+
+
 def set_cap(device_id: int, limit: int | None) -> None:
     """Caps numba's allocations on CUDA device ``device_id`` at ``limit`` bytes (None: none)."""
     with _lock:
@@ -70,42 +120,91 @@ def cap_of(device_id: int) -> MemoryCap:
         return _caps.get(device_id) or MemoryCap(device_id)
 
 
+def _driver():
+    from numba.cuda.cudadrv import driver
+
+    return driver
+
+
+class _PooledCappedMemory:
+    """What minitf adds to numba's NumbaCUDAMemoryManager (the class
+    :func:`memory_manager_class` builds from both): a pool of freed blocks, and new blocks
+    passing :func:`cap_of` the device first."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.pool = BlockPool()
+
+    def _device_id(self) -> int:
+        return self.context.device.id
+
+    def held_bytes(self) -> int:
+        live = sum(m.size for m in list(self.allocations.values()))
+        return live + self.pool.idle_bytes + int(self.deallocations._size)
+
+    def _give_back(self) -> None:
+        """numba's pending frees, and the pool's idle blocks, go to the driver."""
+        self.deallocations.clear()
+        for block in self.pool.drain():
+            self._device_free(block)
+
+    def _device_alloc(self, size: int):
+        return self._attempt_allocation(lambda: _driver().driver.cuMemAlloc(size))
+
+    def _device_free(self, block) -> None:
+        _driver().driver.cuMemFree(block)
+
+    def memalloc(self, size: int):
+        block_size = size_class(size)
+        block = self.pool.take(block_size)
+        if block is None:
+            cap_of(self._device_id()).check(block_size, self.held_bytes, self._give_back)
+            try:
+                block = self._device_alloc(block_size)
+            except _driver().CudaAPIError:  # the card is full: idle blocks go first
+                if not self.pool.idle_bytes:
+                    raise
+                self._give_back()
+                block = self._device_alloc(block_size)
+        return self._own(block, size, block_size)
+
+    def _own(self, block, size: int, block_size: int):
+        allocations, pool = self.allocations, self.pool
+
+        def back_to_pool():
+            allocations.pop(block, None)
+            pool.give(block, block_size)
+
+        ctx = weakref.proxy(self.context)
+        mem = _driver().AutoFreePointer(ctx, block, size, finalizer=back_to_pool)
+        allocations[block] = mem
+        return mem.own()
+
+    def reset(self):
+        super().reset()  # the context's memory is gone: so are the pool's blocks
+        self.pool.drain()
+
+    def get_memory_info(self):
+        """What numba sees of the card: at most the cap."""
+        info = super().get_memory_info()
+        limit = cap_of(self._device_id()).limit
+        if limit is None:
+            return info
+        return _driver().MemoryInfo(
+            free=max(0, min(info.free, limit - self.held_bytes())), total=min(info.total, limit)
+        )
+
+
 _class = None
 
 
 def memory_manager_class() -> type:
-    """numba's NumbaCUDAMemoryManager with the cap of its context's device (built on first use;
-    needs the real numba.cuda driver module, not the simulator)."""
+    """numba's NumbaCUDAMemoryManager with minitf's pool and cap (built on first use; needs
+    the real numba.cuda driver module, not the simulator)."""
     global _class
     if _class is None:
-        from numba.cuda.cudadrv import driver
-
-        class CappedMemoryManager(driver.NumbaCUDAMemoryManager):
-            """numba's memory manager; allocations pass :func:`cap_of` the device first."""
-
-            def _device_id(self) -> int:
-                return self.context.device.id
-
-            def held_bytes(self) -> int:
-                live = sum(m.size for m in list(self.allocations.values()))
-                return live + int(self.deallocations._size)
-
-            def memalloc(self, size: int):
-                cap_of(self._device_id()).check(size, self.held_bytes, self.deallocations.clear)
-                return super().memalloc(size)
-
-            def get_memory_info(self):
-                """What numba sees of the card: at most the cap."""
-                info = super().get_memory_info()
-                limit = cap_of(self._device_id()).limit
-                if limit is None:
-                    return info
-                return driver.MemoryInfo(
-                    free=max(0, min(info.free, limit - self.held_bytes())),
-                    total=min(info.total, limit),
-                )
-
-        _class = CappedMemoryManager
+        base = _driver().NumbaCUDAMemoryManager
+        _class = type("CappedMemoryManager", (_PooledCappedMemory, base), {})
     return _class
 
 

@@ -107,9 +107,16 @@ def _real_gpus():
     return _real_cards
 
 
+def real_cards_in_use() -> bool:
+    """True when sessions get the machine's real CUDA cards (there are some, and no
+    ``emulate_gpus(n)`` stands in for them)."""
+    return not mconfig.emulation_asked() and bool(_real_gpus())
+
+
 def machine_gpus() -> list[PhysicalGPU]:
-    """Every card of the machine: the real CUDA cards, or else the emulated ones."""
-    real = _real_gpus()
+    """Every card of the machine: the emulated ones asked for with ``emulate_gpus(n)``, else
+    the real CUDA cards, else the environment's emulated ones."""
+    real = [] if mconfig.emulation_asked() else _real_gpus()
     if real:
         return list(real)
     n, mem = mconfig.emulated_gpus()
@@ -154,9 +161,9 @@ def parse_cuda_visible_devices(value: str | None, count: int) -> list[int]:
 
 def visible_gpus() -> list[PhysicalGPU]:
     """The cards this process sees, in CUDA order (``CUDA_VISIBLE_DEVICES`` applied)."""
-    if _real_gpus():
-        return list(_real_gpus())  # the CUDA driver already applied CUDA_VISIBLE_DEVICES
     cards = machine_gpus()
+    if real_cards_in_use():
+        return cards  # the CUDA driver already applied CUDA_VISIBLE_DEVICES
     ids = parse_cuda_visible_devices(os.environ.get("CUDA_VISIBLE_DEVICES"), len(cards))
     return [cards[i] for i in ids]
 

@@ -39,11 +39,20 @@ def current_thread():
     return t if t is not None else (0, "caller")
 
 
+def schedulable_cores() -> int:
+    """The cores this process may run on: its CPU affinity (``taskset``, a container's
+    cpuset), as TF's ``port::NumSchedulableCPUs`` counts them, not every core of the machine."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no affinity on this platform
+        return os.cpu_count() or 1
+
+
 def default_threads(n):
-    """TF's rule: 0 means "as many as the machine has cores"."""
+    """TF's rule: 0 means "as many as the process may use cores"."""
     if n < 0:
         raise errors.InvalidArgumentError(None, None, "thread pool size must be >= 0, got %d" % n)
-    return n or os.cpu_count() or 1
+    return n or schedulable_cores()
 
 
 class ThreadPool:

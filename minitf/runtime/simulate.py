@@ -44,14 +44,13 @@ A node's ``pool`` in the record is ``"inline"`` when it ran on the caller's thre
 ``"inter_op"`` when it ran on a pool thread (as the real tracer records it).  Not modelled: the
 hand-off latency between threads, and memory.
 
-Pool sizes default to the session's ``ConfigProto`` (``0`` means ``os.cpu_count()``, as in
+Pool sizes default to the session's ``ConfigProto`` (``0`` means one per schedulable core, as in
 TF) and the thread mode to ``TF_GPU_THREAD_MODE``.  For figures that must look the same on every
 machine, pass ``inter_op_threads`` and ``intra_op_threads`` explicitly.
 """
 
 import heapq
 import numbers
-import os
 from collections import deque, namedtuple
 
 from minitf.kernels.sendrecv_kernels import edge_key, producer_of
@@ -99,7 +98,7 @@ def _thread_count(value, what, minimum=0):
     value = int(value)
     if value < minimum:
         raise ValueError("%s must be >= %d (0: one per core), got %d" % (what, minimum, value))
-    return value or os.cpu_count() or 1
+    return value or pools.schedulable_cores()
 
 
 def _tensor_outputs(node):
@@ -152,7 +151,7 @@ class Simulation:
     placement, partitions with their ``_Send``/``_Recv`` pairs, feed nodes, and
     expensive/splittable/asynchronous flags); no kernel is ever called, so fetching a 10 000 x
     10 000 matmul costs nothing.  ``inter_op_threads`` and ``intra_op_threads`` default to the
-    session's ``ConfigProto`` (0: ``os.cpu_count()``), ``gpu_thread_mode`` and
+    session's ``ConfigProto`` (0: one per schedulable core), ``gpu_thread_mode`` and
     ``gpu_thread_count`` to ``TF_GPU_THREAD_MODE`` and ``TF_GPU_THREAD_COUNT``.
 
     Use :meth:`run` for the whole record, or :meth:`next_event` to advance one node start or
