@@ -490,12 +490,19 @@ def test_placeholder_with_default_and_string_ops():
 def test_save_and_restore_ops_check_their_arguments(in_tmp):
     v = tf.constant([1.0])
     bad = io_ops.save_v2("x", ["a", "b"], ["", ""], [v])
-    sliced = io_ops.save_v2("x", ["a"], ["2 0,1"], [v])
+    outside = io_ops.save_v2("x", ["a"], ["2 1,2"], [v])
+    no_shape = io_ops.save_v2("x", ["a"], ["0,1"], [v])
+    wrong_size = io_ops.save_v2("x", ["a"], ["4 0,2"], [v])
     with tf.Session() as sess:
         with pytest.raises(tf.errors.InvalidArgumentError, match="Expected 1 tensor names"):
             sess.run(bad)
-        with pytest.raises(tf.errors.UnimplementedError, match="whole tensors only"):
-            sess.run(sliced)
+        for op, text in (
+            (outside, "slice of it in shape_and_slice: 2 1,2"),
+            (no_shape, "slice of it in shape_and_slice: 0,1"),
+            (wrong_size, r"Shape of slice 0,2 of a: \[2\] does not match"),
+        ):
+            with pytest.raises(tf.errors.InvalidArgumentError, match=text):
+                sess.run(op)
 
 
 # -- a cluster: each task writes its own shard ---------------------------------------------------

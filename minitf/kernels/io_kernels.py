@@ -12,7 +12,7 @@ from minitf.framework import errors
 from minitf.kernels.numpy_ops import scalarize
 from minitf.kernels.registry import register
 from minitf.kernels.tensor_ops import host_kernel
-from minitf.lib import tensor_bundle
+from minitf.lib import tensor_bundle, tensor_slice
 from minitf.ops import io_ops  # noqa: F401  (registers the ops a worker may be sent)
 
 
@@ -33,13 +33,8 @@ def _check_names(names, slices, n, op_type):
             "Expected %d tensor names and shape_and_slices for %s, got %d and %d"
             % (n, op_type, len(names), len(slices)),
         )
-    for name, spec in zip(names, slices):
-        if spec:
-            raise errors.UnimplementedError(
-                None,
-                None,
-                "minitf saves and restores whole tensors only: %s has slice %r" % (name, spec),
-            )
+    # each spec: "" (the whole tensor) or "<full shape> <slice>", e.g. "10 4 0,4:-"
+    return [tensor_slice.parse_shape_and_slice(spec) if spec else None for spec in slices]
 
 
 @host_kernel
@@ -48,15 +43,18 @@ def _save_v2(op, device):
 
     def compute(ctx, ins):
         prefix, names, slices = _text(ins[0]), _texts(ins[1]), _texts(ins[2])
-        _check_names(names, slices, len(dts), "SaveV2")
-        tensors = [(n, np.asarray(t), d) for n, t, d in zip(names, ins[3:], dts)]
+        specs = _check_names(names, slices, len(dts), "SaveV2")
+        tensors = [
+            (n, np.asarray(t), d, *(spec or ()))
+            for n, t, d, spec in zip(names, ins[3:], dts, specs)
+        ]
         tensor_bundle.write_bundle(prefix, tensors)
         return ()
 
     return compute
 
 
-def _restored(reader, name, dtype):
+def _restored(reader, name, dtype, spec):
     saved, _ = reader.dtype_and_shape(name)
     if saved != dtype:
         raise errors.InvalidArgumentError(
@@ -65,6 +63,8 @@ def _restored(reader, name, dtype):
             "tensor_name = %s; expected dtype %s does not equal original dtype %s"
             % (name, dtype.type_string, saved.type_string),
         )
+    if spec is not None:
+        return scalarize(reader.lookup_slice(name, *spec))
     return scalarize(reader.lookup(name))
 
 
@@ -74,9 +74,9 @@ def _restore_v2(op, device):
 
     def compute(ctx, ins):
         prefix, names, slices = _text(ins[0]), _texts(ins[1]), _texts(ins[2])
-        _check_names(names, slices, len(dts), "RestoreV2")
+        specs = _check_names(names, slices, len(dts), "RestoreV2")
         reader = tensor_bundle.BundleReader(prefix)
-        return tuple(_restored(reader, n, d) for n, d in zip(names, dts))
+        return tuple(_restored(reader, n, d, sp) for n, d, sp in zip(names, dts, specs))
 
     return compute
 

@@ -11,7 +11,9 @@ little-endian bytes one after the other.  A string tensor is stored as TF stores
 element's length as a varint64, the masked CRC32C of those lengths (as fixed32 little-endian
 values), then the elements' bytes; its entry's checksum covers the lengths as fixed32 values,
 that checksum and the bytes.  ``merge`` joins shards written by several ``SaveV2`` ops into one
-bundle (``MergeV2Checkpoints``).
+bundle (``MergeV2Checkpoints``).  A tensor saved in slices (a partitioned variable's shards,
+``minitf.lib.tensor_slice``) has an entry under its name with its dtype, full shape and list of
+slices but no bytes, and one ordinary entry per slice under the slice's own key.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from minitf.framework import dtypes, errors
 from minitf.lib import crc
 from minitf.lib.bundle_pb2 import BundleEntryProto, BundleHeaderProto
 from minitf.lib.table import TableReader, TableWriter, get_varint, put_varint
+from minitf.lib.tensor_slice import TensorSlice, slice_key
 
 VERSION = 1  # TF's kTensorBundleVersion
 
@@ -149,6 +152,42 @@ class BundleWriter:
         bkey = key.encode("utf-8")
         if not bkey:
             raise errors.InvalidArgumentError(None, None, "Adding an empty key is not allowed")
+        if bkey[:1] == b"\x00":
+            raise errors.InvalidArgumentError(
+                None, None, "Adding a key that starts with a 0 byte (the slices' keys do): %r" % key
+            )
+        self._add(bkey, key, array, dtype)
+
+    def add_slice(self, key, full_shape, slc: TensorSlice, array, dtype: dtypes.DType) -> None:
+        """Saves ``array`` as slice ``slc`` of the tensor ``key`` of ``full_shape`` (TF's
+        ``BundleWriter::AddSlice``; a slice that is the whole tensor is saved as the tensor)."""
+        full_shape = tuple(int(d) for d in full_shape)
+        if slc.is_full(full_shape):
+            return self.add(key, array, dtype)
+        if tuple(np.shape(array)) != slc.shape(full_shape):
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                "Shape of slice %s of %s: %s does not match the tensor's %s"
+                % (slc, key, list(slc.shape(full_shape)), list(np.shape(array))),
+            )
+        bkey = key.encode("utf-8")
+        full = self.entries.get(bkey)
+        if full is None:
+            full = self.entries[bkey] = BundleEntryProto(dtype=dtype.base_dtype.as_datatype_enum)
+            _shape_proto(full, full_shape)
+        elif (
+            not len(full.slices)
+            or full.dtype != dtype.base_dtype.as_datatype_enum
+            or tuple(d.size for d in full.shape.dim) != full_shape
+        ):
+            raise errors.InvalidArgumentError(
+                None, None, "Adding slice %s of %s, saved before as another tensor" % (slc, key)
+            )
+        self._add(slice_key(key, slc), "%s (slice %s)" % (key, slc), array, dtype)
+        slc.to_proto(full.slices.add())
+
+    def _add(self, bkey, key, array, dtype):
         if bkey in self.entries:
             raise errors.InvalidArgumentError(None, None, "Adding duplicate key: %s" % key)
         data, checksum = encode_tensor(array, dtype)
@@ -177,12 +216,16 @@ class BundleWriter:
             os.remove(self._tmp)
 
 
-def write_bundle(prefix: str, tensors: list[tuple[str, np.ndarray, dtypes.DType]]) -> None:
-    """Writes ``(key, array, dtype)`` tensors as the bundle ``prefix``."""
+def write_bundle(prefix: str, tensors: list[tuple]) -> None:
+    """Writes ``(key, array, dtype)`` tensors as the bundle ``prefix``; a tuple may go on
+    with ``full_shape, slice`` for a slice of a larger tensor."""
     writer = BundleWriter(prefix)
     try:
-        for key, array, dtype in tensors:
-            writer.add(key, array, dtype)
+        for key, array, dtype, *sliced in tensors:
+            if sliced:
+                writer.add_slice(key, sliced[0], sliced[1], array, dtype)
+            else:
+                writer.add(key, array, dtype)
     except BaseException:
         writer.abort()
         raise
@@ -210,7 +253,7 @@ class BundleReader:
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
         path = index_filename(prefix)
-        self.entries: dict[str, BundleEntryProto] = {}
+        self.entries: dict[bytes, BundleEntryProto] = {}
         self.header = BundleHeaderProto()
         for key, value in TableReader(_read_file(path, prefix), path).items():
             if key == b"":
@@ -218,7 +261,7 @@ class BundleReader:
             else:
                 entry = BundleEntryProto()
                 entry.ParseFromString(value)
-                self.entries[key.decode("utf-8")] = entry
+                self.entries[key] = entry
         if self.header.endianness != BundleHeaderProto.LITTLE:
             raise errors.UnimplementedError(
                 None, None, "Reading a big endian bundle is not supported: %s" % prefix
@@ -232,28 +275,89 @@ class BundleReader:
             )
         self._data: dict[int, bytes] = {}
 
+    def names(self) -> list[str]:
+        """The saved tensors' names, sorted (not the keys of their slices, which start with a
+        0 byte)."""
+        return [k.decode("utf-8", "replace") for k in sorted(self.entries) if k[:1] != b"\x00"]
+
     def contains(self, key: str) -> bool:
-        return key in self.entries
+        return key.encode("utf-8") in self.entries
 
     def _entry(self, key):
-        entry = self.entries.get(key)
+        entry = self.entries.get(key.encode("utf-8"))
         if entry is None:
             raise errors.NotFoundError(None, None, "Key %s not found in checkpoint" % key)
-        if len(entry.slices):
-            raise errors.UnimplementedError(
-                None, None, "minitf reads no sliced (partitioned) tensors: key %s" % key
-            )
         return entry
 
     def dtype_and_shape(self, key: str) -> tuple[dtypes.DType, tuple[int, ...]]:
-        """The dtype and shape recorded for ``key`` (NotFoundError if it is not there)."""
+        """The dtype and (full) shape recorded for ``key`` (NotFoundError if not there)."""
         entry = self._entry(key)
         return dtypes.as_dtype(entry.dtype), tuple(int(d.size) for d in entry.shape.dim)
 
     def lookup(self, key: str) -> np.ndarray:
-        """The tensor saved under ``key``, its checksum checked (DataLossError if wrong)."""
+        """The tensor saved under ``key``, its checksum checked (DataLossError if wrong); one
+        saved in slices comes back whole."""
         dtype, shape = self.dtype_and_shape(key)
-        entry = self.entries[key]
+        entry = self._entry(key)
+        if len(entry.slices):
+            return self.lookup_slice(key, shape, TensorSlice.full(len(shape)))
+        return self._read(entry, dtype, shape, key)
+
+    def lookup_slice(self, key: str, full_shape, slc: TensorSlice) -> np.ndarray:
+        """Slice ``slc`` of the tensor ``key`` of ``full_shape``, cut from the tensor or pasted
+        together from the stored slices that overlap it (TF's ``BundleReader::LookupSlice``)."""
+        dtype, shape = self.dtype_and_shape(key)
+        if tuple(full_shape) != shape:
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                "tensor_name = %s; shape in shape_and_slice spec %s does not match the shape "
+                "stored in checkpoint: %s" % (key, list(full_shape), list(shape)),
+            )
+        if not slc.fits(shape):
+            raise errors.InvalidArgumentError(
+                None, None, "Slice %s is not a slice of %s%s" % (slc, key, list(shape))
+            )
+        want = slc.bounds(shape)
+        entry = self._entry(key)
+        if not len(entry.slices):
+            return self._read(entry, dtype, shape, key)[tuple(slice(lo, hi) for lo, hi in want)]
+        out = np.empty(slc.shape(shape), dtype=_numpy_dtype(dtype))
+        covered = 0
+        for proto in entry.slices:
+            stored = TensorSlice.from_proto(proto)
+            if not stored.fits(shape):
+                raise errors.DataLossError(
+                    None, None, "Invalid slice %s of %s%s in bundle" % (stored, key, list(shape))
+                )
+            have = stored.bounds(shape)
+            cut = [(max(a, c), min(b, d)) for (a, b), (c, d) in zip(want, have)]
+            if any(lo >= hi for lo, hi in cut):
+                continue
+            part_key = slice_key(key, stored).decode("latin-1")
+            part = self._read(
+                self._raw(slice_key(key, stored), part_key), dtype, stored.shape(shape), part_key
+            )
+            out[tuple(slice(lo - w, hi - w) for (lo, hi), (w, _) in zip(cut, want))] = part[
+                tuple(slice(lo - h, hi - h) for (lo, hi), (h, _) in zip(cut, have))
+            ]
+            covered += int(np.prod([hi - lo for lo, hi in cut], dtype=np.int64))
+        if covered < out.size:
+            raise errors.NotFoundError(
+                None,
+                None,
+                "Does not have sufficient slices for partitioned tensor %s to restore in "
+                "slice_spec: %s" % (key, slc),
+            )
+        return out
+
+    def _raw(self, bkey, name):
+        entry = self.entries.get(bkey)
+        if entry is None:
+            raise errors.DataLossError(None, None, "Missing slice entry in bundle: %s" % name)
+        return entry
+
+    def _read(self, entry, dtype, shape, key):
         shard = entry.shard_id
         if shard not in self._data:
             self._data[shard] = _read_file(
@@ -271,6 +375,10 @@ class BundleReader:
         return decode_tensor(data, dtype, shape, key)
 
 
+def _numpy_dtype(dtype):
+    return object if dtype == dtypes.string else np.dtype(dtype.as_numpy_dtype)
+
+
 def _stored_checksum(data, dtype, count):
     """The CRC32C an entry records for ``data`` holding ``count`` elements (string tensors:
     see the module docstring)."""
@@ -283,6 +391,33 @@ def _stored_checksum(data, dtype, count):
     return crc.value(data[pos:], crc.value(bytes(sized)))
 
 
+def _merge_entry(entries, bkey, entry, base, prefix):
+    """Adds one shard's entry to the merged index: its data renumbered to the merged shard,
+    or, for a tensor saved in slices, its slices joined to those other shards hold."""
+    merged = entries.get(bkey)
+    if merged is not None and len(entry.slices) and len(merged.slices):
+        if merged.dtype != entry.dtype or merged.shape != entry.shape:
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                "Slices of %s disagree on dtype or shape, when merging prefix: %s"
+                % (bkey.decode("utf-8", "replace"), prefix),
+            )
+        merged.slices.extend(entry.slices)
+        return
+    if merged is not None:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            "Duplicate tensor keyed by %s encountered, when merging prefix: %s"
+            % (bkey.decode("utf-8", "replace"), prefix),
+        )
+    merged = entries[bkey] = BundleEntryProto()
+    merged.CopyFrom(entry)
+    if not len(entry.slices):  # a full entry of slices points at no data
+        merged.shard_id = entry.shard_id + base
+
+
 def merge(prefixes: list[str], merged_prefix: str, delete_old_dirs: bool = True) -> None:
     """``MergeV2Checkpoints``: joins the bundles ``prefixes`` (one data file each, or more)
     into ``merged_prefix``: their data files are renamed, their entries renumbered into one
@@ -293,19 +428,8 @@ def merge(prefixes: list[str], merged_prefix: str, delete_old_dirs: bool = True)
     base = 0
     for reader in readers:
         n = max(reader.header.num_shards, 1)
-        for key, entry in reader.entries.items():
-            bkey = key.encode("utf-8")
-            if bkey in entries:
-                raise errors.InvalidArgumentError(
-                    None,
-                    None,
-                    "Duplicate tensor keyed by %s encountered, when merging prefix: %s"
-                    % (key, reader.prefix),
-                )
-            merged = BundleEntryProto()
-            merged.CopyFrom(entry)
-            merged.shard_id = entry.shard_id + base
-            entries[bkey] = merged
+        for bkey, entry in reader.entries.items():
+            _merge_entry(entries, bkey, entry, base, reader.prefix)
         for shard in range(n):
             os.replace(
                 data_filename(reader.prefix, shard, n),

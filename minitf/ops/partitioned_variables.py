@@ -21,7 +21,7 @@ from typing import Any
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import Tensor, get_default_graph, register_tensor_conversion_function
 from minitf.ops import array_ops, math_ops
-from minitf.ops.variables import Variable
+from minitf.ops.variables import SaveSliceInfo, Variable
 
 Partitioner = Callable[..., list]
 
@@ -213,8 +213,9 @@ def make_partitioned(
     partitions = list(partitioner(shape=shape, dtype=dtypes.as_dtype(dtype)))
     axis = partition_axis(full, partitions)
     num = partitions[axis]
-    shards = [
-        make_shard("part_%d" % i, part_shape, _PartitionInfo(full, offset))
-        for i, (offset, part_shape) in enumerate(shard_shapes(full, axis, num))
-    ]
+    shards = []
+    for i, (offset, part_shape) in enumerate(shard_shapes(full, axis, num)):
+        shard = make_shard("part_%d" % i, part_shape, _PartitionInfo(full, offset))
+        shard._save_slice_info = SaveSliceInfo(name, full, offset, part_shape)
+        shards.append(shard)
     return PartitionedVariable(name, full, dtype, shards, partitions)

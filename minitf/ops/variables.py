@@ -31,8 +31,34 @@ from minitf.ops import array_ops, control_flow_ops, math_ops, state_ops
 from minitf.ops.array_ops import TensorLike
 
 
+class SaveSliceInfo:
+    """Where a partitioned variable's shard sits in the full variable (TF's
+    ``Variable.SaveSliceInfo``): a Saver saves the shard as this slice of ``full_name``."""
+
+    def __init__(
+        self,
+        full_name: str,
+        full_shape: Sequence[int],
+        var_offset: Sequence[int],
+        var_shape: Sequence[int],
+    ) -> None:
+        self.full_name = full_name
+        self.full_shape = [int(d) for d in full_shape]
+        self.var_offset = [int(d) for d in var_offset]
+        self.var_shape = [int(d) for d in var_shape]
+
+    @property
+    def spec(self) -> str:
+        """The ``shape_and_slice`` string of the shard: ``"10 4 4,3:0,4"``."""
+        slc = ":".join("%d,%d" % (o, n) for o, n in zip(self.var_offset, self.var_shape))
+        return " ".join(str(d) for d in self.full_shape) + " " + slc
+
+
 class Variable:
     """A TF1 reference variable.  ``v.op`` is its ``VariableV2``; ``v.initializer`` its Assign."""
+
+    SaveSliceInfo = SaveSliceInfo  # TF's Variable.SaveSliceInfo
+    _save_slice_info: SaveSliceInfo | None = None  # set on a partitioned variable's shards
 
     def __init__(
         self,

@@ -32,14 +32,14 @@ class CheckpointReader:
         return value[()] if value.ndim == 0 else value
 
     def get_variable_to_shape_map(self) -> dict[str, list[int]]:
-        return {k: list(self._reader.dtype_and_shape(k)[1]) for k in self._reader.entries}
+        return {k: list(self._reader.dtype_and_shape(k)[1]) for k in self._reader.names()}
 
     def get_variable_to_dtype_map(self) -> dict[str, dtypes.DType]:
-        return {k: self._reader.dtype_and_shape(k)[0] for k in self._reader.entries}
+        return {k: self._reader.dtype_and_shape(k)[0] for k in self._reader.names()}
 
     def debug_string(self) -> bytes:
         lines = []
-        for k in sorted(self._reader.entries):
+        for k in self._reader.names():
             dtype, shape = self._reader.dtype_and_shape(k)
             lines.append("%s (%s) [%s]\n" % (k, dtype.enum_name, ",".join(map(str, shape))))
         return "".join(lines).encode("utf-8")

@@ -5,7 +5,9 @@
 Book section: "Saving and restoring" (the training chapters' ``saver.save(sess, path)``), and in
 the distributed chapter the chief saving a model whose variables live on parameter servers:
 with ``sharded=True`` each device's variables get their own ``SaveV2`` on that device's task
-CPU, so every ps task writes its own shard, and ``MergeV2Checkpoints`` joins them.
+CPU, so every ps task writes its own shard, and ``MergeV2Checkpoints`` joins them.  A
+partitioned variable (sharded over ps tasks by a partitioner) is saved as slices of one tensor
+under its full name, as TF saves it: the checkpoint restores into any partitioning.
 
 The graph a Saver adds (name scope ``save``; ``save_1`` ... for further savers)::
 
@@ -36,6 +38,7 @@ from minitf.framework.graph import GraphKeys, Tensor, get_default_graph, name_sc
 from minitf.lib import file_io
 from minitf.lib.protobuf.tf_protos_pb2 import MetaGraphDef, SaverDef
 from minitf.ops import array_ops, control_flow_ops, io_ops, state_ops
+from minitf.ops.partitioned_variables import PartitionedVariable
 from minitf.ops.variables import Variable
 from minitf.runtime.session import BaseSession
 from minitf.train import checkpoint_management
@@ -46,11 +49,13 @@ _SHARDED_SUFFIX = "_temp_%s/part"
 
 
 class _Saveable:
-    """One variable to save under one key (TF's ``ReferenceVariableSaveable``)."""
+    """One variable to save under one key (TF's ``ReferenceVariableSaveable``); a partitioned
+    variable's shard is saved as its slice (``slice_spec``) of the full tensor ``name``."""
 
-    def __init__(self, name: str, variable: Variable) -> None:
+    def __init__(self, name: str, variable: Variable, slice_spec: str = "") -> None:
         self.name = name
         self.variable = variable
+        self.slice_spec = slice_spec
         self.tensor = variable._ref()  # SaveV2 reads the VariableV2 output itself, as in TF
         self.dtype = variable.dtype.base_dtype
         self.device = variable.device
@@ -61,21 +66,42 @@ class _Saveable:
 
 
 def _op_list_to_dict(var_list):
-    """Keys for a list of variables (each variable's op name) or a dict of them."""
+    """``{key: variable or [shards]}`` for a list of variables (each under its op name; the
+    shards of a partitioned variable under the full variable's name) or a dict of them (TF's
+    ``saveable_object_util.op_list_to_dict``)."""
     if isinstance(var_list, dict):
-        items = list(var_list.items())
-    elif isinstance(var_list, (list, tuple, set, frozenset)):
-        items = []
-        names = set()
-        for v in var_list:
-            name = _as_variable(v).op.name
-            if name in names:
-                raise ValueError("At least two variables have the same name: %s" % name)
-            names.add(name)
-            items.append((name, v))
-    else:
+        return {name: _as_saved(v) for name, v in var_list.items()}
+    if not isinstance(var_list, (list, tuple, set, frozenset)):
         raise TypeError("Variables to save should be passed in a dict or a list: %s" % var_list)
-    return {name: _as_variable(v) for name, v in items}
+    out: dict = {}
+    for v in var_list:
+        if isinstance(v, PartitionedVariable):
+            parts = list(v)
+        else:
+            parts = [_as_variable(v)]
+        for part in parts:
+            info = part._save_slice_info
+            if info is None:
+                if part.op.name in out:
+                    raise ValueError("At least two variables have the same name: %s" % part.op.name)
+                out[part.op.name] = part
+                continue
+            shards = out.setdefault(info.full_name, [])
+            if not isinstance(shards, list):
+                raise ValueError("At least two variables have the same name: %s" % info.full_name)
+            shards.append(part)
+    return out
+
+
+def _as_saved(v):
+    """A dict value: a variable, or a partitioned variable's shards (or the shards listed)."""
+    if isinstance(v, (PartitionedVariable, list, tuple)):
+        parts = [_as_variable(p) for p in v]
+        missing = [p.op.name for p in parts if p._save_slice_info is None]
+        if missing:
+            raise ValueError("Partitioned variable shards need a SaveSliceInfo: %s" % missing)
+        return parts
+    return _as_variable(v)
 
 
 def _as_variable(v):
@@ -85,16 +111,19 @@ def _as_variable(v):
 
 
 def _saveables(var_list):
-    """The saveables in key order (TF's ``validate_and_slice_inputs``)."""
+    """The saveables in key order (TF's ``validate_and_slice_inputs``): a partitioned
+    variable's shards one after another under its name, each with its slice."""
     by_name = _op_list_to_dict(var_list)
     seen = set()
     out = []
     for name in sorted(by_name):
-        v = by_name[name]
-        if id(v) in seen:
-            raise ValueError("The same saveable will be restored with two names: %s" % name)
-        seen.add(id(v))
-        out.append(_Saveable(name, v))
+        value = by_name[name]
+        for v in value if isinstance(value, list) else [value]:
+            if id(v) in seen:
+                raise ValueError("The same saveable will be restored with two names: %s" % name)
+            seen.add(id(v))
+            info = v._save_slice_info if isinstance(value, list) else None
+            out.append(_Saveable(name, v, info.spec if info is not None else ""))
     return out
 
 
@@ -115,7 +144,8 @@ def _group_by_device(saveables):
 def _add_save_ops(filename_tensor, saveables):
     """``SaveV2`` of ``saveables``, and the save tensor: ``filename_tensor`` after it."""
     names = [s.name for s in saveables]
-    save = io_ops.save_v2(filename_tensor, names, [""] * len(names), [s.tensor for s in saveables])
+    slices = [s.slice_spec for s in saveables]
+    save = io_ops.save_v2(filename_tensor, names, slices, [s.tensor for s in saveables])
     g = filename_tensor.graph
     with g.control_dependencies([save]), name_scope("control_dependency") as scope:
         return array_ops.identity(filename_tensor, name=scope)
@@ -128,7 +158,7 @@ def _add_restore_ops(filename_tensor, saveables, name):
         restored = io_ops.restore_v2(
             filename_tensor,
             [s.name for s in saveables],
-            [""] * len(saveables),
+            [s.slice_spec for s in saveables],
             [s.dtype for s in saveables],
         )
     assigns = [s.restore(t) for s, t in zip(saveables, restored)]

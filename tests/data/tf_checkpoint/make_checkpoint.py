@@ -25,3 +25,33 @@ with tf.Session() as sess:
     print(
         tf.train.Saver().save(sess, out, global_step=5, write_meta_graph=False, write_state=False)
     )
+
+# partitioned-3.*: variables split by a partitioner, saved as slices of their full tensors
+# (a ps-sharded model's checkpoint); 200 rows in 3 parts put slice offsets past 63 (two-byte
+# keys); tests/test_saver.py restores it whole and with other partitionings.
+tf.reset_default_graph()
+out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "partitioned")
+full = np.arange(600, dtype=np.float32).reshape(200, 3) / 8
+emb = tf.get_variable(
+    "emb", [200, 3], tf.float32, tf.zeros_initializer(), partitioner=tf.fixed_size_partitioner(3)
+)
+with tf.variable_scope("layer"):
+    cols = tf.get_variable(
+        "w",
+        [2, 5],
+        tf.int64,
+        tf.zeros_initializer(),
+        partitioner=tf.fixed_size_partitioner(2, axis=1),
+    )
+bias = tf.Variable(np.float32(0.5), name="bias")
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    starts = [0, 67, 134, 200]
+    for i, part in enumerate(emb):
+        sess.run(part.assign(full[starts[i] : starts[i + 1]]))
+    values = np.arange(10, dtype=np.int64).reshape(2, 5) - 4
+    sess.run([cols._get_variable_list()[0].assign(values[:, :3])])
+    sess.run([cols._get_variable_list()[1].assign(values[:, 3:])])
+    print(
+        tf.train.Saver().save(sess, out, global_step=3, write_meta_graph=False, write_state=False)
+    )
