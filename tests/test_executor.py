@@ -448,8 +448,27 @@ def test_pool_threads_do_not_keep_finished_tasks_alive():
         pool.close()
 
 
+def test_negative_inter_op_threads_run_each_step_in_the_callers_thread():
+    """TF's ``run_in_caller_thread``: on the process-wide pools a negative
+    inter_op_parallelism_threads runs every node of a step on the thread that called ``run``,
+    expensive ones too, with a deadline or a trace as well; the values are the pool's."""
+    a = tf.constant(np.arange(256 * 256, dtype=np.float32).reshape(256, 256) / 65536.0)
+    m = tf.matmul(a, a, name="mm")
+    with tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=-1)) as sess:
+        a_val = sess.run(a)
+        for options in (None, tf.RunOptions(timeout_in_ms=60000)):
+            thread, value = _thread_of_matmul(sess, m, options=options)
+            assert thread is threading.current_thread()
+            np.testing.assert_allclose(value, a_val @ a_val, rtol=1e-5)
+        _, nodes, _ = _traced(sess, m)
+        assert nodes["mm"].thread_name == "caller"
+    with tf.Session() as sess:  # the default: the inter-op pool
+        thread, _ = _thread_of_matmul(sess, m)
+        assert thread is not threading.current_thread()
+
+
 def test_bad_thread_counts():
-    """A negative pool size is refused with a clear error."""
+    """A negative size for a session's own pools is refused with a clear error."""
     with pytest.raises(tf.errors.InvalidArgumentError, match="thread pool size must be >= 0"):
         tf.Session(
             config=tf.ConfigProto(inter_op_parallelism_threads=-1, use_per_session_threads=True)

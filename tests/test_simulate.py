@@ -593,6 +593,8 @@ def test_pool_sizes_default_from_the_session_config(monkeypatch):
     sim = Simulation(tf.Session(config=config), list(fig.values()))
     assert sim.inter_op_threads == 3
     assert sim.intra_op_threads == 3
+    caller = tf.ConfigProto(inter_op_parallelism_threads=-1)  # steps run in the caller's thread
+    assert Simulation(tf.Session(config=caller), list(fig.values())).inter_op_threads == 1
     assert (sim.gpu_thread_mode, sim.gpu_thread_count) == ("global", 2)  # TF's defaults
     sim = Simulation(
         tf.Session(config=config), fig_ops(fig), inter_op_threads=1, intra_op_threads=2

@@ -88,6 +88,7 @@ class DirectSession:
         self._plans = {}
         self._lock = threading.Lock()
         self._pool_sets, self._owned_pools = pools.session_pools(config)
+        self._in_caller = pools.runs_in_caller_thread(config)
         self._op_timeout = config.operation_timeout_in_ms
         self._running = set()  # the StepContexts of the steps running now
         _log_creation(self.devices, config)
@@ -185,6 +186,8 @@ class DirectSession:
             pool_set, tracer, timeout = self._pool_sets[0], None, self._op_timeout
         else:
             pool_set, tracer, timeout = self._run_options(eplan, options, run_metadata)
+        if self._in_caller:
+            pool_set = None
         rendezvous = LocalRendezvous() if eplan.has_rendezvous else None
         ctx = executor.StepContext(feed_values, rendezvous, tracer)
         self._running.add(ctx)

@@ -310,10 +310,22 @@ _global_default = {}  # gpu thread mode -> the process-wide pools, sized by the 
 _global_named = {}  # session_inter_op_thread_pool entries with a global_name
 
 
+def runs_in_caller_thread(config) -> bool:
+    """TF's ``run_in_caller_thread_``: a session on the process-wide pools whose
+    ``inter_op_parallelism_threads`` is negative runs each step's nodes on the thread that
+    called ``run`` (one at a time, its kernels in one piece) instead of the inter-op pool."""
+    return (
+        config.inter_op_parallelism_threads < 0
+        and not config.use_per_session_threads
+        and not len(config.session_inter_op_thread_pool)
+    )
+
+
 def session_pools(config) -> tuple[list[PoolSet], list[PoolSet]]:
     """The pool sets of a session, one per inter-op pool option (index 0 = default), and the
     ones the session owns (and must close when it closes)."""
-    inter = default_threads(config.inter_op_parallelism_threads)
+    requested = config.inter_op_parallelism_threads
+    inter = default_threads(0 if runs_in_caller_thread(config) else requested)
     intra = default_threads(config.intra_op_parallelism_threads)
     mode, gpu_threads = gpu_thread_mode(), gpu_thread_count()
     with _global_lock:

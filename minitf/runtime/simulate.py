@@ -176,8 +176,9 @@ class Simulation:
             raise TypeError("cost_model must be a CostModel, got %s" % type(cost_model).__name__)
         self.eplan = session.plan(fetches, feed_dict)
         config = self.eplan.config
-        if inter_op_threads is None:
-            inter_op_threads = config.inter_op_parallelism_threads
+        if inter_op_threads is None:  # (a session running steps in its caller: one thread)
+            caller = pools.runs_in_caller_thread(config)
+            inter_op_threads = 1 if caller else config.inter_op_parallelism_threads
         if intra_op_threads is None:
             intra_op_threads = config.intra_op_parallelism_threads
         self.inter_op_threads = _thread_count(inter_op_threads, "inter_op_threads")

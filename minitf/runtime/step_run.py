@@ -341,7 +341,8 @@ def run_step(
 ) -> list:
     """Runs one step with ``ctx`` (a :class:`StepContext`); returns every node's outputs.
 
-    A plan of cheap synchronous nodes runs inline on the caller; any other runs in a
+    A plan of cheap synchronous nodes runs inline on the caller, and so does every plan
+    without ``pool_set`` (a session that runs steps in its caller's thread); any other runs in a
     :class:`StepRun` (over ``pool_set`` when it has expensive nodes,
     waiting at most ``timeout_ms``; ``on_start(cancel)`` then receives a function that stops it
     from another thread: ``cancel(error)`` makes the step raise ``error``).  A failed step
@@ -350,10 +351,13 @@ def run_step(
     try:
         if not eplan.any_expensive and not eplan.any_async:
             return run_serial(eplan, ctx)
-        if _one_thread_does_it(eplan, ctx, pool_set, timeout_ms, on_start):
+        in_caller = (  # no pools (a session that runs steps in its caller's thread)
+            pool_set is None and not eplan.any_async and timeout_ms <= 0 and on_start is None
+        )
+        if in_caller or _one_thread_does_it(eplan, ctx, pool_set, timeout_ms, on_start):
             with _SingleThreadedBlas():
                 return run_serial(eplan, ctx)
-        if not eplan.any_expensive:
+        if not eplan.any_expensive or pool_set is None:
             return StepRun(eplan, ctx, None).run(timeout_ms, on_start)
         with _SingleThreadedBlas():
             return StepRun(eplan, ctx, pool_set).run(timeout_ms, on_start)
