@@ -110,8 +110,9 @@ def smi_lines(data=None):
         lines.append("minitf processes have reserved in the registry, not memory of a real card.")
     elif data:
         lines.append(
-            "Note: only minitf processes are listed; other programs' use of the cards is not shown."
+            "Note: only this process is listed, with what numba holds for it on each card; other"
         )
+        lines.append("processes' use of a real card is the driver's to show (nvidia-smi).")
     return lines
 
 

@@ -124,6 +124,7 @@ print("reused", c.block, "driver allocations", len(blocks))
 a.free(); c.free()                          # both idle in the pool, still held
 print("held", mm.held_bytes() >> 30)
 print("bigger", mm.memalloc(6 << 30).block) # passes the cap once the idle blocks are freed
+print("smi sees", cuda_memory.held_by_this_process(0) >> 30, cuda_memory.held_by_this_process(1))
 """
 
 
@@ -150,4 +151,5 @@ def test_numba_memory_manager_plugin_caps_allocations():
         "freed 2",
         "freed 1",
         "bigger 3",
+        "smi sees 6 None",
     ]

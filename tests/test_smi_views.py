@@ -35,6 +35,35 @@ def test_compact_view_has_one_line_per_card(held):
     assert buf.getvalue().splitlines()[1:] == buf2.getvalue().splitlines()[1:] == lines[1:]
 
 
+def test_a_real_card_shows_what_this_process_holds_there(monkeypatch):
+    """On a real card minitf.smi lists this process with the bytes numba holds for it there
+    (its pool's idle blocks too), and no process before its first CUDA context."""
+    import os
+    import weakref
+
+    from minitf.runtime import cuda_memory, devices
+
+    tf.config.emulate_gpus(None)
+    card = devices.PhysicalGPU(0, "NVIDIA H100 80GB HBM3", 80 << 30, (9, 0), False)
+    monkeypatch.setattr(devices, "_real_gpus", lambda: [card])
+    monkeypatch.setattr(cuda_memory, "_managers", {})
+    (before,) = smi_mod.smi_data()
+    assert before["processes"] == [] and before["memory_used"] == 0 and not before["emulated"]
+
+    class Manager:  # numba's memory manager of this process's context on card 0
+        def held_bytes(self):
+            return 64 << 20
+
+    manager = Manager()
+    cuda_memory._managers[0] = weakref.ref(manager)
+    (after,) = smi_mod.smi_data()
+    assert after["memory_used"] == 64 << 20
+    assert [(p["pid"], p["memory"]) for p in after["processes"]] == [(os.getpid(), 64 << 20)]
+    text = "\n".join(smi_mod.smi_lines())
+    assert "64MiB" in text and "CUDA" in text and card_registry.process_name() in text
+    assert "only this process is listed" in text
+
+
 def test_compact_view_without_cards(cpu_only):
     assert smi_mod.compact_lines()[1:] == ["(no GPU card on this machine)"]
 

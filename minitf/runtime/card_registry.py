@@ -102,6 +102,11 @@ def _is_alive(entry: dict[str, Any]) -> bool:
     return start is None or start == st[1]
 
 
+def process_name() -> str:
+    """This process's name as the registry and minitf.smi show it: ``python3 train.py``."""
+    return _default_owner()
+
+
 def _default_owner() -> str:
     """A short process name for the registry and minitf.smi: ``python3 train.py``."""
     exe = os.path.basename(sys.executable or "python")

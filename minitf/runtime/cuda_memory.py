@@ -36,6 +36,7 @@ from minitf.runtime.allocator import describe_size
 
 _lock = threading.Lock()
 _caps: dict[int, MemoryCap] = {}  # CUDA device id -> MemoryCap
+_managers: dict[int, weakref.ref] = {}  # CUDA device id -> this process's memory manager there
 
 
 class MemoryCap:
@@ -108,6 +109,15 @@ class BlockPool:
         return blocks
 
 
+def held_by_this_process(device_id: int) -> int | None:
+    """The bytes this process holds on CUDA device ``device_id`` through numba (its pool's idle
+    blocks included), or None when it has no context there (what ``minitf.smi`` shows)."""
+    with _lock:
+        ref = _managers.get(device_id)
+    manager = ref() if ref is not None else None
+    return None if manager is None else manager.held_bytes()
+
+
 def set_cap(device_id: int, limit: int | None) -> None:
     """Caps numba's allocations on CUDA device ``device_id`` at ``limit`` bytes (None: none)."""
     with _lock:
@@ -134,6 +144,9 @@ class _PooledCappedMemory:
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.pool = BlockPool()
+        if self.context is not None:  # (numba builds one without a context to check it)
+            with _lock:
+                _managers[self._device_id()] = weakref.ref(self)
 
     def _device_id(self) -> int:
         return self.context.device.id

@@ -373,6 +373,17 @@ def device_mapping_lines(devices: Iterable[Device]) -> list[str]:
     return ["Device mapping:"] + ["%s -> %s" % (d.name, d.description) for d in described]
 
 
+def _on_real_card(card) -> list[dict[str, Any]]:
+    """This process's use of a real card, as registry-like entries: what numba holds for it
+    there (other processes' use of a real card is the driver's to tell, not minitf's)."""
+    from minitf.runtime import cuda_memory
+
+    held = cuda_memory.held_by_this_process(card.physical_id)
+    if held is None:
+        return []
+    return [{"pid": os.getpid(), "name": card_registry.process_name(), "bytes": held}]
+
+
 def card_usage() -> list[dict[str, Any]]:
     """The machine's cards as a list of dicts, one per card, in physical order::
 
@@ -387,7 +398,7 @@ def card_usage() -> list[dict[str, Any]]:
     cards = []
     for card in machine_gpus():
         per_pid: dict[int, dict[str, Any]] = {}
-        for e in card_registry.usage(card.physical_id):
+        for e in card_registry.usage(card.physical_id) if card.emulated else _on_real_card(card):
             p = per_pid.setdefault(
                 e["pid"],
                 {"pid": e["pid"], "name": e.get("name") or "?", "memory": 0, "sessions": 0},
