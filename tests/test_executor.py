@@ -448,12 +448,19 @@ def test_pool_threads_do_not_keep_finished_tasks_alive():
         pool.close()
 
 
-def test_negative_inter_op_threads_run_each_step_in_the_callers_thread():
+def test_negative_inter_op_threads_run_each_step_in_the_callers_thread(two_gpus):
     """TF's ``run_in_caller_thread``: on the process-wide pools a negative
-    inter_op_parallelism_threads runs every node of a step on the thread that called ``run``,
-    expensive ones too, with a deadline or a trace as well; the values are the pool's."""
-    a = tf.constant(np.arange(256 * 256, dtype=np.float32).reshape(256, 256) / 65536.0)
-    m = tf.matmul(a, a, name="mm")
+    inter_op_parallelism_threads runs every node of a one-device step on the thread that
+    called ``run``, expensive ones too, with a deadline or a trace as well; the values are the
+    pool's.  A step over two devices (a GPU matmul fetched to the client's CPU: two
+    executors in TF) still runs on the pool."""
+    with tf.device("/cpu:0"):
+        a = tf.constant(np.arange(256 * 256, dtype=np.float32).reshape(256, 256) / 65536.0)
+        m = tf.matmul(a, a, name="mm")
+    with tf.device("/gpu:0"):
+        on_gpu = tf.identity(a)
+    with tf.device("/cpu:0"):
+        g = tf.matmul(on_gpu, on_gpu, name="g")  # a step over CPU:0 and GPU:0
     with tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=-1)) as sess:
         a_val = sess.run(a)
         for options in (None, tf.RunOptions(timeout_in_ms=60000)):
@@ -462,9 +469,45 @@ def test_negative_inter_op_threads_run_each_step_in_the_callers_thread():
             np.testing.assert_allclose(value, a_val @ a_val, rtol=1e-5)
         _, nodes, _ = _traced(sess, m)
         assert nodes["mm"].thread_name == "caller"
+        thread, _ = _thread_of_matmul(sess, g)
+        assert thread is not threading.current_thread()
     with tf.Session() as sess:  # the default: the inter-op pool
         thread, _ = _thread_of_matmul(sess, m)
         assert thread is not threading.current_thread()
+
+
+def test_an_asynchronous_kernel_failing_before_its_callback_fails_the_step(two_gpus):
+    """A ``_Recv`` (an asynchronous kernel) that raises instead of calling back ends the step
+    with its error at once: the step does not wait for a callback that will never come."""
+    with tf.device("/cpu:0"):
+        a = tf.constant(np.ones((8, 8), np.float32))
+    with tf.device("/gpu:0"):
+        g = tf.matmul(a, a, name="g")  # fetched to the client's CPU through a _Recv
+    sess = tf.Session()
+    eplan = sess._impl.plan([g], [], [])
+    recv = eplan.fetch_slots[0][0]
+    assert eplan.is_async[recv]
+
+    def broken(ctx, ins, done):
+        raise RuntimeError("broken before its callback")
+
+    eplan.kernels[recv] = broken
+    outcome = []
+    runner = threading.Thread(target=lambda: outcome.append(_error_of(sess.run, g)))
+    runner.start()
+    runner.join(30)
+    assert not runner.is_alive(), "the step hung"
+    assert isinstance(outcome[0], tf.errors.InternalError)
+    assert "broken before its callback" in str(outcome[0])
+    sess.close()
+
+
+def _error_of(fn, *args):
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - the test looks at it
+        return e
+    return None
 
 
 def test_bad_thread_counts():

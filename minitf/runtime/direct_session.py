@@ -186,7 +186,7 @@ class DirectSession:
             pool_set, tracer, timeout = self._pool_sets[0], None, self._op_timeout
         else:
             pool_set, tracer, timeout = self._run_options(eplan, options, run_metadata)
-        if self._in_caller:
+        if self._in_caller and len(eplan.devices) == 1:  # TF: only a step of one executor
             pool_set = None
         rendezvous = LocalRendezvous() if eplan.has_rendezvous else None
         ctx = executor.StepContext(feed_values, rendezvous, tracer)

@@ -312,8 +312,9 @@ _global_named = {}  # session_inter_op_thread_pool entries with a global_name
 
 def runs_in_caller_thread(config) -> bool:
     """TF's ``run_in_caller_thread_``: a session on the process-wide pools whose
-    ``inter_op_parallelism_threads`` is negative runs each step's nodes on the thread that
-    called ``run`` (one at a time, its kernels in one piece) instead of the inter-op pool."""
+    ``inter_op_parallelism_threads`` is negative runs each step whose graph is one partition
+    (one device: a GPU op fetched to the client makes two) on the thread that called ``run``,
+    one node at a time and its kernels in one piece, instead of on the inter-op pool."""
     return (
         config.inter_op_parallelism_threads < 0
         and not config.use_per_session_threads

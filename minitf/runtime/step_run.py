@@ -22,6 +22,7 @@ Book section: "Parallel Execution" (Figure 12-5).  The rules, which the simulato
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 import time
 from collections import deque
@@ -215,8 +216,19 @@ class StepRun:
         if eplan.is_async[i]:
             with self.cond:
                 self.outstanding += 1
-            done = functools.partial(self._async_done, i, start, pool, pools.current_thread())
-            eplan.kernels[i](ctx, ins, done)
+            once = itertools.count()  # the callback, or the kernel's own failure, ends it once
+            callback = functools.partial(self._async_done, i, start, pool, pools.current_thread())
+
+            def done(*args, **kwargs):
+                if next(once) == 0:
+                    callback(*args, **kwargs)
+
+            try:
+                eplan.kernels[i](ctx, ins, done)
+            except BaseException:  # it failed before handing its work on: no callback comes
+                if next(once) == 0:
+                    self._task_ended()
+                raise
             return False
         vals[i] = outs = self._kernel_of(i)(ctx, ins)
         if self.tracer is not None:
