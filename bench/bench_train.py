@@ -45,9 +45,11 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 os.environ.setdefault("MINITF_EMULATED_GPUS", "0")
 
+from minitf.runtime.pools import schedulable_cores  # noqa: E402
+
 SIZES = (784, 300, 100, 10)
 BATCH, LR, BATCHES = 128, 0.02, 8
-CORES = len(os.sched_getaffinity(0))  # what this process may use (taskset), as minitf counts
+CORES = schedulable_cores()  # what this process may use (taskset), as minitf's pools count
 
 
 def make_data(seed=0, batch=BATCH):

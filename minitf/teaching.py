@@ -102,12 +102,13 @@ def software_stack(language: str | None = None) -> list[tuple[str, str, bool]]:
     else:
         card_text = t("none")
     kernels = t("numba.cuda kernels on the card" if real else "numpy kernels (emulated cards too)")
-    driver = t("found" if real else "not found (no NVIDIA driver)")
+    driver_found = devices.cuda_available()  # (also where emulate_gpus(n) replaces the cards)
+    driver = t("found" if driver_found else "not found (no NVIDIA driver)")
     return [
         (t("Your code"), "import minitf as tf", True),
         (t("Framework"), t("minitf %s: graph, placer, executor, thread pools") % __version__, True),
         (t("Kernels (cuDNN / CUDA libraries)"), kernels, True),
-        (t("CUDA driver"), driver, real),
+        (t("CUDA driver"), driver, driver_found),
         (t("GPU cards"), card_text, bool(cards)),
     ]
 

@@ -48,6 +48,28 @@ def test_software_stack_and_its_figure_12_2_view():
     assert StackView([("a", "<b>", True)], title="T").to_svg().count("&lt;b&gt;") == 1
 
 
+def test_software_stack_of_a_real_machine_with_emulated_cards_asked_for(monkeypatch):
+    """The driver floor reports the machine's driver; the card and kernel floors report what
+    sessions get: the real card, or the emulated ones emulate_gpus(n) put in its place."""
+    from minitf.runtime import devices
+
+    card = devices.PhysicalGPU(0, "NVIDIA H100 80GB HBM3", 80 << 30, (9, 0), False)
+    monkeypatch.setattr(devices, "_real_gpus", lambda: [card])
+    tf.config.emulate_gpus(None)
+    floors = teaching.software_stack()
+    assert ("CUDA driver", "found", True) in floors
+    assert floors[-1] == ("GPU cards", "1 real card(s)", True)
+    tf.config.emulate_gpus(2)
+    floors = teaching.software_stack()
+    assert ("CUDA driver", "found", True) in floors
+    assert floors[-1] == ("GPU cards", "2 emulated card(s) of 4 GiB", True)
+    assert (
+        "Kernels (cuDNN / CUDA libraries)",
+        "numpy kernels (emulated cards too)",
+        True,
+    ) in floors
+
+
 def test_memory_view_names_its_figure():
     data = [
         {

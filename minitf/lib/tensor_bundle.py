@@ -334,9 +334,9 @@ class BundleReader:
             cut = [(max(a, c), min(b, d)) for (a, b), (c, d) in zip(want, have)]
             if any(lo >= hi for lo, hi in cut):
                 continue
-            part_key = slice_key(key, stored).decode("latin-1")
+            name = "%s (slice %s)" % (key, stored)  # as the writer names it in its errors
             part = self._read(
-                self._raw(slice_key(key, stored), part_key), dtype, stored.shape(shape), part_key
+                self._raw(slice_key(key, stored), name), dtype, stored.shape(shape), name
             )
             out[tuple(slice(lo - w, hi - w) for (lo, hi), (w, _) in zip(cut, want))] = part[
                 tuple(slice(lo - h, hi - h) for (lo, hi), (h, _) in zip(cut, have))

@@ -27,6 +27,7 @@ from minitf.framework.graph import (
     register_tensor_conversion_function,
 )
 from minitf.framework.tensor_shape import TensorShape
+from minitf.lib.tensor_slice import TensorSlice
 from minitf.ops import array_ops, control_flow_ops, math_ops, state_ops
 from minitf.ops.array_ops import TensorLike
 
@@ -50,8 +51,8 @@ class SaveSliceInfo:
     @property
     def spec(self) -> str:
         """The ``shape_and_slice`` string of the shard: ``"10 4 4,3:0,4"``."""
-        slc = ":".join("%d,%d" % (o, n) for o, n in zip(self.var_offset, self.var_shape))
-        return " ".join(str(d) for d in self.full_shape) + " " + slc
+        slc = TensorSlice(self.var_offset, self.var_shape)
+        return " ".join(str(d) for d in self.full_shape) + " " + str(slc)
 
 
 class Variable:

@@ -103,11 +103,6 @@ def _is_alive(entry: dict[str, Any]) -> bool:
 
 
 def process_name() -> str:
-    """This process's name as the registry and minitf.smi show it: ``python3 train.py``."""
-    return _default_owner()
-
-
-def _default_owner() -> str:
     """A short process name for the registry and minitf.smi: ``python3 train.py``."""
     exe = os.path.basename(sys.executable or "python")
     argv0 = sys.argv[0] if sys.argv else ""
@@ -460,7 +455,7 @@ def reserve(card_id: int, capacity: int, nbytes: int, owner: str | None = None) 
     process name shown by ``minitf.smi`` (default: ``python3 <script>``).
     """
     nbytes, capacity = byte_count("nbytes", nbytes), byte_count("capacity", capacity)
-    owner = owner or _default_owner()
+    owner = owner or process_name()
     directory = state_dir()
     rid = uuid.uuid4().hex
     with _locked_card(directory, card_id) as state:

@@ -116,9 +116,8 @@ def real_cards_in_use() -> bool:
 def machine_gpus() -> list[PhysicalGPU]:
     """Every card of the machine: the emulated ones asked for with ``emulate_gpus(n)``, else
     the real CUDA cards, else the environment's emulated ones."""
-    real = [] if mconfig.emulation_asked() else _real_gpus()
-    if real:
-        return list(real)
+    if real_cards_in_use():
+        return list(_real_gpus())
     n, mem = mconfig.emulated_gpus()
     return [PhysicalGPU(i, "minitf emulated GPU", mem, (7, 0), True) for i in range(n)]
 

@@ -325,8 +325,8 @@ def runs_in_caller_thread(config) -> bool:
 def session_pools(config) -> tuple[list[PoolSet], list[PoolSet]]:
     """The pool sets of a session, one per inter-op pool option (index 0 = default), and the
     ones the session owns (and must close when it closes)."""
-    requested = config.inter_op_parallelism_threads
-    inter = default_threads(0 if runs_in_caller_thread(config) else requested)
+    caller = runs_in_caller_thread(config)  # (the shared pool keeps its default size then)
+    inter = default_threads(0 if caller else config.inter_op_parallelism_threads)
     intra = default_threads(config.intra_op_parallelism_threads)
     mode, gpu_threads = gpu_thread_mode(), gpu_thread_count()
     with _global_lock:

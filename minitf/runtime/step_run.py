@@ -326,21 +326,22 @@ class StepRun:
 
 
 def _one_thread_does_it(eplan, ctx, pool_set, timeout_ms, on_start) -> bool:
-    """Whether the caller may run the step's program itself, in its serial order: every pool
-    the step would use has one thread (so the pool thread would run each node in turn while the
-    caller only waits), no node completes through a callback, nothing can stop the step from
-    another thread (no timeout, no ``on_start``), and nothing traces it (a trace shows the pool
-    thread that ran each node).  What the step computes, frees and forwards is the same; the
-    caller saves a hand-off per expensive node and the pool's bookkeeping."""
+    """Whether the caller may run the step's program itself, in its serial order: no node
+    completes through a callback, nothing can stop the step from another thread (no timeout, no
+    ``on_start``), and either the step has no pools (a session that runs steps in its caller's
+    thread) or every pool it would use has one thread (so the pool thread would run each node
+    in turn while the caller only waits) and nothing traces it (a trace shows the pool thread
+    that ran each node).  What the step computes, frees and forwards is the same; the caller
+    saves a hand-off per expensive node and the pool's bookkeeping."""
+    if eplan.any_async or timeout_ms > 0 or on_start is not None:
+        return False
+    if pool_set is None:
+        return True
     return (
-        pool_set is not None
-        and pool_set.inter_threads == 1
+        pool_set.inter_threads == 1
         and pool_set.intra_threads == 1
         and pool_set.mode == "global"
-        and not eplan.any_async
         and ctx.tracer is None
-        and timeout_ms <= 0
-        and on_start is None
     )
 
 
@@ -363,10 +364,7 @@ def run_step(
     try:
         if not eplan.any_expensive and not eplan.any_async:
             return run_serial(eplan, ctx)
-        in_caller = (  # no pools (a session that runs steps in its caller's thread)
-            pool_set is None and not eplan.any_async and timeout_ms <= 0 and on_start is None
-        )
-        if in_caller or _one_thread_does_it(eplan, ctx, pool_set, timeout_ms, on_start):
+        if _one_thread_does_it(eplan, ctx, pool_set, timeout_ms, on_start):
             with _SingleThreadedBlas():
                 return run_serial(eplan, ctx)
         if not eplan.any_expensive or pool_set is None:
