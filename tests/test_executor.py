@@ -191,7 +191,7 @@ def test_intra_op_chunks_of_one_matmul_run_on_different_threads():
 def test_large_elementwise_op_is_split_and_correct():
     """Elementwise kernels over large same-shape arrays split over the intra-op pool."""
     rs = np.random.RandomState(1)
-    xa, ya = rs.rand(300, 400), rs.rand(300, 400)
+    xa, ya = rs.rand(1024, 1100), rs.rand(1024, 1100)  # over SPLIT_ELEMENTS
     z = tf.constant(xa) * tf.constant(ya) - tf.constant(ya)
     with tf.Session(config=_config(2, intra=2)) as sess:
         value, nodes, _ = _traced(sess, z)
@@ -524,7 +524,7 @@ def test_bad_thread_counts():
 def test_split_reductions_and_add_n_match_numpy(axis, keep):
     """Large reductions and add_n split over the intra-op pool and still equal numpy."""
     rs = np.random.RandomState(2)
-    xs = [rs.rand(64, 40, 30) for _ in range(3)]
+    xs = [rs.rand(64, 130, 130) for _ in range(3)]  # over SPLIT_ELEMENTS
     t = tf.constant(xs[0])
     s = tf.reduce_sum(t, axis=axis, keepdims=keep, name="s")
     m = tf.reduce_mean(t, axis=axis, keepdims=keep, name="m")

@@ -110,10 +110,10 @@ def test_chunks_no_pool_thread_starts_run_on_the_caller():
 
 def test_a_matmul_with_more_columns_than_rows_splits_its_columns():
     """A wide product cuts its longer side into blocks, so that each block packs only its part
-    of the larger operand: a 2x2048 by 2048x1024 product runs 3 column blocks on 3 threads
+    of the larger operand: a 2x8192 by 8192x1024 product runs 3 column blocks on 3 threads
     (its 2 rows would have made 2), and the blocks make the product."""
     rs = np.random.RandomState(0)
-    x_np, w_np = rs.rand(2, 2048).astype(np.float32), rs.rand(2048, 1024).astype(np.float32)
+    x_np, w_np = rs.rand(2, 8192).astype(np.float32), rs.rand(8192, 1024).astype(np.float32)
     m = tf.matmul(tf.constant(x_np), tf.constant(w_np), name="wide")
     with _session(1, 3) as sess:
         value, node = _traced_node(sess, m, "wide")
@@ -122,8 +122,8 @@ def test_a_matmul_with_more_columns_than_rows_splits_its_columns():
 
 
 def test_large_elementwise_op_runs_n_chunks_on_at_most_n_threads():
-    """The same bound for a split elementwise kernel (a multiply of 512x512 operands)."""
-    x = tf.constant(np.ones((512, 512), np.float32))
+    """The same bound for a split elementwise kernel (a multiply of 1024x1024 operands)."""
+    x = tf.constant(np.ones((1024, 1024), np.float32))
     y = tf.multiply(x, x, name="big_mul")
     with _session(1, 3) as sess:
         _, node = _traced_node(sess, y, "big_mul")

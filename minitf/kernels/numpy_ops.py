@@ -28,8 +28,14 @@ import numpy as np
 
 from minitf.kernels import tensor_ops
 
-SPLIT_ELEMENTS = 1 << 16  # elementwise ops at least this large split over the intra-op pool
-SPLIT_FLOPS = 1 << 21  # matmuls with at least this many multiply-adds split too
+# A split hands chunks to intra-op threads: waking one and waiting for the last costs about
+# 20-40 us each in CPython (a futex wake and the GIL), where Eigen's spinning threads cost TF
+# well under a microsecond.  Measured on the 2-core VM (bench/README, "Where a split pays"):
+# an add of 2^19 float32 takes 66 us whole and 97 us split in two, 2^20 155 / 137 us; a
+# 128x300x100 matmul (3.8M multiply-adds) 80 / 105 us, 256^3 (16.8M) 325 / 242 us.  So only
+# work at least that large is split.
+SPLIT_ELEMENTS = 1 << 20  # elementwise ops at least this large split over the intra-op pool
+SPLIT_FLOPS = 1 << 24  # matmuls with at least this many multiply-adds split too
 
 
 def splits_elementwise(num_elements: int) -> bool:
