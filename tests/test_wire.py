@@ -646,6 +646,27 @@ def test_split_field_reads_what_protobuf_writes(fields):
     assert rest == msg
 
 
+def test_split_field_gives_the_same_for_small_and_large_messages():
+    """A message of at most SMALL_TENSOR_BYTES without parts is parsed by protobuf in one call,
+    a larger one (or one with parts) walked field by field: both give what protobuf reads, and
+    a field that is not repeated (a TensorPart's chunk) is always walked."""
+    for size in (10, wire.SMALL_TENSOR_BYTES + 1):
+        msg = pb.RunStepResponse(step_id=7)
+        msg.tensor.add(name="x", tensor=wire.tensor_to_proto(np.zeros(size // 4, np.uint8)))
+        rest, views = wire.split_field(pb.RunStepResponse, msg.SerializeToString(), 3)
+        assert rest == msg and views == []
+        msg.tensor_part.add(name="p", chunk=pb.TensorChunk(offset=0, data=b"abc"))
+        rest, views = wire.split_field(pb.RunStepResponse, msg.SerializeToString(), 3)
+        assert [pb.TensorPart.FromString(v) for v in views] == list(msg.tensor_part)
+        assert not rest.tensor_part and rest.tensor[0].name == "x"
+    part = pb.TensorPart(name="p", chunk=pb.TensorChunk(offset=3, data=b"xyz"))
+    rest, views = wire.split_field(pb.TensorPart, part.SerializeToString(), 2)
+    assert rest.name == "p" and not rest.HasField("chunk")
+    assert pb.TensorChunk.FromString(views[0]) == part.chunk
+    with pytest.raises(IAE, match="Malformed"):
+        wire.split_field(pb.RunStepResponse, b"\x12\x05ab", 3)  # a field cut short
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=64))
 def test_split_field_refuses_malformed_bytes_cleanly(blob):

@@ -127,6 +127,7 @@ class Worker:
         for d in devices:  # the incarnation every rendezvous key names
             d.incarnation = self.incarnation
         self.rendezvous = RendezvousMgr()
+        self._addresses = {}  # task name -> address (task_address)
         self.graph_mgr = GraphMgr(self.task_name, devices)
         self.channels = Channels(server.token, single_threaded_streams=True)
         intra = getattr(config, "intra_op_parallelism_threads", 0)
@@ -142,10 +143,15 @@ class Worker:
         )
 
     def task_address(self, task_name):
-        p = dnu.parse_full_name(task_name)
-        if p is None or p.job is None or p.task is None:
-            raise errors.InvalidArgumentError(None, None, "Bad task name %s" % task_name[:200])
-        return self.server.task_address(p.job, p.task)
+        """The address of a task of this server's cluster (fixed for the server's life, so each
+        name is parsed once: a step asks for each remote partition's task)."""
+        address = self._addresses.get(task_name)
+        if address is None:
+            p = dnu.parse_full_name(task_name)
+            if p is None or p.job is None or p.task is None:
+                raise errors.InvalidArgumentError(None, None, "Bad task name %s" % task_name[:200])
+            address = self._addresses[task_name] = self.server.task_address(p.job, p.task)
+        return address
 
     def close(self):
         self.rendezvous.abort_all(errors.CancelledError(None, None, "Server has stopped."))

@@ -4,6 +4,7 @@ tensors of a step: what fits inline, what is streamed in parts, and their reasse
 Book section: "The Master and Worker Services" (how a 64 MiB variable crosses the network).
 """
 
+import functools
 import itertools
 
 import numpy as np
@@ -134,8 +135,20 @@ def message_fields(view, what):
 def split_field(cls, raw, number):
     """Parses serialized ``raw`` as a ``cls`` message except its length-delimited field
     ``number``, whose values come back as views of ``raw`` (no copy): ``(message, [views])``.
-    Malformed bytes raise InvalidArgumentError."""
+    Malformed bytes raise InvalidArgumentError.
+
+    When ``number`` is a repeated field, a message of at most ``SMALL_TENSOR_BYTES`` (a step's
+    request or answer of small values: most of them) is parsed by protobuf in one call, a few
+    microseconds less than walking its fields here; only if it holds parts is it walked."""
     what = cls.DESCRIPTOR.name
+    repeated = _repeated_field_name(cls, number)
+    if repeated is not None and len(raw) <= SMALL_TENSOR_BYTES:
+        try:
+            msg = cls.FromString(raw)
+        except DecodeError:
+            raise malformed(what) from None
+        if not len(getattr(msg, repeated)):
+            return msg, []
     view = raw if isinstance(raw, memoryview) else memoryview(raw)
     rest, found, field_start = [], [], 0
     for key, start, end in message_fields(view, what):
@@ -349,8 +362,16 @@ def iter_tensor_chunks(value, chunk_bytes=DEFAULT_CHUNK_BYTES):
 # -- named tensors of a step (feeds, fetches, sends, recvs) -----------------------------------
 
 
+@functools.lru_cache(maxsize=None)
 def _field_number(cls, field):
     return cls.DESCRIPTOR.fields_by_name[field].number
+
+
+@functools.lru_cache(maxsize=None)
+def _repeated_field_name(cls, number):
+    """The name of ``cls``'s field ``number`` if it is a repeated one, else None."""
+    field = cls.DESCRIPTOR.fields_by_number.get(number)
+    return field.name if field is not None and field.is_repeated else None
 
 
 def split_named_tensors(

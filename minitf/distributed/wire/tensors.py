@@ -32,6 +32,12 @@ _TENSOR_DTYPES = {
 }
 #: The dtype names a tensor may carry on the wire.
 TENSOR_DTYPE_NAMES = frozenset(_TENSOR_DTYPES)
+#: numpy dtype -> its wire dtype name, for the numeric and bool types (``_normalize``)
+_WIRE_NAME_OF = {
+    np.dtype(dt.as_numpy_dtype): name
+    for name, (dt, _) in _TENSOR_DTYPES.items()
+    if name != "string"
+}
 
 # Attr dtypes: every base type above and its reference type ("float32_ref").
 _ATTR_DTYPES = {}
@@ -135,6 +141,9 @@ def _normalize(value):
     if isinstance(value, (bytes, str)):
         value = np.array(value, dtype=object)
     arr = np.asarray(value)
+    name = _WIRE_NAME_OF.get(arr.dtype)
+    if name is not None:  # a numeric or bool array (most values): no conversion to look up
+        return name, arr
     if arr.dtype.kind in "USO":
         flat = arr.reshape(-1)
         out = np.empty(flat.shape, dtype=object)
@@ -187,13 +196,10 @@ def tensor_to_proto(value):
     InvalidArgumentError for values that have no minitf dtype (objects, datetimes ...).
     """
     name, arr = _normalize(value)
-    msg = pb.TensorProto(dtype=name)
-    _shape_to_proto(arr.shape, msg.shape)
+    shape = pb.TensorShapeProto(dims=arr.shape)
     if name == "string":
-        msg.string_val.extend(arr.reshape(-1).tolist())
-    else:
-        msg.content = bytes(_wire_bytes(name, arr))
-    return msg
+        return pb.TensorProto(dtype=name, shape=shape, string_val=arr.reshape(-1).tolist())
+    return pb.TensorProto(dtype=name, shape=shape, content=bytes(_wire_bytes(name, arr)))
 
 
 def _from_wire(buf, name, shape):
