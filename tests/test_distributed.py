@@ -363,6 +363,35 @@ def test_send_recv_trace(cluster):
     assert recv_nodes
 
 
+def test_repeated_runs_reuse_request_heads_and_still_see_every_change(cluster, monkeypatch):
+    """A session keeps the serialized head of each kind of run (fetches, targets, trace
+    level, timeout) and a master that of each remote partition: the same fetch alternately
+    traced and untraced gets step stats only when traced, feeds still reach the step, ops
+    added between runs are sent, and a session keeps a bounded number of heads."""
+    from minitf.distributed import grpc_session
+
+    monkeypatch.setattr(grpc_session, "_MAX_HEADS", 3)
+    spec, _ = cluster
+    with tf.device("/job:ps/task:1"):
+        x = tf.placeholder(tf.float32, [], name="x_ps1")
+        y = tf.multiply(x, 2.0, name="y_ps1")
+    traced = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    with tf.Session(_target(spec, "worker", 0)) as sess:
+        for i in range(3):
+            md = tf.RunMetadata()
+            assert sess.run(y, {x: i}, options=traced, run_metadata=md) == 2.0 * i
+            assert any(d.node_stats for d in md.step_stats.dev_stats)
+            md = tf.RunMetadata()
+            assert sess.run(y, {x: i + 0.5}, run_metadata=md) == 2.0 * i + 1
+            assert not md.step_stats.dev_stats
+        assert sess.run(y, {x: 4.0}, options=tf.RunOptions(timeout_in_ms=60000)) == 8.0
+        with tf.device("/job:ps/task:1"):
+            z = tf.add(y, 1.0, name="z_ps1")  # made after the session ran: sent before its run
+        assert sess.run(z, {x: 1.0}) == 3.0
+        assert sess.run([y, z], {x: 2.0}) == [4.0, 5.0]
+        assert len(sess._impl._heads) <= 3
+
+
 def test_received_tensors_are_freed_when_the_step_ends(cluster, monkeypatch):
     """A tensor a worker received for a step (RecvTensor) is freed as the step ends, by
     reference counting alone: nothing of the step (its executor run, its values) stays alive

@@ -26,6 +26,7 @@ from minitf.framework import errors
 from minitf.runtime.devices import DeviceAttributes
 
 _OP_IN_MESSAGE = re.compile(r"\[\[(?:\{\{node )?([A-Za-z0-9_.\-/]+)")
+_MAX_HEADS = 64  # request heads a session keeps (GrpcSession._request_head)
 
 
 def _raise(e, graph=None, timeout_hit=False):
@@ -54,6 +55,8 @@ class GrpcSession:
         self._closed = False
         self._handle = None
         self._sent_ops = 0
+        self._synced_version = -1  # the graph's version when its ops were last sent
+        self._heads = {}  # (fetches, targets, trace level, timeout) -> (request head, timeout)
         self._lock = threading.Lock()
         self._master = master_interface.for_target(target, config)
 
@@ -61,9 +64,12 @@ class GrpcSession:
         return wire.timeout_seconds(self._config.operation_timeout_in_ms)
 
     def _sync_graph(self):
-        ops = self._graph.get_operations()
-        n = len(ops)
+        version = self._graph.version  # grows with every op added: no copy of the op list
+        if self._handle is not None and version == self._synced_version:
+            return
+        n = len(self._graph.get_operations())
         if self._handle is not None and n == self._sent_ops:
+            self._synced_version = version
             return
         gdef = wire.graph_to_proto(self._graph, since_version=self._sent_ops)
         timeout = self._op_timeout() or CONTROL_RPC_SECONDS
@@ -105,6 +111,7 @@ class GrpcSession:
             self._master.failed(e)
             _raise(e)
         self._sent_ops = n
+        self._synced_version = version
 
     def list_devices(self):
         try:
@@ -146,35 +153,40 @@ class GrpcSession:
             self._close_handle()
             raise errors.CancelledError(None, None, "Session has been closed.")
         fed = {t.name: v for t, v in zip(feed_tensors, feed_values)}
-        opts, timeout = self._step_options(options, run_metadata)
+        head, timeout = self._request_head(fetch_tensors, target_ops, options, run_metadata)
         inline, parts = wire.split_named_tensors(
             list(fed.items()), chunk_bytes=STREAM_CHUNK_BYTES, wrap=(pb.RunStepRequest, "feed_part")
         )
-        first, rest = wire.with_parts(
-            pb.RunStepRequest(
-                session_handle=self._handle,
-                fetch=list(dict.fromkeys(t.name for t in fetch_tensors)),
-                target=[op.name for op in target_ops],
-                options=opts,
-                feed=inline,
-            ),
-            parts,
-        )
+        if inline:  # protobuf reads concatenated messages as one: the feeds follow the head
+            head += pb.RunStepRequest(feed=inline).SerializeToString()
+        first, rest = wire.with_parts(head, parts)
         values = self._step(first, rest, timeout, run_metadata)
         return [_fetched(values[t.name], t.name in fed) for t in fetch_tensors]
 
-    def _step_options(self, options, run_metadata):
-        """The RunStepOptions of a run, and how long the client waits for it."""
-        opts = pb.RunStepOptions()
-        timeout = DEFAULT_STEP_SECONDS
-        if options is not None:
-            opts.trace_level = int(options.trace_level) if run_metadata is not None else 0
-            opts.timeout_in_ms = int(options.timeout_in_ms)
-            if options.timeout_in_ms > 0:
-                timeout = wire.timeout_seconds(options.timeout_in_ms) + STEP_SLACK_SECONDS
-        if self._op_timeout():
-            timeout = min(timeout, self._op_timeout() + STEP_SLACK_SECONDS)
-        return opts, timeout
+    def _request_head(self, fetch_tensors, target_ops, options, run_metadata):
+        """The serialized RunStepRequest of a run without its feeds (session, fetches, targets,
+        options), and how long the client waits for the step: made once per kind of run (a
+        training loop sends the same head every step)."""
+        trace = int(options.trace_level) if options is not None and run_metadata is not None else 0
+        ms = int(options.timeout_in_ms) if options is not None else 0
+        key = (tuple(fetch_tensors), tuple(target_ops), trace, ms)
+        made = self._heads.get(key)
+        if made is None:
+            timeout = DEFAULT_STEP_SECONDS
+            if ms > 0:
+                timeout = wire.timeout_seconds(ms) + STEP_SLACK_SECONDS
+            if self._op_timeout():
+                timeout = min(timeout, self._op_timeout() + STEP_SLACK_SECONDS)
+            head = pb.RunStepRequest(
+                session_handle=self._handle,
+                fetch=list(dict.fromkeys(t.name for t in fetch_tensors)),
+                target=[op.name for op in target_ops],
+                options=pb.RunStepOptions(trace_level=trace, timeout_in_ms=ms),
+            ).SerializeToString()
+            if len(self._heads) >= _MAX_HEADS:
+                self._heads.clear()
+            made = self._heads[key] = (head, timeout)
+        return made
 
     def _step(self, first, parts, timeout, run_metadata):
         """Runs the step on the master: ``{tensor name: value}``; its step stats (one part per

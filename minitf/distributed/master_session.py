@@ -48,6 +48,22 @@ class Signature:
         self.fetch_at = fetch_at  # task -> [tensor names fetched from that partition]
         self.feed_at = feed_at  # task -> [fed tensor names its _Arg nodes take]
         self.tasks = sorted(handles)
+        self._heads = {}  # (task, session, trace level, timeout) -> serialized request head
+
+    def run_graph_head(self, task, session_handle, options):
+        """The serialized RunGraphRequest of ``task``'s partition without its step id and sends
+        (protobuf reads concatenated messages as one, so a step appends those): made once per
+        task and options, as every step of a training loop sends the same."""
+        key = (task, session_handle, options.trace_level, options.timeout_in_ms)
+        head = self._heads.get(key)
+        if head is None:
+            head = self._heads[key] = pb.RunGraphRequest(
+                session_handle=session_handle,
+                graph_handle=self.handles[task],
+                recv_key=self.fetch_at.get(task, ()),
+                options=options,
+            ).SerializeToString()
+        return head
 
 
 def _step_graph(graph, device_of, fetch_names, target_names, feed_names, new_name, config):

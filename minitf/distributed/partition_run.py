@@ -130,14 +130,15 @@ class PartitionRun:
                 call.cancel()
 
     # -- one partition -----------------------------------------------------------------------
-    def _header(self, task, sends=()):
+    def _header(self, task):
+        """The RunGraphRequest of the master's own partition, its sends given apart (a remote
+        one's is sent as bytes: ``Signature.run_graph_head``)."""
         return pb.RunGraphRequest(
             session_handle=self.sess.handle,
             graph_handle=self.sig.handles[task],
             step_id=self.step_id,
             recv_key=self.sig.fetch_at.get(task, ()),
             options=self.options,
-            send=sends,
         )
 
     def _partition(self, task):
@@ -165,7 +166,9 @@ class PartitionRun:
         inline, parts = wire.split_named_tensors(
             sends, chunk_bytes=wire.STREAM_CHUNK_BYTES, wrap=(pb.RunGraphRequest, "send_part")
         )
-        first, rest = wire.with_parts(self._header(task, inline), parts)
+        head = self.sig.run_graph_head(task, self.sess.handle, self.options)
+        tail = pb.RunGraphRequest(step_id=self.step_id, send=inline).SerializeToString()
+        first, rest = wire.with_parts(head + tail, parts)
         channels = self.master.channels
         address = self.master.server.worker.task_address(task)
         try:

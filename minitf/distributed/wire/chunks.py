@@ -28,8 +28,8 @@ from minitf.distributed.wire.tensors import (
     _tensor_dims,
     _tensor_dtype,
     _wire_bytes,
+    fill_tensor_proto,
     proto_to_tensor,
-    tensor_to_proto,
 )
 
 # -- the bytes of streamed tensors, coded by hand ----------------------------------------------
@@ -398,7 +398,9 @@ def split_named_tensors(
         dname, arr = _normalize(value)
         size = _payload_bytes(dname, arr)
         if size <= min(budget, SMALL_TENSOR_BYTES):
-            inline.append(pb.NamedTensor(name=name, tensor=tensor_to_proto(arr)))
+            named = pb.NamedTensor(name=name)
+            fill_tensor_proto(named.tensor, dname, arr)  # in place: no copy of a TensorProto
+            inline.append(named)
             budget -= size
         else:
             large.append((name, arr))

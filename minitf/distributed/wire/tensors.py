@@ -195,11 +195,21 @@ def tensor_to_proto(value):
     ``bytes`` per element in ``string_val`` (``str`` is encoded as UTF-8).  Raises
     InvalidArgumentError for values that have no minitf dtype (objects, datetimes ...).
     """
-    name, arr = _normalize(value)
-    shape = pb.TensorShapeProto(dims=arr.shape)
+    return fill_tensor_proto(pb.TensorProto(), *_normalize(value))
+
+
+def fill_tensor_proto(msg, name, arr):
+    """Fills the empty TensorProto ``msg`` (a NamedTensor's own ``tensor``: no copy) with
+    ``arr`` of dtype ``name``, as ``_normalize`` gave them; returns ``msg``."""
+    msg.dtype = name
+    shape = msg.shape
+    shape.SetInParent()
+    shape.dims.extend(arr.shape)
     if name == "string":
-        return pb.TensorProto(dtype=name, shape=shape, string_val=arr.reshape(-1).tolist())
-    return pb.TensorProto(dtype=name, shape=shape, content=bytes(_wire_bytes(name, arr)))
+        msg.string_val.extend(arr.reshape(-1).tolist())
+    else:
+        msg.content = bytes(_wire_bytes(name, arr))
+    return msg
 
 
 def _from_wire(buf, name, shape):
