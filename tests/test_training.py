@@ -444,6 +444,39 @@ def test_a_killed_chief_resumes_from_its_last_checkpoint(tmp_path):
         assert steps == [saved_step + 1, saved_step + 2, saved_step + 3]
 
 
+class _LostThenBack(tf.train.SessionCreator):
+    """A creator whose task is lost for its first ``failures`` attempts (UnavailableError)."""
+
+    def __init__(self, failures):
+        self.failures, self.attempts = failures, []
+
+    def create_session(self):
+        self.attempts.append(time.monotonic())
+        if len(self.attempts) <= self.failures:
+            raise tf.errors.UnavailableError(None, None, "Connection refused")
+        return tf.Session()
+
+
+def test_a_lost_task_is_tried_again_with_growing_waits_not_at_once(monkeypatch):
+    """While its task is lost, a recovering MonitoredSession waits between attempts to make
+    its session, twice as long each time up to a limit (a refused connection fails in a
+    millisecond: trying again at once spun a core and slowed the task's restart down); a
+    session that does not recover raises at once."""
+    from minitf.train import monitored_session
+
+    monkeypatch.setattr(monitored_session, "RETRY_WAIT_SECS", (0.02, 0.05))
+    creator = _LostThenBack(failures=4)
+    with tf.train.MonitoredSession(session_creator=creator) as sess:
+        assert sess.run(tf.constant(2.0)) == 2.0
+    gaps = np.diff(creator.attempts)
+    assert len(gaps) == 4
+    assert all(gap >= want * 0.9 for gap, want in zip(gaps, (0.02, 0.04, 0.05, 0.05)))
+    start = time.monotonic()
+    with pytest.raises(tf.errors.UnavailableError):
+        tf.train.SingularMonitoredSession(master="grpc://127.0.0.1:%d" % free_port())
+    assert time.monotonic() - start < monitored_session.RETRY_WAIT_SECS[0] * 50
+
+
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_a_lost_ps_is_recovered_from_the_last_checkpoint(tmp_path):

@@ -11,6 +11,7 @@ and feeds, the session runs them all, every hook's ``after_run`` sees its share.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from minitf.framework import errors
@@ -239,6 +240,13 @@ def _merge_feeds(user_feeds, hook_feeds):
     return merged
 
 
+#: (first, longest) seconds between attempts to make a session again while its task is lost.
+#: TF's client gets the same pacing from its RPC layer: a master call waits for the channel to
+#: be ready and is retried with an exponential backoff (``GrpcRemoteMaster``), where minitf's
+#: calls fail at once.
+RETRY_WAIT_SECS = (0.05, 2.0)
+
+
 class _MonitoredSession:
     """A session run through hooks, stopped through a coordinator, and (when
     ``should_recover``) made again when a task it needs was lost."""
@@ -257,6 +265,7 @@ class _MonitoredSession:
         self._create()
 
     def _create(self):
+        wait = RETRY_WAIT_SECS[0]
         while True:
             try:
                 self._sess = self._creator.create_session()
@@ -265,6 +274,10 @@ class _MonitoredSession:
                 if not self._should_recover:
                     raise
                 logger.info("An error was raised while a session was being created: %s", e)
+                # a lost task takes a while to come back: trying again at once would spin (a
+                # refused connection fails in a millisecond) and slow its restart down
+                time.sleep(wait)
+                wait = min(2 * wait, RETRY_WAIT_SECS[1])
         self._coord = Coordinator(clean_stop_exception_types=[])
         for runner in self._graph.get_collection(GraphKeys.QUEUE_RUNNERS):
             runner.create_threads(self._sess, coord=self._coord, daemon=True, start=True)
