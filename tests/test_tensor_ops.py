@@ -653,3 +653,20 @@ def test_numpy_large_matmul_same_answer_split(m, n, dtype, ta, tb, seed):
     out = NumpyOps().matmul(ta, tb)(ctx, a, b)
     assert ctx.splits == 1
     assert_numpy_answer(numpy_ops.NUMPY, out, np.matmul(a.T if ta else a, b.T if tb else b))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([1, 2, 3]), max_size=4).map(tuple),
+    st.lists(st.sampled_from([1, 2, 3]), max_size=4).map(tuple),
+)
+def test_broadcast_shape_is_numpys(sx, sy):
+    """The numpy backend's quick broadcast shape (one shape ending the other: a scalar, a bias
+    row) gives numpy's answer, and numpy's error where the shapes do not broadcast."""
+    try:
+        want = np.broadcast_shapes(sx, sy)
+    except ValueError:
+        with pytest.raises(ValueError):
+            numpy_ops._broadcast_shape(sx, sy)
+        return
+    assert numpy_ops._broadcast_shape(sx, sy) == want

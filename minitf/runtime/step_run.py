@@ -205,7 +205,12 @@ class StepRun:
     def _execute(self, i, on_pool):
         """Runs node ``i``; False when it is asynchronous (it completes in ``_async_done``)."""
         eplan, vals = self.eplan, self.vals
-        ins = [vals[s][k] for s, k in self.plan.inputs[i]]
+        src = self.plan.inputs[i]
+        if len(src) == 2:  # most ops, unrolled: a comprehension is a call of its own (3.11)
+            (s0, k0), (s1, k1) = src
+            ins = [vals[s0][k0], vals[s1][k1]]
+        else:
+            ins = [vals[s][k] for s, k in src]
         ctx = self.ctx
         if on_pool and eplan.splittable[i]:
             intra = self.pools.intra_for(self.plan.device[i])
@@ -264,6 +269,14 @@ class StepRun:
         completion): onto its ``stack``, or into their pools' queues (``schedule_ready``)."""
         if self.pools is None:
             stack.extend(nodes)
+            return
+        if (
+            stack is not None
+            and not after_async
+            and len(nodes) == 1
+            and not self.eplan.expensive[nodes[0]]
+        ):
+            stack.append(nodes[0])  # one cheap node: it runs here (schedule_ready's first rule)
             return
         here, queued = schedule_ready(
             nodes,
