@@ -392,6 +392,24 @@ def test_repeated_runs_reuse_request_heads_and_still_see_every_change(cluster, m
         assert len(sess._impl._heads) <= 3
 
 
+def test_a_signature_keeps_a_bounded_number_of_request_heads():
+    """A step with a client deadline has options of its own (the time left): the heads a
+    signature keeps for its partitions stay bounded, and each is the request it stands for."""
+    from minitf.distributed import master_session
+    from minitf.distributed import protocol_pb2 as pb
+
+    sig = master_session.Signature({"/job:ps/replica:0/task:0": "g1"}, {}, {})
+    for ms in range(1, 200):
+        options = pb.RunStepOptions(trace_level=0, timeout_in_ms=ms)
+        head = sig.run_graph_head("/job:ps/replica:0/task:0", "s1", options)
+        parsed = pb.RunGraphRequest.FromString(
+            head + pb.RunGraphRequest(step_id=7).SerializeToString()
+        )
+        assert (parsed.session_handle, parsed.graph_handle, parsed.step_id) == ("s1", "g1", 7)
+        assert parsed.options.timeout_in_ms == ms
+        assert len(sig._heads) <= master_session._MAX_HEADS
+
+
 def test_received_tensors_are_freed_when_the_step_ends(cluster, monkeypatch):
     """A tensor a worker received for a step (RecvTensor) is freed as the step ends, by
     reference counting alone: nothing of the step (its executor run, its values) stays alive

@@ -40,6 +40,9 @@ class RemoteDevice:
         self.job, self.task_index = self.parsed.job, self.parsed.task
 
 
+_MAX_HEADS = 64  # RunGraphRequest heads a signature keeps (Signature.run_graph_head)
+
+
 class Signature:
     """The partitions of one (fetches, targets, feeds) signature, registered on the workers."""
 
@@ -57,6 +60,8 @@ class Signature:
         key = (task, session_handle, options.trace_level, options.timeout_in_ms)
         head = self._heads.get(key)
         if head is None:
+            if len(self._heads) >= _MAX_HEADS:  # a step with a client deadline has its own
+                self._heads.clear()
             head = self._heads[key] = pb.RunGraphRequest(
                 session_handle=session_handle,
                 graph_handle=self.handles[task],
