@@ -392,6 +392,38 @@ def test_repeated_runs_reuse_request_heads_and_still_see_every_change(cluster, m
         assert len(sess._impl._heads) <= 3
 
 
+def test_remote_partitions_are_sent_before_the_masters_own_runs(cluster, monkeypatch):
+    """A step's RunGraph requests to other tasks go out from the master's step thread before
+    its own partition runs (TF's master issues its RunGraph calls first): handed to a pool
+    thread, they waited for the GIL while the local partition ran."""
+    from minitf.distributed import partition_run
+
+    spec, _ = cluster
+    events = []
+    send, local = partition_run.PartitionRun._send, partition_run.PartitionRun._local
+
+    def logged_send(self, task, address):
+        events.append(("send", task))
+        return send(self, task, address)
+
+    def logged_local(self, task):
+        events.append(("local", task))
+        return local(self, task)
+
+    monkeypatch.setattr(partition_run.PartitionRun, "_send", logged_send)
+    monkeypatch.setattr(partition_run.PartitionRun, "_local", logged_local)
+    with tf.device("/job:ps/task:0"):
+        a = tf.constant(3.0, name="a_ps0_early")
+    with tf.device("/job:worker/task:0"):
+        b = tf.multiply(a, 2.0, name="b_w0_early")
+    with tf.device("/job:ps/task:1"):
+        c = tf.add(b, 1.0, name="c_ps1_early")
+    with tf.Session(_target(spec, "worker", 0)) as sess:
+        assert sess.run(c) == 7.0
+    kinds = [kind for kind, _ in events[-3:]]  # the step's: two remote tasks, then its own
+    assert kinds == ["send", "send", "local"], events
+
+
 def test_a_signature_keeps_a_bounded_number_of_request_heads():
     """A step with a client deadline has options of its own (the time left): the heads a
     signature keeps for its partitions stay bounded, and each is the request it stands for."""

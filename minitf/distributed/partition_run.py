@@ -70,8 +70,12 @@ class PartitionRun:
         others = [t for t in tasks if t != here]
         on_cancel(self.cancel_all)  # the client went away
         arrived = queue.SimpleQueue()
+        # every remote partition's request goes out now, from this thread, before any answer
+        # is read or the master's own partition runs (TF's master issues its RunGraph calls
+        # first): handed to a pool thread, it waited for the GIL while the local one ran
+        opened = {t: self._open(t) for t in others}
         for t in others:
-            self.master.pool.submit(self._pump, t, arrived)
+            self.master.pool.submit(self._pump, t, arrived, opened[t])
         failures = []
         try:
             yield from self._partition(here)
@@ -101,9 +105,9 @@ class PartitionRun:
             elif not failures:
                 yield m
 
-    def _pump(self, task, arrived):
+    def _pump(self, task, arrived, opened):
         try:
-            for m in self._partition(task):
+            for m in self._remote(task, opened):
                 arrived.put(m)
             arrived.put(_DONE)
         except Exception as e:  # noqa: BLE001
@@ -161,7 +165,16 @@ class PartitionRun:
             raise err from None
         yield from partition_answer(out, stats)
 
-    def _remote(self, task):
+    def _open(self, task):
+        """Sends a remote partition's RunGraph request: ``(the call to read its answer from,
+        None)``, or ``(None, the error sending it raised)``, which ``_remote`` reports as its
+        own (a pair: a gRPC call object is itself an ``RpcError``)."""
+        try:
+            return self._send(task, self.master.server.worker.task_address(task)), None
+        except Exception as e:  # noqa: BLE001 - raised again where the answer is read
+            return None, e
+
+    def _send(self, task, address):
         sends = [(name, self.feeds[name]) for name in self.sig.feed_at.get(task, ())]
         inline, parts = wire.split_named_tensors(
             sends, chunk_bytes=wire.STREAM_CHUNK_BYTES, wrap=(pb.RunGraphRequest, "send_part")
@@ -170,26 +183,33 @@ class PartitionRun:
         tail = pb.RunGraphRequest(step_id=self.step_id, send=inline).SerializeToString()
         first, rest = wire.with_parts(head + tail, parts)
         channels = self.master.channels
+        # cancelling either kind of call does nothing once its step has ended (gRPC tells the
+        # master of a RunStep's end after the client heard it)
+        if rest is None:  # every send fits in the first message
+            call = (
+                channels.steps(address, "RunGraphs")
+                .acquire()
+                .step(first, self.timeout + wire.STEP_SLACK_SECONDS)
+            )
+        else:
+            call = channels.worker(address).RunGraph(
+                itertools.chain((first,), rest), timeout=self.timeout, metadata=channels.metadata
+            )
+        self._track(task, call)
+        return call
+
+    def _remote(self, task, opened=None):
+        """A remote partition's answer messages, read on the call of ``opened`` (``_open``: its
+        request sent already, or what sending it raised), else on one whose request is sent
+        now."""
         address = self.master.server.worker.task_address(task)
         try:
-            # cancelling either kind of call does nothing once its step has ended (gRPC
-            # tells the master of a RunStep's end after the client heard it)
-            if rest is None:  # every send fits in the first message
-                call = (
-                    channels.steps(address, "RunGraphs")
-                    .acquire()
-                    .step(first, self.timeout + wire.STEP_SLACK_SECONDS)
-                )
-            else:
-                call = channels.worker(address).RunGraph(
-                    itertools.chain((first,), rest),
-                    timeout=self.timeout,
-                    metadata=channels.metadata,
-                )
-            self._track(task, call)
+            call, error = (self._send(task, address), None) if opened is None else opened
+            if error is not None:
+                raise error
             yield from call
         except grpc.RpcError as e:
-            channels.failed(address, e)
+            self.master.channels.failed(address, e)
             raise self._call_error(e, task) from None
         except ValueError:  # the channel closed meanwhile: another call found the peer gone
             raise closed_channel_error(task, address) from None
