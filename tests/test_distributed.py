@@ -368,9 +368,9 @@ def test_repeated_runs_reuse_request_heads_and_still_see_every_change(cluster, m
     level, timeout) and a master that of each remote partition: the same fetch alternately
     traced and untraced gets step stats only when traced, feeds still reach the step, ops
     added between runs are sent, and a session keeps a bounded number of heads."""
-    from minitf.distributed import grpc_session
+    from minitf.distributed.wire import limits
 
-    monkeypatch.setattr(grpc_session, "_MAX_HEADS", 3)
+    monkeypatch.setattr(limits, "MAX_REQUEST_HEADS", 3)
     spec, _ = cluster
     with tf.device("/job:ps/task:1"):
         x = tf.placeholder(tf.float32, [], name="x_ps1")
@@ -427,7 +427,7 @@ def test_remote_partitions_are_sent_before_the_masters_own_runs(cluster, monkeyp
 def test_a_signature_keeps_a_bounded_number_of_request_heads():
     """A step with a client deadline has options of its own (the time left): the heads a
     signature keeps for its partitions stay bounded, and each is the request it stands for."""
-    from minitf.distributed import master_session
+    from minitf.distributed import master_session, wire
     from minitf.distributed import protocol_pb2 as pb
 
     sig = master_session.Signature({"/job:ps/replica:0/task:0": "g1"}, {}, {})
@@ -439,7 +439,7 @@ def test_a_signature_keeps_a_bounded_number_of_request_heads():
         )
         assert (parsed.session_handle, parsed.graph_handle, parsed.step_id) == ("s1", "g1", 7)
         assert parsed.options.timeout_in_ms == ms
-        assert len(sig._heads) <= master_session._MAX_HEADS
+        assert len(sig._heads) <= wire.MAX_REQUEST_HEADS
 
 
 def test_received_tensors_are_freed_when_the_step_ends(cluster, monkeypatch):

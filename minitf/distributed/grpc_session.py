@@ -26,7 +26,6 @@ from minitf.framework import errors
 from minitf.runtime.devices import DeviceAttributes
 
 _OP_IN_MESSAGE = re.compile(r"\[\[(?:\{\{node )?([A-Za-z0-9_.\-/]+)")
-_MAX_HEADS = 64  # request heads a session keeps (GrpcSession._request_head)
 
 
 def _raise(e, graph=None, timeout_hit=False):
@@ -170,23 +169,23 @@ class GrpcSession:
         trace = int(options.trace_level) if options is not None and run_metadata is not None else 0
         ms = int(options.timeout_in_ms) if options is not None else 0
         key = (tuple(fetch_tensors), tuple(target_ops), trace, ms)
-        made = self._heads.get(key)
-        if made is None:
-            timeout = DEFAULT_STEP_SECONDS
-            if ms > 0:
-                timeout = wire.timeout_seconds(ms) + STEP_SLACK_SECONDS
-            if self._op_timeout():
-                timeout = min(timeout, self._op_timeout() + STEP_SLACK_SECONDS)
-            head = pb.RunStepRequest(
-                session_handle=self._handle,
-                fetch=list(dict.fromkeys(t.name for t in fetch_tensors)),
-                target=[op.name for op in target_ops],
-                options=pb.RunStepOptions(trace_level=trace, timeout_in_ms=ms),
-            ).SerializeToString()
-            if len(self._heads) >= _MAX_HEADS:
-                self._heads.clear()
-            made = self._heads[key] = (head, timeout)
-        return made
+        return wire.kept_head(
+            self._heads, key, self._make_head, fetch_tensors, target_ops, trace, ms
+        )
+
+    def _make_head(self, fetch_tensors, target_ops, trace, ms):
+        timeout = DEFAULT_STEP_SECONDS
+        if ms > 0:
+            timeout = wire.timeout_seconds(ms) + STEP_SLACK_SECONDS
+        if self._op_timeout():
+            timeout = min(timeout, self._op_timeout() + STEP_SLACK_SECONDS)
+        head = pb.RunStepRequest(
+            session_handle=self._handle,
+            fetch=list(dict.fromkeys(t.name for t in fetch_tensors)),
+            target=[op.name for op in target_ops],
+            options=pb.RunStepOptions(trace_level=trace, timeout_in_ms=ms),
+        ).SerializeToString()
+        return head, timeout
 
     def _step(self, first, parts, timeout, run_metadata):
         """Runs the step on the master: ``{tensor name: value}``; its step stats (one part per

@@ -40,9 +40,6 @@ class RemoteDevice:
         self.job, self.task_index = self.parsed.job, self.parsed.task
 
 
-_MAX_HEADS = 64  # RunGraphRequest heads a signature keeps (Signature.run_graph_head)
-
-
 class Signature:
     """The partitions of one (fetches, targets, feeds) signature, registered on the workers."""
 
@@ -53,22 +50,27 @@ class Signature:
         self.tasks = sorted(handles)
         self._heads = {}  # (task, session, trace level, timeout) -> serialized request head
 
+    def run_graph_request(self, task, session_handle, options, step_id=0):
+        """The RunGraphRequest of ``task``'s partition, its sends given apart."""
+        return pb.RunGraphRequest(
+            session_handle=session_handle,
+            graph_handle=self.handles[task],
+            step_id=step_id,
+            recv_key=self.fetch_at.get(task, ()),
+            options=options,
+        )
+
     def run_graph_head(self, task, session_handle, options):
         """The serialized RunGraphRequest of ``task``'s partition without its step id and sends
         (protobuf reads concatenated messages as one, so a step appends those): made once per
-        task and options, as every step of a training loop sends the same."""
+        task and options (``wire.kept_head``), as every step of a training loop sends the same."""
         key = (task, session_handle, options.trace_level, options.timeout_in_ms)
-        head = self._heads.get(key)
-        if head is None:
-            if len(self._heads) >= _MAX_HEADS:  # a step with a client deadline has its own
-                self._heads.clear()
-            head = self._heads[key] = pb.RunGraphRequest(
-                session_handle=session_handle,
-                graph_handle=self.handles[task],
-                recv_key=self.fetch_at.get(task, ()),
-                options=options,
-            ).SerializeToString()
-        return head
+        return wire.kept_head(
+            self._heads, key, self._serialized_head, task, session_handle, options
+        )
+
+    def _serialized_head(self, task, session_handle, options):
+        return self.run_graph_request(task, session_handle, options).SerializeToString()
 
 
 def _step_graph(graph, device_of, fetch_names, target_names, feed_names, new_name, config):

@@ -134,28 +134,20 @@ class PartitionRun:
                 call.cancel()
 
     # -- one partition -----------------------------------------------------------------------
-    def _header(self, task):
-        """The RunGraphRequest of the master's own partition, its sends given apart (a remote
-        one's is sent as bytes: ``Signature.run_graph_head``)."""
-        return pb.RunGraphRequest(
-            session_handle=self.sess.handle,
-            graph_handle=self.sig.handles[task],
-            step_id=self.step_id,
-            recv_key=self.sig.fetch_at.get(task, ()),
-            options=self.options,
-        )
-
     def _partition(self, task):
         if task == self.master.task_name:
             return self._local(task)
-        return self._remote(task)
+        return self._remote(task, self._open(task))
 
     def _local(self, task):
         """The master's own worker: a direct call, no RPC."""
         sends = {name: self.feeds[name] for name in self.sig.feed_at.get(task, ())}
         try:
             out, stats = self.master.server.worker.run_graph(
-                self._header(task), sends, self.timeout, lambda step: self._track(task, step)
+                self.sig.run_graph_request(task, self.sess.handle, self.options, self.step_id),
+                sends,
+                self.timeout,
+                lambda step: self._track(task, step),
             )
         except errors.CancelledError:
             if not self._cancelled:
@@ -198,13 +190,12 @@ class PartitionRun:
         self._track(task, call)
         return call
 
-    def _remote(self, task, opened=None):
+    def _remote(self, task, opened):
         """A remote partition's answer messages, read on the call of ``opened`` (``_open``: its
-        request sent already, or what sending it raised), else on one whose request is sent
-        now."""
+        request sent already, or what sending it raised)."""
         address = self.master.server.worker.task_address(task)
         try:
-            call, error = (self._send(task, address), None) if opened is None else opened
+            call, error = opened
             if error is not None:
                 raise error
             yield from call

@@ -41,7 +41,7 @@ from minitf.runtime.executor import (
     run_serial,
 )
 from minitf.runtime.pools import PoolSet
-from minitf.runtime.scheduler import Step, schedule_ready
+from minitf.runtime.scheduler import Step, runs_inline, schedule_ready
 
 _SIGNAL_SLICE = 0.2  # seconds: how late a KeyboardInterrupt may reach a waiting caller
 
@@ -272,11 +272,10 @@ class StepRun:
             return
         if (
             stack is not None
-            and not after_async
             and len(nodes) == 1
-            and not self.eplan.expensive[nodes[0]]
+            and runs_inline(self.eplan.expensive[nodes[0]], after_async)
         ):
-            stack.append(nodes[0])  # one cheap node: it runs here (schedule_ready's first rule)
+            stack.append(nodes[0])  # one node that runs here: schedule_ready's answer, sooner
             return
         here, queued = schedule_ready(
             nodes,

@@ -40,6 +40,10 @@ DEFAULT_STEP_SECONDS = 3600.0
 #: A caller waits this much past a step's deadline (the peer's DeadlineExceededError, with its
 #: message, comes first).
 STEP_SLACK_SECONDS = 1.0
+#: Serialized request heads a session keeps (one per kind of run) and a signature keeps (one per
+#: partition and options): a training loop has a few, but a step with a client deadline has
+#: options of its own, so the caches are bounded (:func:`kept_head`).
+MAX_REQUEST_HEADS = 64
 #: Longest wait minitf hands to gRPC: a longer timeout (``operation_timeout_in_ms`` of 2**63-1)
 #: is cut to it, which is as good as none (gRPC reads a far larger one as a deadline passed).
 MAX_WAIT_SECONDS = 30 * 24 * 3600.0
@@ -58,3 +62,14 @@ def handler_seconds(remaining: float | None, default: float) -> float:
     if remaining is None or remaining > MAX_WAIT_SECONDS:
         return default
     return remaining
+
+
+def kept_head(heads: dict, key, make, *args):
+    """``heads[key]``, made by ``make(*args)`` the first time; ``heads`` never holds more than
+    :data:`MAX_REQUEST_HEADS` (it is emptied when full: the kinds of run of a loop are few)."""
+    head = heads.get(key)
+    if head is None:
+        if len(heads) >= MAX_REQUEST_HEADS:
+            heads.clear()
+        head = heads[key] = make(*args)
+    return head
