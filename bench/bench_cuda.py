@@ -18,7 +18,11 @@ that they compute the right thing; its timings mean nothing.  The figures:
    (a launch, the stream's sync and the copy back to the client);
 4. bench_train's MLP (784-300-100-10, plain SGD) pinned to ``/gpu:0``, against minitf on the CPU
    and the hand-written numpy step: steps/s and the loss after the steps (the same weights and
-   batches on every side).
+   batches on every side);
+5. what one call costs the host, in microseconds: an element-wise launch through numba's
+   dispatcher and through minitf's direct launch (``kernels/cuda_launch.py``), on a flat array
+   and on a 2-D one (which numba must see through a reshaped view), a pooled device
+   allocation, a scalar's upload and download, and a call through the card's launcher thread.
 """
 
 import argparse
@@ -135,6 +139,53 @@ def bench_mlp(steps, batch):
     )
 
 
+def bench_host_costs(mk, stream, runs):
+    """5. Host microseconds per call: numba's launch against the direct one, and the rest."""
+    from minitf.kernels import cuda_launch
+
+    n = 1024
+    kernel = mk._binary_kernel("add", np.dtype(np.float32))
+    blocks, threads = mk._launch_1d(n)
+    a = mk.to_device(stream, np.ones(n, np.float32))
+    a2 = mk.to_device(stream, np.ones((32, 32), np.float32))
+    out = mk._empty(stream, (n,), np.float32)
+    out2 = mk._empty(stream, (32, 32), np.float32)
+
+    def numba_flat2d():
+        kernel[blocks, threads, stream](out2.reshape(n), a2.reshape(n), a2.reshape(n))
+
+    calls = {
+        "launch, numba": lambda: kernel[blocks, threads, stream](out, a, a),
+        "launch, direct": lambda: cuda_launch.launch(kernel, blocks, threads, stream, (out, a, a)),
+        "2-D launch, numba": numba_flat2d,
+        "2-D launch, direct": lambda: cuda_launch.launch(
+            kernel, blocks, threads, stream, (out2, a2, a2)
+        ),
+        "device_array (pooled)": lambda: mk._empty(stream, (n,), np.float32),
+        "scalar upload": lambda: mk.to_device(stream, np.float32(1.0)),
+        "scalar download": lambda: mk.to_host(stream, a[:1]),
+    }
+    got = {name: _time(fn, stream.synchronize, runs) * 1e6 for name, fn in calls.items()}
+    launcher = mk.CudaLauncher(0)
+    try:
+        got["launcher-thread hop"] = (
+            _time(lambda: launcher.call(lambda s: None), lambda: None, runs) * 1e6
+        )
+    finally:
+        launcher.close()
+    check = mk.to_host(stream, mk.binary(stream, "add", a2, a2))
+    print(
+        "5. host us per call: "
+        + ", ".join("%s %.1f" % kv for kv in got.items())
+        + "; launch numba/direct %.1fx, 2-D %.1fx; direct add correct: %s"
+        % (
+            got["launch, numba"] / got["launch, direct"],
+            got["2-D launch, numba"] / got["2-D launch, direct"],
+            bool((check == 2).all()),
+        )
+    )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -155,6 +206,7 @@ def main(argv=None):
     for n in (512, 1024) if args.quick else (1024, 4096):
         bench_matmul(mk, stream, n, repeats)
     bench_bandwidth(mk, stream, 1 << (22 if args.quick else 26), repeats)
+    bench_host_costs(mk, stream, 200 if args.quick else 2000)
     bench_tiny_run(tf, 200 if args.quick else 2000)
     for batch in (128,) if args.quick else (128, 2048):
         bench_mlp(30 if args.quick else 200, batch)

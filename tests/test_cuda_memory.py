@@ -129,7 +129,9 @@ print("smi sees", cuda_memory.held_by_this_process(0) >> 30, cuda_memory.held_by
 
 
 def test_numba_memory_manager_plugin_caps_allocations():
-    env = dict(os.environ, PYTHONPATH=REPO)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
+    )
     env.pop("NUMBA_ENABLE_CUDASIM", None)  # the real driver module (no card needed)
     env["MINITF_GPU_BACKEND"] = "numpy"
     out = subprocess.run(

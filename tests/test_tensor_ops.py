@@ -112,8 +112,9 @@ def host_values(draw, dtype, shape=None, max_side=3, low=-20, high=20):
 
 
 def is_backend_tensor(ops, value):
-    """Whether ``value`` is a tensor of the backend (a CUDA result stays on the card)."""
-    if isinstance(ops, NumpyOps):
+    """Whether ``value`` is a tensor of the backend: a CUDA result stays on the card, except an
+    int32 one, which stays in host memory (TF's HostMemory int32)."""
+    if isinstance(ops, NumpyOps) or np.dtype(value.dtype) == np.int32:
         return isinstance(value, (np.ndarray, np.generic))
     return cuda_ops.is_device_array(value)
 
@@ -437,7 +438,7 @@ def test_constant_is_the_value_as_a_tensor(name):
 
 def overwrite(ops, x, value):
     """Write ``value`` into every element of the backend tensor ``x``, in place."""
-    if isinstance(ops, NumpyOps):
+    if isinstance(ops, NumpyOps) or not cuda_ops.is_device_array(x):  # (a card's int32)
         x[...] = value
     else:
         host = np.full(x.shape, value, x.dtype)
@@ -670,3 +671,29 @@ def test_broadcast_shape_is_numpys(sx, sy):
             numpy_ops._broadcast_shape(sx, sy)
         return
     assert numpy_ops._broadcast_shape(sx, sy) == want
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_reshape_is_a_view_on_the_backend(name, monkeypatch):
+    """``reshape`` hands back the tensor's elements in the new shape; on a card it is a view
+    built without a CUDA call (no copy, no trip to the host), as TF's Reshape aliases its input."""
+    ops = backend(name)
+
+    @examples(name)
+    @given(
+        st.sampled_from(NUMERIC).flatmap(
+            lambda dt: host_values(dt, shape=st.sampled_from([(2, 3), (6,), (1, 6, 1)]))
+        ),
+        st.sampled_from([(6,), (3, 2), (1, 2, 3), (6, 1)]),
+    )
+    def check(value, shape):
+        x = ops.from_host(value)
+        calls = []
+        if name == "cuda":
+            monkeypatch.setattr(ops, "_call", lambda *a: calls.append(a[0]))
+        out = ops.reshape(x, shape)
+        monkeypatch.undo()
+        assert calls == []
+        assert_numpy_answer(ops, out, np.reshape(value, shape))
+
+    check()

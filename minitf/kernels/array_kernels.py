@@ -3,7 +3,9 @@
 Book sections: "Operations and kernels" and "Placing Operations on Devices" (constants are the
 "generator" nodes the placer puts next to their consumer).  Shape kernels compute on the host
 (``tensor_ops.host_kernel``): a CUDA backend copies their operands over, as TF does for the
-int32 shape operands it keeps in host memory.
+int32 shape operands it keeps in host memory.  Reshape, ExpandDims and Squeeze only work out a
+shape on the host and hand back a view of their input (``backend.reshape``): on a card too,
+nothing crosses to the host.
 """
 
 import numpy as np
@@ -59,26 +61,45 @@ def _dims(shape_tensor):
     return np.asarray(shape_tensor).reshape(-1).tolist()
 
 
-@host_kernel
+_ONE_BYTE = np.zeros(1, np.int8)
+
+
+def _proxy(shape):
+    """An array of ``shape`` over one byte (every stride 0): numpy's shape rules, no data."""
+    return np.ndarray(shape, np.int8, _ONE_BYTE, 0, (0,) * len(shape))
+
+
 def _reshape(op, device):
+    """Reshape: a view of its input in the new shape (a card's too: TF's Reshape aliases its
+    input's buffer); the shape operand is read on the host."""
+    backend = device.backend
+
     def compute(ctx, ins):
         x, shape = ins
+        x_shape = backend.shape(x)
+        dims = _dims(backend.to_host(shape))
         try:
-            return (np.reshape(x, _dims(shape)),)
+            new_shape = np.reshape(_proxy(x_shape), dims).shape
         except ValueError:
             raise errors.InvalidArgumentError(
                 None,
                 None,
                 "Input to reshape is a tensor with %d values, but the requested "
-                "shape has %d" % (np.size(x), int(np.prod(np.reshape(shape, -1)))),
+                "shape has %d" % (int(np.prod(x_shape)), int(np.prod(dims))),
             ) from None
+        return (backend.reshape(x, new_shape),)
 
     return compute
 
 
-@host_kernel
 def _expand_dims(op, device):
-    return lambda ctx, ins: (np.expand_dims(ins[0], int(ins[1])),)
+    backend = device.backend
+
+    def compute(ctx, ins):
+        axis = int(backend.to_host(ins[1]))
+        return (backend.reshape(ins[0], np.expand_dims(_proxy(backend.shape(ins[0])), axis).shape),)
+
+    return compute
 
 
 @host_kernel
@@ -207,22 +228,22 @@ def _where(op, device):
     return lambda ctx, ins: (np.argwhere(np.asarray(ins[0])).astype(np.int64),)
 
 
-@host_kernel
 def _squeeze(op, device):
     axes = tuple(op.get_attr("squeeze_dims"))
+    backend = device.backend
 
     def compute(ctx, ins):
-        x = np.asarray(ins[0])
-        picked = tuple(a % max(x.ndim, 1) for a in axes)
-        bad = [a for a in picked if x.shape[a] != 1]
+        shape = backend.shape(ins[0])
+        picked = tuple(a % max(len(shape), 1) for a in axes)
+        bad = [a for a in picked if shape[a] != 1]
         if bad:
             raise errors.InvalidArgumentError(
                 None,
                 None,
                 "Can not squeeze dim[%d], expected a dimension of 1, got %d"
-                % (bad[0], x.shape[bad[0]]),
+                % (bad[0], shape[bad[0]]),
             )
-        return (np.squeeze(x, axis=picked or None),)
+        return (backend.reshape(ins[0], np.squeeze(_proxy(shape), axis=picked or None).shape),)
 
     return compute
 

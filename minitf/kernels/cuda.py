@@ -52,7 +52,7 @@ import threading
 import numpy as np
 from numba import cuda
 
-from minitf.kernels import tensor_ops
+from minitf.kernels import cuda_launch, tensor_ops
 
 try:  # numba-cuda (the NVIDIA package)
     from numba.cuda.np import numpy_support as _numpy_support
@@ -60,16 +60,7 @@ except ImportError:  # pragma: no cover - numba's built-in CUDA target
     from numba.np import numpy_support as _numpy_support
 
 
-def _simulator_enabled():
-    flag = getattr(cuda, "simulator_enabled", None)
-    if flag is not None:
-        return bool(flag)
-    import numba
-
-    return bool(getattr(numba.config, "ENABLE_CUDASIM", False))
-
-
-SIMULATOR = _simulator_enabled()
+SIMULATOR = cuda_launch.SIMULATOR
 
 
 def _quiet_occupancy_warnings():
@@ -294,15 +285,6 @@ def _contiguous_strides(shape):
     return strides
 
 
-def _flat(arr):
-    """A 1-D view of a C-contiguous device array (0-d arrays become length 1)."""
-    if arr.ndim == 1:
-        return arr
-    if arr.ndim > 1 and not arr.is_c_contiguous():
-        raise ValueError("minitf CUDA kernels need C-contiguous device arrays")
-    return arr.reshape(_size(arr.shape))
-
-
 def _empty(stream, shape, dtype):
     return cuda.device_array(tuple(int(d) for d in shape), dtype=np.dtype(dtype), stream=stream)
 
@@ -453,9 +435,10 @@ def _elementwise(key, fn, nin, broadcast=False):
 
 
 def _launch(stream, kernel, out, *args):
-    """Launch an :func:`_elementwise` kernel over every element of ``out``."""
+    """Launch an :func:`_elementwise` kernel over every element of ``out`` (every array
+    argument seen flat)."""
     blocks, threads = _launch_1d(out.size)
-    kernel[blocks, threads, stream](_flat(out), *args)
+    cuda_launch.launch(kernel, blocks, threads, stream, (out,) + args)
 
 
 def _identity(x):
@@ -692,7 +675,7 @@ def binary(stream, op, a, b, out=None):
     if out.size == 0:
         return out
     if tuple(a.shape) == tuple(b.shape):
-        _launch(stream, _binary_kernel(op, out_dtype), out, _flat(a), _flat(b))
+        _launch(stream, _binary_kernel(op, out_dtype), out, a, b)
         return out
     shape, (sa, sb) = _collapse(
         out_shape, _broadcast_strides(a.shape, out_shape), _broadcast_strides(b.shape, out_shape)
@@ -702,8 +685,8 @@ def binary(stream, op, a, b, out=None):
         stream,
         _binary_kernel(op, out_dtype, broadcast=True),
         out,
-        _flat(a),
-        _flat(b),
+        a,
+        b,
         meta,
         len(shape),
     )
@@ -721,7 +704,7 @@ def unary(stream, op, a, out=None):
     if out.size:
         ctype = _compute_dtype(a.dtype).type
         kernel = _elementwise(("unary", op, np.dtype(ctype).str), _unary_fn(op, ctype), 1)
-        _launch(stream, kernel, out, _flat(a))
+        _launch(stream, kernel, out, a)
     return out
 
 
@@ -731,7 +714,7 @@ def _convert_into(stream, src, dst):
         half_to_int = np.dtype(src.dtype) == np.float16 and np.dtype(dst.dtype).kind in "iu"
         fn = _nonzero if to_bool else _through_float32 if half_to_int else _identity
         kernel = _elementwise(("convert", to_bool, half_to_int), fn, 1)
-        _launch(stream, kernel, dst, _flat(src))
+        _launch(stream, kernel, dst, src)
     return dst
 
 
@@ -789,9 +772,8 @@ def add_n(stream, arrays):
     if out.size and len(arrays) > 1:
         # out += x in place: the binary add kernel in the compute dtype, with out as its a
         kernel = _binary_kernel("add", dtype)
-        flat_out = _flat(out)
         for x in arrays[1:]:
-            _launch(stream, kernel, out, flat_out, _flat(x))
+            _launch(stream, kernel, out, out, x)
     return out
 
 
@@ -923,7 +905,7 @@ def matmul(stream, a, b, transpose_a=False, transpose_b=False):
         transpose_b,
         _accumulate_dtype(out_dtype) if out_dtype.kind == "f" else out_dtype,
     )
-    kernel[grid, (TILE, TILE), stream](a, b, out)
+    cuda_launch.launch(kernel, grid, (TILE, TILE), stream, (a, b, out), flat=False)
     return out
 
 
@@ -1005,9 +987,8 @@ def _reduce_pass(stream, mean, x, kept, red, out, chunk, parts, divisor):
     blocks = max(1, min(MAX_REDUCE_BLOCKS, (out.size + ry - 1) // ry))
     dtype = np.dtype(out.dtype)
     kernel = _reduce_kernel(mean, _accumulate_dtype(dtype), dtype.kind, rx, ry)
-    kernel[blocks, (rx, ry), stream](
-        _flat(x), meta, len(kept[0]), len(red[0]), count, chunk, parts, divisor, _flat(out)
-    )
+    args = (x, meta, len(kept[0]), len(red[0]), count, chunk, parts, divisor, out)
+    cuda_launch.launch(kernel, blocks, (rx, ry), stream, args)
     return out
 
 

@@ -4,7 +4,10 @@ Book section: "Operations and kernels".  On a real CUDA card (or with
 ``MINITF_GPU_BACKEND=cudasim``, Numba's simulator) a GPU device's kernels call this backend,
 whose functions launch the numba.cuda kernels of ``cuda.py``.  Tensors stay on the card as numba
 device arrays; they cross to the host only in a ``_Send`` to another device, a fetch or a feed
-(``to_host`` / ``from_host``).  Every CUDA call goes through the card's
+(``to_host`` / ``from_host``).  int32 tensors never go to the card: as TF keeps a GPU kernel's
+int32 inputs and outputs in host memory (shapes, axes, indices: ``HostMemory``), they stay numpy
+values and their ops run on the host (``numpy_ops``), so a step's shape arithmetic costs no
+transfers.  Every CUDA call goes through the card's
 :class:`~minitf.kernels.cuda.CudaLauncher` thread.  Ops without a CUDA kernel here (random
 numbers, shape ops, fills) run their host kernel on host copies (``on_host``): correct, and
 where time goes to copies.
@@ -21,10 +24,18 @@ import threading
 import numpy as np
 
 from minitf.framework.resource_mgr import VariableRef
+from minitf.kernels.numpy_ops import NUMPY, scalarize
+
+_INT32 = np.dtype(np.int32)
 
 
 def is_device_array(v) -> bool:
     return hasattr(v, "copy_to_host")
+
+
+def in_host_memory(v) -> bool:
+    """Whether ``v`` is an int32 value, which a card's kernels keep in host memory."""
+    return getattr(v, "dtype", None) == _INT32 and not is_device_array(v)
 
 
 class CudaOps:
@@ -50,37 +61,76 @@ class CudaOps:
 
         return launcher.call(getattr(cuda, fn_name), *args)
 
-    # -- the surface ---------------------------------------------------------------------------
+    # -- the surface: int32 operands are computed on the host ----------------------------------
     def map(self, fn: str):
-        return lambda ctx, x, out=None: self._call("unary", fn, self.from_host(x), out)
+        host = NUMPY.map(fn)
+
+        def compute(ctx, x, out=None):
+            if in_host_memory(x):
+                return host(ctx, x)
+            return self._call("unary", fn, self.from_host(x), out)
+
+        return compute
 
     def zip(self, fn: str):
-        return lambda ctx, x, y, out=None: self._call(
-            "binary", fn, self.from_host(x), self.from_host(y), out
-        )
+        host = NUMPY.zip(fn)
+
+        def compute(ctx, x, y, out=None):
+            if in_host_memory(x) and in_host_memory(y):
+                return host(ctx, x, y)
+            return self._call("binary", fn, self.from_host(x), self.from_host(y), out)
+
+        return compute
 
     def zip_scalars(self, fn: str):
         return None  # scalars live on the card too: no host shortcut
 
     def reduce(self, fn: str, keep_dims: bool, dtype):
-        return lambda ctx, x, axes: self._call(
-            "reduce", fn, self.from_host(x), list(axes), keep_dims
-        )
+        host = NUMPY.reduce(fn, keep_dims, dtype)
+
+        def compute(ctx, x, axes):
+            if in_host_memory(x):
+                return host(ctx, x, axes)
+            return self._call("reduce", fn, self.from_host(x), list(axes), keep_dims)
+
+        return compute
 
     def matmul(self, transpose_a: bool, transpose_b: bool):
-        return lambda ctx, a, b: self._call(
-            "matmul", self.from_host(a), self.from_host(b), transpose_a, transpose_b
-        )
+        host = NUMPY.matmul(transpose_a, transpose_b)
+
+        def compute(ctx, a, b):
+            if in_host_memory(a) and in_host_memory(b):
+                return host(ctx, a, b)
+            return self._call(
+                "matmul", self.from_host(a), self.from_host(b), transpose_a, transpose_b
+            )
+
+        return compute
 
     def add_n(self):
-        return lambda ctx, xs: self._call("add_n", [self.from_host(x) for x in xs])
+        host = NUMPY.add_n()
+
+        def compute(ctx, xs):
+            if all(in_host_memory(x) for x in xs):
+                return host(ctx, xs)
+            return self._call("add_n", [self.from_host(x) for x in xs])
+
+        return compute
 
     def cast(self, dtype):
-        return lambda ctx, x: self._call("cast", self.from_host(x), dtype)
+        host = NUMPY.cast(dtype)
+        to_int32 = np.dtype(dtype) == _INT32
+
+        def compute(ctx, x):
+            if in_host_memory(x) or to_int32:
+                return self.from_host(host(ctx, self.to_host(x)))
+            return self._call("cast", self.from_host(x), dtype)
+
+        return compute
 
     def constant(self, value):
         value = np.asarray(value)
-        if value.dtype.kind not in "biuf":  # strings stay on the host, as in TF
+        if value.dtype.kind not in "biuf" or value.dtype == _INT32:  # host memory, as in TF
             return lambda ctx: value[()] if value.ndim == 0 else value
         cached = []
 
@@ -92,10 +142,24 @@ class CudaOps:
         return compute
 
     def copy(self, x):
+        if in_host_memory(x):
+            return NUMPY.copy(x)
         return self._call("device_copy", self.from_host(x))
 
     def shape(self, x) -> tuple:
         return tuple(x.shape) if is_device_array(x) else np.shape(x)
+
+    def reshape(self, x, shape: tuple):
+        """A view of ``x`` in ``shape`` (numba builds it without a CUDA call); through the host
+        where numba has no such view."""
+        if not is_device_array(x):
+            return NUMPY.reshape(x, shape)
+        if tuple(x.shape) == tuple(shape):
+            return x
+        try:
+            return x.reshape(*shape) if shape else self.from_host(np.reshape(self.to_host(x), ()))
+        except NotImplementedError:  # (not C-contiguous: never a minitf result)
+            return self.from_host(np.reshape(self.to_host(x), shape))
 
     def to_host(self, x):
         if not is_device_array(x):
@@ -106,7 +170,10 @@ class CudaOps:
     def from_host(self, value):
         if is_device_array(value) or type(value) is VariableRef:
             return value
-        return self._call("to_device", np.asarray(value))
+        value = np.asarray(value)
+        if value.dtype == _INT32:
+            return scalarize(value)  # stays in host memory
+        return self._call("to_device", value)
 
     def on_host(self, compute):
         def on_card(ctx, ins):

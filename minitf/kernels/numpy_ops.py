@@ -330,6 +330,9 @@ class NumpyOps:
     def shape(self, x) -> tuple:
         return np.shape(x)
 
+    def reshape(self, x, shape: tuple):
+        return scalarize(np.reshape(x, shape))
+
     def to_host(self, x):
         return x
 

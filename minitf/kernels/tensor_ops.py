@@ -30,6 +30,7 @@ a tensor of the backend (a numpy value or a device array):
 ``constant(value)``         ``f(ctx)``: a numpy value as a tensor of the backend (kept)
 ``copy(x)``                 a private copy of ``x`` (what a variable stores)
 ``shape(x)``                ``x``'s shape as a tuple
+``reshape(x, shape)``       ``x``'s elements in ``shape`` (a view where the backend can make one)
 ``to_host(x)``              ``x`` as a numpy value (a _Send, a fetch)
 ``from_host(v)``            a numpy value as a tensor of the backend (a _Recv, a feed)
 ``on_host(compute)``        a host kernel ``compute(ctx, ins)`` made to take and give tensors
@@ -104,6 +105,8 @@ class TensorOps(Protocol):
     def copy(self, x: Any) -> Any: ...
 
     def shape(self, x: Any) -> tuple: ...
+
+    def reshape(self, x: Any, shape: tuple) -> Any: ...
 
     def to_host(self, x: Any) -> Any: ...
 
