@@ -108,6 +108,12 @@ def test_second_launch_of_the_same_kinds_goes_direct(monkeypatch):
     # another dtype is another overload: numba launches it first
     cuda_launch.launch(kernel, 4, 256, "s", (_Array((6,), np.float64), 9))
     assert len(kernel.numba_launches) == 2 and len(sent) == 1
+    # a strided array is never packed as flat: it goes to numba, which refuses it
+    strided = _Array((2, 3), np.float32)
+    strided.is_c_contiguous = lambda: False
+    with pytest.raises(ValueError, match="C-contiguous"):
+        cuda_launch.launch(kernel, 4, 256, "s", (strided, 9))
+    assert len(sent) == 1
 
 
 def test_kinds_numba_launches_itself_stay_with_numba(monkeypatch):

@@ -92,11 +92,12 @@ def launch(kernel, grid, block, stream, args, flat=True):
 
 
 def _kind(value, flat):
-    """What the compiled overload depends on: an array's dtype (and rank and layout unless
-    flat), a scalar's Python type."""
+    """What the compiled overload and the packing depend on: an array's dtype and layout (and
+    rank unless flat: a flat array must be C-contiguous, else numba's launch refuses it), a
+    scalar's Python type."""
     if is_device_array(value):
         if flat:
-            return value.dtype
+            return (value.dtype, value.is_c_contiguous())
         return (value.dtype, value.ndim, value.is_c_contiguous())
     return type(value)
 
