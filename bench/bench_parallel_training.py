@@ -13,16 +13,16 @@ friends, set before numpy loads, and in the cluster's processes), sessions with
 server's), and each worker task of the cluster pinned to a core of its own
 (``os.sched_setaffinity``, every thread).  The machine has 2 cores.
 
-1. *Towers on emulated GPUs* (one process, ``tf.config.emulate_gpus(2)``): the 784-300-100-10
-   MLP on synthetic data, batch 256 per tower; samples/s of 2 towers (seed 003's averaged
-   gradients, one ``apply_gradients``) against 1 tower.  Goal: >= 1.6x.  Each card is held to
-   one core as the cluster's workers are: ``TF_GPU_THREAD_MODE=gpu_private`` with
+1. *Towers on emulated GPUs* (one process, ``tf.config.emulate_gpus(2)``): the 784-300-100-10 MLP
+   on synthetic data, batch 256 per tower, its variables on the CPU; samples/s of 2 towers (seed
+   003's averaged gradients, one ``apply_gradients``) against 1 tower. Goal: >= 1.6x. Each card
+   is held to one core as the cluster's workers are: ``TF_GPU_THREAD_MODE=gpu_private`` with
    ``TF_GPU_THREAD_COUNT=1`` gives each card one thread of its own, which runs its ops one at a
    time as a card's stream does (in TF's default ``global`` mode the cards' ops share the 2
    inter-op threads, so ONE tower already ran its independent gradient matmuls on both cores,
-   about 1.3 cores, and 2 towers had little left to win).  Under it: the same tower's numpy
-   work alone (no minitf) on 2 Python threads against 1, measured just before and after: the
-   ceiling of the ratio for threads of one process on this machine now.
+   about 1.3 cores, and 2 towers had little left to win). Under it: the same tower's numpy work
+   alone (no minitf) on 2 Python threads against 1, measured just before and after: the ceiling
+   of the ratio for threads of one process on this machine now.
 0. *The machine*: how much more two busy processes get done than one (2.0 on 2 idle cores):
    the ceiling of every ratio below, measured in the same run.
 2. *Between-graph replicas* (LocalCluster, 1 ps; tests/data/dp_worker.py as each worker's
@@ -104,11 +104,17 @@ def machine_parallelism(seconds=2.0):
 
 
 def _tower_graph(towers):
-    """The MLP on ``towers`` emulated GPUs, gradients averaged on the CPU (seed 003)."""
+    """The MLP on ``towers`` emulated GPUs, its variables on the CPU, gradients averaged and
+    applied there (seed 003's ``average_gradients`` comes from TF's multi-GPU example, which
+    keeps the variables on the CPU; Figure 12-17's parameters are held apart from the replicas).
+    ``replica_device_setter`` with ``ps_device="/cpu:0"`` is TF's idiom for it."""
     opt = tf.train.GradientDescentOptimizer(0.01)
     grads, feeds = [], []
     for i in range(towers):
-        with tf.device("/gpu:%d" % i), tf.name_scope("tower_%d" % i):
+        setter = tf.train.replica_device_setter(
+            ps_tasks=1, ps_device="/cpu:0", worker_device="/gpu:%d" % i
+        )
+        with tf.device(setter), tf.name_scope("tower_%d" % i):
             x = tf.placeholder(tf.float32, [BATCH, 784])
             y = tf.placeholder(tf.int64, [BATCH])
             with tf.variable_scope("model", reuse=tf.AUTO_REUSE):
