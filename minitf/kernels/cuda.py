@@ -107,12 +107,15 @@ REDUCE_OPS = tensor_ops.REDUCE_FNS
 
 
 class _Pending:
-    """The result slot of one call: filled by the launcher thread, read by the caller."""
+    """The result slot of one call: filled by the launcher thread, read by the caller, who
+    waits on ``ready``, a lock held until the result is in (the cheapest one-shot signal
+    between two threads: one semaphore, where an Event is a Condition over a lock)."""
 
-    __slots__ = ("done", "result", "error")
+    __slots__ = ("ready", "result", "error")
 
     def __init__(self):
-        self.done = threading.Event()
+        self.ready = threading.Lock()
+        self.ready.acquire()
         self.result = None
         self.error = None
 
@@ -132,7 +135,7 @@ class CudaLauncher:
 
     def __init__(self, device_index=0, name=None):
         self.device_index = int(device_index)
-        self._queue = queue.Queue()
+        self._queue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._closed = False
         self._stream = None
@@ -172,7 +175,7 @@ class CudaLauncher:
             except BaseException as exc:  # handed to the caller
                 pending.error = exc
             finally:
-                pending.done.set()
+                pending.ready.release()
         try:
             self._stream.synchronize()
         except Exception:  # pragma: no cover - best effort at shutdown
@@ -206,7 +209,7 @@ class CudaLauncher:
             if self._closed:
                 raise RuntimeError("CudaLauncher for device %d is closed" % self.device_index)
             self._queue.put((fn, args, kwargs, pending))
-        if not pending.done.wait(timeout):
+        if not pending.ready.acquire(timeout=-1 if timeout is None else timeout):
             raise TimeoutError(
                 "CUDA call %s did not finish within %s s" % (getattr(fn, "__name__", fn), timeout)
             )
