@@ -151,13 +151,12 @@ def bench_host_costs(mk, stream, runs):
     out = mk._empty(stream, (n,), np.float32)
     out2 = mk._empty(stream, (32, 32), np.float32)
 
-    def numba_flat2d():
-        kernel[blocks, threads, stream](out2.reshape(n), a2.reshape(n), a2.reshape(n))
-
     calls = {
         "launch, numba": lambda: kernel[blocks, threads, stream](out, a, a),
         "launch, direct": lambda: cuda_launch.launch(kernel, blocks, threads, stream, (out, a, a)),
-        "2-D launch, numba": numba_flat2d,
+        "2-D launch, numba": lambda: cuda_launch._through_numba(
+            kernel, blocks, threads, stream, (out2, a2, a2), True
+        ),
         "2-D launch, direct": lambda: cuda_launch.launch(
             kernel, blocks, threads, stream, (out2, a2, a2)
         ),

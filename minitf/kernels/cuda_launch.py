@@ -23,9 +23,10 @@ view for it.
 from __future__ import annotations
 
 import ctypes
-import os
 
 from numba import cuda
+
+from minitf.kernels.cuda_ops import is_device_array
 
 #: how an argument becomes parameters: an array seen flat, an array as it is
 FLAT = "flat"
@@ -36,7 +37,9 @@ def _simulator_enabled():
     flag = getattr(cuda, "simulator_enabled", None)
     if flag is not None:
         return bool(flag)
-    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")  # pragma: no cover
+    import numba  # pragma: no cover - numba's built-in CUDA target
+
+    return bool(getattr(numba.config, "ENABLE_CUDASIM", False))  # pragma: no cover
 
 
 SIMULATOR = _simulator_enabled()
@@ -46,10 +49,6 @@ _plans: dict = {}  # (kernel, stream, flat, argument kinds) -> _Plan, or None: n
 _PLANS_KEPT = 4096
 _streams: dict = {}  # numba stream -> cuda.core stream
 _configs: dict = {}  # (grid, block) -> cuda.core LaunchConfig
-
-
-def is_device_array(value) -> bool:
-    return hasattr(value, "copy_to_host")
 
 
 def flat_view(arr):

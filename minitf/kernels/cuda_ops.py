@@ -156,10 +156,12 @@ class CudaOps:
             return NUMPY.reshape(x, shape)
         if tuple(x.shape) == tuple(shape):
             return x
-        try:
-            return x.reshape(*shape) if shape else self.from_host(np.reshape(self.to_host(x), ()))
-        except NotImplementedError:  # (not C-contiguous: never a minitf result)
-            return self.from_host(np.reshape(self.to_host(x), shape))
+        if shape:  # (numba has no view of rank 0)
+            try:
+                return x.reshape(*shape)
+            except NotImplementedError:  # (not C-contiguous: never a minitf result)
+                pass
+        return self.from_host(np.reshape(self.to_host(x), shape))
 
     def to_host(self, x):
         if not is_device_array(x):
