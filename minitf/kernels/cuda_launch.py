@@ -26,7 +26,7 @@ import ctypes
 
 from numba import cuda
 
-from minitf.kernels.cuda_ops import is_device_array
+from minitf.kernels.tensor_ops import is_device_array
 
 #: how an argument becomes parameters: an array seen flat, an array as it is
 FLAT = "flat"

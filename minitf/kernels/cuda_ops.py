@@ -25,12 +25,9 @@ import numpy as np
 
 from minitf.framework.resource_mgr import VariableRef
 from minitf.kernels.numpy_ops import NUMPY, scalarize
+from minitf.kernels.tensor_ops import is_device_array
 
 _INT32 = np.dtype(np.int32)
-
-
-def is_device_array(v) -> bool:
-    return hasattr(v, "copy_to_host")
 
 
 def in_host_memory(v) -> bool:

@@ -128,6 +128,11 @@ def host_kernel(factory: Callable[[Any, Any], Compute]) -> Callable[[Any, Any], 
     return on_device
 
 
+def is_device_array(value: Any) -> bool:
+    """Whether ``value`` is a device array (numba's, or the simulator's), not a host value."""
+    return hasattr(value, "copy_to_host")
+
+
 def shape_text(shape: Sequence[int]) -> str:
     """TF's ``[2,3]`` rendering of a shape in kernel error messages."""
     return "[%s]" % ",".join(str(d) for d in shape)
