@@ -352,7 +352,7 @@ def test_blas_already_at_one_thread_is_left_alone(monkeypatch):
 
     calls = []
     monkeypatch.setattr(
-        step_run._SingleThreadedBlas, "_set", staticmethod(lambda counts: calls.append(counts))
+        step_run._BlasThreads, "_set", staticmethod(lambda counts: calls.append(counts))
     )
     a = tf.constant(np.ones((128, 128), np.float32))
     m = tf.matmul(a, a)

@@ -3,7 +3,7 @@
 Book section: "Parallel Execution" (Figure 12-5's multithreaded kernel).  A split kernel cuts
 its work into at most N chunks (N = intra_op_parallelism_threads): the pool thread that runs the
 op takes the first, the device's intra-op pool the others, and BLAS is held to one thread while
-the step runs (``step_run._SingleThreadedBlas``), so BLAS threads never multiply minitf's own.
+the step runs (``step_run._BlasThreads(1)``), so BLAS threads never multiply minitf's own.
 minitf has no numba CPU kernels (its numba code is numba.cuda only), so numba's thread count
 plays no part.  Proved from the step stats' chunks, from BLAS's own thread count read inside
 each chunk, and from the process's CPU time.
@@ -191,13 +191,13 @@ def test_single_threaded_blas_is_counted_across_concurrent_steps():
     """Two steps overlapping on two threads: BLAS holds one thread from the first start to the
     last end, whichever threads they are, and then gets its own limit back."""
     before = _blas_threads()
-    with step_run._SingleThreadedBlas():  # this thread has set (and restored) the limit once
+    with step_run._BlasThreads(1):  # this thread has set (and restored) the limit once
         pass
     first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
     seen = {}
 
     def first():
-        with step_run._SingleThreadedBlas():
+        with step_run._BlasThreads(1):
             seen["first, alone"] = _blas_threads()
             first_in.set()
             second_in.wait(5)
@@ -206,7 +206,7 @@ def test_single_threaded_blas_is_counted_across_concurrent_steps():
     t = threading.Thread(target=first)
     t.start()
     assert first_in.wait(5)
-    with step_run._SingleThreadedBlas():
+    with step_run._BlasThreads(1):
         second_in.set()
         assert first_out.wait(5)
         t.join(5)

@@ -1,11 +1,14 @@
-"""BLAS held to one thread while minitf's pools run a step.
+"""How many threads BLAS runs while minitf's steps run.
 
 Book section: "Parallel Execution" (``intra_op_parallelism_threads``: how many threads one op
 may use).  Parallelism comes from minitf's own pools, sized as the user asked, not from BLAS
-threads multiplying them: while any step with pools (or a one-thread step run on its caller)
-runs, every BLAS library of the process runs one thread; the last step to end gives each its
-own count back.  OpenBLAS's own threads also spin while they wait, and beside other busy
-processes they lose far more than they gain.
+threads multiplying them.  A step run by the pools asks for one BLAS thread: its large kernels
+split their own work over the intra-op pool, where a trace shows each piece.  A step its
+caller runs alone, one node after another (``step_run``), asks for its intra-op count: its
+heavy nodes are single BLAS calls (``kernel_stats``), and BLAS's own threads are then that op's
+intra-op threads.  While steps run, every BLAS library of the process runs the smallest count
+any of them asked for, so pooled steps are never oversubscribed; the last step to end gives
+each library its own count back.
 
 The libraries are found once with threadpoolctl (numpy loaded them; the lookup reads the
 process's memory map, about 0.4 ms).  For OpenBLAS, the usual case, the count is then read and
@@ -20,11 +23,12 @@ go through threadpoolctl's controllers.
 from __future__ import annotations
 
 import threading
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 _lock = threading.Lock()
-_users = 0
-_original: Optional[List[int]] = None  # each library's thread count before the first step
+_wishes: Dict[int, int] = {}  # thread count asked for -> steps running that asked for it
+_original: List[int] = []  # each library's thread count when the first running step began
+_current: Optional[int] = None  # the count set for the running steps (None: their own)
 _knobs: Optional[List[Tuple[Callable[[], int], Callable[[int], object]]]] = None
 
 
@@ -67,29 +71,36 @@ def knobs() -> List[Tuple[Callable[[], int], Callable[[int], object]]]:
     return _knobs
 
 
-class SingleThreadedBlas:
-    """``with SingleThreadedBlas():`` -- BLAS at one thread inside, counted across threads:
-    from the first step's start to the last step's end.  Where every library has one thread
-    already (``OPENBLAS_NUM_THREADS=1``, a worker task held to one core) nothing is set or
-    restored."""
+class BlasThreads:
+    """``with BlasThreads(n):`` -- BLAS at ``n`` threads inside, counted across threads: from
+    the first step's start to the last step's end every BLAS library runs the smallest count
+    any step running then asked for (a pooled step asks for one: its kernels split their own
+    work; a step its caller runs alone asks for its intra-op count, ``step_run``).  Where every
+    library has that count already (``OPENBLAS_NUM_THREADS=1``, a worker task held to one core)
+    nothing is set or restored."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int = 1):
+        self.n = max(1, int(n))
 
     def __enter__(self):
-        global _users, _original
+        global _original
         with _lock:
-            if _users == 0:
-                counts = [get() for get, _ in knobs()]
-                _original = None if all(n == 1 for n in counts) else counts
-                if _original is not None:
-                    self._set([1] * len(counts))
-            _users += 1
+            if not _wishes:
+                _original = [get() for get, _ in knobs()]
+            _wishes[self.n] = _wishes.get(self.n, 0) + 1
+            _apply(self._set)
 
     def __exit__(self, *exc):
-        global _users, _original
+        global _original
         with _lock:
-            _users -= 1
-            if _users == 0 and _original is not None:
-                self._set(_original)
-                _original = None
+            left = _wishes[self.n] - 1
+            if left:
+                _wishes[self.n] = left
+            else:
+                del _wishes[self.n]
+            _apply(self._set)
         return False
 
     @staticmethod
@@ -97,3 +108,23 @@ class SingleThreadedBlas:
         for (_, put), n in zip(knobs(), counts):
             if n is not None:
                 put(n)
+
+
+def _apply(set_counts) -> None:
+    """Sets the libraries to what the running steps ask (caller holds ``_lock``): the smallest
+    wish, or each library's own count back once no step runs or all already have it."""
+    global _current
+    if _wishes:
+        target = min(_wishes)
+        want = None if all(n == target for n in _original) else target
+    else:
+        want = None
+    if want == _current:
+        return
+    set_counts(list(_original) if want is None else [want] * len(_original))
+    _current = want
+
+
+def SingleThreadedBlas() -> BlasThreads:  # noqa: N802 - reads as the class it always was
+    """BLAS at one thread inside a ``with``: what a pooled step asks for."""
+    return BlasThreads(1)

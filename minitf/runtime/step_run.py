@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from minitf.framework import errors
 from minitf.runtime import pools
-from minitf.runtime.blas_threads import SingleThreadedBlas as _SingleThreadedBlas
+from minitf.runtime.blas_threads import BlasThreads as _BlasThreads
 from minitf.runtime.executor import (
     ExecutionPlan,
     NodeContext,
@@ -67,6 +67,9 @@ class StepRun:
         self.ctx = ctx
         self.tracer = ctx.tracer
         self.pools = pool_set
+        # a threaded untraced step times its expensive nodes (``kernel_stats``)
+        timed = pool_set is not None and ctx.tracer is None and eplan.any_expensive
+        self.learn = eplan.kernel_stats if timed else None
         self.queue_of = (
             {d: pool_set.queue_of(d) for d in eplan.devices} if pool_set is not None else None
         )
@@ -101,6 +104,8 @@ class StepRun:
             if i is None:
                 raise e
             raise_node_error(e, self.eplan, i)
+        if self.learn is not None:
+            self.learn.run_ended()
         return self.vals
 
     def _wait(self, deadline):
@@ -235,7 +240,12 @@ class StepRun:
                     self._task_ended()
                 raise
             return False
-        vals[i] = outs = self._kernel_of(i)(ctx, ins)
+        if self.learn is not None and eplan.expensive[i]:
+            t0 = time.perf_counter_ns()
+            vals[i] = outs = self._kernel_of(i)(ctx, ins)
+            self.learn.record(i, (time.perf_counter_ns() - t0) / 1000.0)
+        else:
+            vals[i] = outs = self._kernel_of(i)(ctx, ins)
         if self.tracer is not None:
             self.tracer.record(i, outs, start, now_micros(), pool, getattr(ctx, "chunks", ()))
         return True
@@ -341,20 +351,20 @@ def _one_thread_does_it(eplan, ctx, pool_set, timeout_ms, on_start) -> bool:
     """Whether the caller may run the step's program itself, in its serial order: no node
     completes through a callback, nothing can stop the step from another thread (no timeout, no
     ``on_start``), and either the step has no pools (a session that runs steps in its caller's
-    thread) or every pool it would use has one thread (so the pool thread would run each node
-    in turn while the caller only waits) and nothing traces it (a trace shows the pool thread
-    that ran each node).  What the step computes, frees and forwards is the same; the caller
-    saves a hand-off per expensive node and the pool's bookkeeping."""
+    thread) or, untraced (a trace shows the pool thread that ran each node) and with TF's
+    shared pools, the pools could not do better: each has one thread (the pool thread would run
+    the nodes one after another while the caller waited), or the plan's first runs showed that
+    no two of its heavy nodes can run at once and that BLAS's threads can do their intra-op
+    work (``kernel_stats``).  What the step computes, frees and forwards is the same; the
+    caller saves a hand-off per expensive node and the pool's bookkeeping."""
     if eplan.any_async or timeout_ms > 0 or on_start is not None:
         return False
     if pool_set is None:
         return True
-    return (
-        pool_set.inter_threads == 1
-        and pool_set.intra_threads == 1
-        and pool_set.mode == "global"
-        and ctx.tracer is None
-    )
+    if pool_set.mode != "global" or ctx.tracer is not None:
+        return False
+    inter, intra = pool_set.inter_threads, pool_set.intra_threads
+    return (inter == 1 and intra == 1) or eplan.kernel_stats.caller_may_run(inter, intra)
 
 
 def run_step(
@@ -377,11 +387,12 @@ def run_step(
         if not eplan.any_expensive and not eplan.any_async:
             return run_serial(eplan, ctx)
         if _one_thread_does_it(eplan, ctx, pool_set, timeout_ms, on_start):
-            with _SingleThreadedBlas():
+            # one node at a time: BLAS's threads are its matmuls' intra-op threads
+            with _BlasThreads(1 if pool_set is None else pool_set.intra_threads):
                 return run_serial(eplan, ctx)
         if not eplan.any_expensive or pool_set is None:
             return StepRun(eplan, ctx, None).run(timeout_ms, on_start)
-        with _SingleThreadedBlas():
+        with _BlasThreads(1):
             return StepRun(eplan, ctx, pool_set).run(timeout_ms, on_start)
     except errors.OpError as e:
         if ctx.rendezvous is not None:

@@ -1,0 +1,110 @@
+"""What a plan learns from its first runs: which nodes are heavy, and whether its pools can
+ever run two of those at once.
+
+Book section: "Parallel Execution".  TF's executor times its kernels and stops handing the
+cheap ones to other threads (TF 2.x's ``KernelStats``: a kernel whose measured cost is under a
+threshold runs inline).  In CPython a hand-off costs far more than in C++ (a thread wake and
+the GIL, tens of microseconds, see ``bench/README.md``, "Where a split pays"), so minitf asks
+the same question of a whole step: over a plan's first threaded runs it times every
+*expensive* node; a node that took at least :data:`HEAVY_MICROS` is *heavy*.  If no two heavy
+nodes can be ready together (each heavy node depends on the one before it) the inter-op pool
+has nothing worth overlapping, and if every heavy node is a CPU matmul the intra-op work can be
+BLAS's own threads.  Such a step may then run on its caller, one node after another
+(``step_run._one_thread_does_it``): the schedule one pool thread would follow, without the
+hand-offs.  Only untraced steps take that path: a trace shows every pool thread at work.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from minitf.runtime.scheduler import Plan, serial_order
+
+HEAVY_MICROS = 150
+"""A node that takes this long is worth running beside another on a second thread: a split
+matmul or add starts to pay at about this size on a 2-core VM (``bench/README.md``)."""
+
+LEARNING_RUNS = 2
+"""Threaded runs a plan times before it first decides (each node's fastest run counts: the
+first run of a plan pays for cold caches).  Every later threaded run is timed too, so a node
+that only looked heavy while the machine was busy stops counting once it ran faster."""
+
+BLAS_OPS = frozenset({"MatMul"})
+"""Op types whose CPU kernel is one BLAS call: BLAS's own threads can do its intra-op work."""
+
+
+def needs_no_intra_pool(op_type: str, device_type: str, splittable: bool) -> bool:
+    """Whether a node's intra-op work can do without minitf's intra-op pool when its caller runs
+    it: its kernel never splits, it is a card's kernel (with TF's shared pools a GPU kernel is
+    the card's work, never split over host threads), or it is one BLAS call on the CPU."""
+    return not splittable or device_type != "CPU" or op_type in BLAS_OPS
+
+
+class KernelStats:
+    """Per plan: the fastest measured time of each expensive node over its threaded untraced
+    runs, and the decision :meth:`caller_may_run` reads, made after :data:`LEARNING_RUNS` runs
+    and again whenever a node stops being heavy."""
+
+    __slots__ = ("plan", "costs", "no_pool", "runs", "heavy", "one_chain", "pool_free")
+
+    def __init__(self, plan: Plan, expensive: Sequence[bool], no_pool: Sequence[bool]):
+        """``expensive[i]``: node ``i`` waits for a pool thread; ``no_pool[i]``: its intra-op
+        work needs no intra-op pool (:func:`needs_no_intra_pool`)."""
+        self.plan = plan
+        self.costs = [math.inf if e else 0.0 for e in expensive]
+        self.no_pool = no_pool
+        self.runs = 0
+        self.heavy: list[int] | None = None  # the heavy nodes of the last decision
+        self.one_chain = self.pool_free = False  # nothing is decided before the runs
+
+    def record(self, i: int, micros: float) -> None:
+        """Node ``i`` (expensive) ran in ``micros`` in a threaded untraced run."""
+        if micros < self.costs[i]:
+            self.costs[i] = micros
+
+    def run_ended(self) -> None:
+        """A timed run ended without an error; decides again if the heavy nodes changed."""
+        self.runs += 1
+        if self.runs < LEARNING_RUNS:
+            return
+        heavy = [i for i, c in enumerate(self.costs) if c >= HEAVY_MICROS]
+        if heavy != self.heavy:
+            self.one_chain = is_chain(self.plan, heavy)
+            self.pool_free = all(self.no_pool[i] for i in heavy)
+            self.heavy = heavy
+
+    def caller_may_run(self, inter_threads: int, intra_threads: int) -> bool:
+        """Whether, with pools of these sizes, the caller loses nothing by running the step
+        alone: the inter-op threads could not overlap two heavy nodes (one thread, or the heavy
+        nodes in one chain) and no heavy node needs the intra-op pool (one intra-op thread, or
+        none that splits its work but a BLAS call, given BLAS's threads)."""
+        if self.heavy is None:
+            return False
+        return (inter_threads == 1 or self.one_chain) and (intra_threads == 1 or self.pool_free)
+
+
+def is_chain(plan: Plan, nodes: Sequence[int]) -> bool:
+    """Whether every two of ``nodes`` are ordered by the plan's edges (no two can be ready at
+    once).  Each node's heavy ancestors as one integer bit set, in topological order."""
+    if len(nodes) <= 1:
+        return True
+    bit = {j: 1 << k for k, j in enumerate(nodes)}
+    order = serial_order(plan)
+    before = [0] * plan.n  # the marked nodes each node depends on
+    preds: list[list[int]] = [[] for _ in range(plan.n)]
+    for i in range(plan.n):
+        for j in plan.successors[i]:
+            preds[j].append(i)
+    for i in order:
+        acc = 0
+        for p in preds[i]:
+            acc |= before[p] | bit.get(p, 0)
+        before[i] = acc
+    # a chain: the k-th node (by count of marked ancestors) has exactly the k before it
+    seen = 0
+    for j in sorted(nodes, key=lambda j: before[j].bit_count()):
+        if before[j] != seen:
+            return False
+        seen |= bit[j]
+    return True
