@@ -79,7 +79,7 @@ def _reshape(op, device):
         x_shape = backend.shape(x)
         dims = _dims(backend.to_host(shape))
         try:
-            new_shape = np.reshape(_proxy(x_shape), dims).shape
+            new_shape = _proxy(x_shape).reshape(dims).shape
         except ValueError:
             raise errors.InvalidArgumentError(
                 None,
@@ -97,7 +97,11 @@ def _expand_dims(op, device):
 
     def compute(ctx, ins):
         axis = int(backend.to_host(ins[1]))
-        return (backend.reshape(ins[0], np.expand_dims(_proxy(backend.shape(ins[0])), axis).shape),)
+        shape = tuple(backend.shape(ins[0]))
+        if -len(shape) - 1 <= axis <= len(shape):  # numpy's rule, without its Python wrapper
+            axis %= len(shape) + 1
+            return (backend.reshape(ins[0], shape[:axis] + (1,) + shape[axis:]),)
+        return (backend.reshape(ins[0], np.expand_dims(_proxy(shape), axis).shape),)
 
     return compute
 
@@ -186,7 +190,7 @@ def _broadcast_gradient_args(op, device):
     known = {}
 
     def compute(ctx, ins):
-        key = (tuple(np.reshape(ins[0], -1).tolist()), tuple(np.reshape(ins[1], -1).tolist()))
+        key = (tuple(_dims(ins[0])), tuple(_dims(ins[1])))
         outs = known.get(key)
         if outs is None:
             outs = tuple(np.array(r, dtype=np_dtype) for r in broadcast_reduction_axes(*key))

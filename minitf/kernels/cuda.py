@@ -531,8 +531,8 @@ def _select_binary_fn(op, ctype):
             return ctype(x) if (x < y or x != x) else ctype(y)
     elif op == "relu_grad":
 
-        def f(x, y):
-            return ctype(x) if y > 0 else ctype(0)
+        def f(x, y):  # TF's functor multiplies: a NaN or infinite dead gradient gives NaN
+            return ctype(x) * (ctype(1) if y > 0 else ctype(0))
     elif op == "sigmoid_grad":
 
         def f(x, y):

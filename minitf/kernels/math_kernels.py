@@ -185,7 +185,12 @@ def _add_n(op, device):
 def _axes(axes, rank: int) -> list:
     """A reduction's axes tensor (a scalar or a vector, negative axes counted from the end)
     as sorted distinct Python ints in ``[0, rank)``."""
-    return sorted({a % rank for a in np.asarray(axes).reshape(-1).tolist()})
+    listed = axes.tolist() if hasattr(axes, "tolist") else axes  # an array, a numpy scalar
+    if type(listed) is int:
+        return [listed % rank]
+    if type(listed) is not list or not all(type(a) is int for a in listed):
+        listed = np.asarray(axes).reshape(-1).tolist()
+    return sorted({a % rank for a in listed})
 
 
 def _reduction(fn):
@@ -230,8 +235,10 @@ def _prod(op, device):
 
     def compute(ctx, ins):
         x, axes = ins
-        axis = tuple(_axes(axes, max(np.ndim(x), 1)))
-        return (np.prod(x, axis=axis, keepdims=keep, dtype=np_dtype),)
+        x = np.asarray(x)
+        axis = tuple(_axes(axes, max(x.ndim, 1)))
+        # np.prod's own reduction, without its Python wrapper
+        return (np.multiply.reduce(x, axis=axis, keepdims=keep, dtype=np_dtype),)
 
     return compute
 

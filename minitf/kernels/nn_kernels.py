@@ -152,9 +152,9 @@ def sparse_xent_rows(logits, labels):
     ``log(sum(exp(shifted))) - shifted[label]`` and the backprop ``exp(shifted) / sum -
     onehot(label)``; one exponential per logit, written into one buffer."""
     rows = np.arange(logits.shape[0])
-    shifted = logits - np.max(logits, axis=-1, keepdims=True)
+    shifted = logits - logits.max(axis=-1, keepdims=True)  # (methods: no Python wrappers)
     backprop = np.exp(shifted)
-    total = np.sum(backprop, axis=-1, keepdims=True)
+    total = backprop.sum(axis=-1, keepdims=True)
     loss = np.log(total[:, 0]) - shifted[rows, labels]
     np.divide(backprop, total, out=backprop)
     backprop[rows, labels] -= 1

@@ -77,24 +77,11 @@ def _into(result, out):
 
 
 def _relu_grad(g, features, out=None):
-    """TF's ``ReluGrad``: ``g`` where the features are positive, else 0.  On float arrays as a
-    bit mask (``g``'s bits and all ones, or zero): the same values as ``np.where``, a NaN
-    gradient of a dead unit included, about three times faster (a training step's hot path)."""
-    if (
-        type(g) is np.ndarray
-        and type(features) is np.ndarray
-        and g.dtype.kind == "f"
-        and g.dtype == features.dtype
-        and g.shape == features.shape
-    ):
-        bits = np.dtype("u%d" % g.dtype.itemsize)
-        keep = np.greater(features, 0).astype(bits)
-        np.negative(keep, out=keep)  # 1 -> all ones
-        if out is None:
-            out = np.empty(g.shape, g.dtype)
-        np.bitwise_and(g.view(bits), keep, out=out.view(bits))
-        return out
-    return _into(np.where(features > 0, g, np.zeros_like(g)), out)
+    """TF's ``ReluGrad`` as its functor computes it: ``g * (features > 0)``.  A dead unit's
+    gradient is zero (-0 where it was negative) and NaN where it was NaN or infinite, as TF
+    gives (a select would give 0 there)."""
+    with np.errstate(invalid="ignore"):  # inf * 0 is NaN, silently (TF's too)
+        return scalarize(np.multiply(g, np.greater(features, 0), out=out))
 
 
 def _sigmoid_grad(y, g, out=None):
@@ -108,7 +95,7 @@ def _tanh_grad(y, g, out=None):
 
 
 def _relu(x, out=None):
-    return np.maximum(x, np.zeros_like(x), out=out)
+    return np.maximum(x, x.dtype.type(0), out=out)  # a zero of x's own type: no array made
 
 
 def _rsqrt(x, out=None):
@@ -257,8 +244,12 @@ class NumpyOps:
             ):
                 return _split_zip(ctx, ufunc, x, y, out)
             if out is not None:
-                shape = _broadcast_shape(np.shape(x), np.shape(y))
-                if fits(out, shape, np.result_type(x, y)):
+                if type(x) is ndarray and type(y) is ndarray and x.dtype == y.dtype:
+                    shape, dtype = _broadcast_shape(x.shape, y.shape), x.dtype  # (hot path)
+                else:
+                    shape = _broadcast_shape(np.shape(x), np.shape(y))
+                    dtype = np.result_type(x, y)
+                if fits(out, shape, dtype):
                     return ufunc(x, y, out=out)
             return f(x, y)
 
@@ -328,9 +319,12 @@ class NumpyOps:
         return scalarize(np.array(x, copy=True))
 
     def shape(self, x) -> tuple:
-        return np.shape(x)
+        # an array's own attribute where it is one (a step asks about sixty times)
+        return x.shape if type(x) is np.ndarray else np.shape(x)
 
     def reshape(self, x, shape: tuple):
+        if type(x) is np.ndarray and shape:  # a view, without np.reshape's Python wrapper
+            return x.reshape(shape)
         return scalarize(np.reshape(x, shape))
 
     def to_host(self, x):

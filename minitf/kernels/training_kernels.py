@@ -166,7 +166,8 @@ def _factory(op_type, update):
         attrs = {a: bool(op.get_attr(a)) for a in _ATTRS.get(op_type, ())}
 
         def apply(ctx, refs, ins):
-            values = [_read(r) for r in refs] + list(ins[n_refs:])
+            values = [_read(r) for r in refs]
+            values += ins[n_refs:]
             _check(backend, inputs, values)
             new = update(ctx, math, attrs, *values)
             for ref, old, value in zip(refs, values, new):
