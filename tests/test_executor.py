@@ -720,10 +720,10 @@ def _thread_of_matmul(sess, fetch, **run_kw):
 
 
 def test_one_thread_pools_let_the_caller_run_the_step():
-    """Where every pool of the step has one thread, an untraced step of synchronous nodes runs
-    on the caller in its serial order (the pool thread would run them one by one while the
-    caller waited); the values are the pool's.  With two inter-op threads, a timeout or a trace
-    the pool runs it, as before."""
+    """Where every pool of the step has one thread, an untraced step runs on the caller (the
+    pool thread would run its nodes one by one while the caller waited), with a deadline too
+    (checked between nodes); the values are the pool's.  With two inter-op threads (before the
+    plan has learnt its costs, ``test_kernel_stats``) or a trace the pool runs it."""
     a = tf.constant(np.arange(256 * 256, dtype=np.float32).reshape(256, 256) / 65536.0)
     m = tf.matmul(a, a, name="mm")
     expected = a_val = None
@@ -734,7 +734,7 @@ def test_one_thread_pools_let_the_caller_run_the_step():
         expected = a_val @ a_val
         np.testing.assert_allclose(value, expected, rtol=1e-5)
         thread, value = _thread_of_matmul(sess, m, options=tf.RunOptions(timeout_in_ms=60000))
-        assert thread is not threading.current_thread()
+        assert thread is threading.current_thread()
         np.testing.assert_allclose(value, expected, rtol=1e-5)
         _, nodes, _ = _traced(sess, m)
         assert nodes["mm"].thread_name == "inter-op #0"

@@ -1,5 +1,5 @@
 """A plan learns its heavy nodes, and a step whose pools cannot overlap two of them runs on its
-caller (``runtime/kernel_stats.py``, ``step_run._one_thread_does_it``).
+caller (``runtime/kernel_stats.py``, ``step_run._pools_add_nothing``).
 
 Book section: "Parallel Execution".  The decision changes which thread runs a kernel and how
 many threads BLAS has, never what a step computes: each test checks the values too.

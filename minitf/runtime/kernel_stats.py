@@ -10,7 +10,7 @@ the same question of a whole step: over a plan's first threaded runs it times ev
 nodes can be ready together (each heavy node depends on the one before it) the inter-op pool
 has nothing worth overlapping, and if every heavy node is a CPU matmul the intra-op work can be
 BLAS's own threads.  Such a step may then run on its caller, one node after another
-(``step_run._one_thread_does_it``): the schedule one pool thread would follow, without the
+(``step_run._pools_add_nothing``): the schedule one pool thread would follow, without the
 hand-offs.  Only untraced steps take that path: a trace shows every pool thread at work.
 """
 

@@ -46,6 +46,10 @@ from minitf.runtime.scheduler import Step, runs_inline, schedule_ready
 _SIGNAL_SLICE = 0.2  # seconds: how late a KeyboardInterrupt may reach a waiting caller
 
 
+def _deadline_error():
+    return errors.DeadlineExceededError(None, None, "Timed out waiting for notification")
+
+
 class StepRun:
     """One run of an execution plan with a :class:`~minitf.runtime.executor.StepContext`, over
     ``pool_set`` (None: every node on the caller's thread)."""
@@ -79,6 +83,7 @@ class StepRun:
         self.error = None  # (exception, failing node or None for a cancel)
         self.cancelled = False
         self.ended = False  # run() returned: the last outstanding task frees memory
+        self.deadline = None  # (monotonic seconds) checked between nodes where no pool runs
 
     # -- the caller's side ---------------------------------------------------------------------
     def run(self, timeout_ms=0, on_start=None):
@@ -86,6 +91,8 @@ class StepRun:
         if on_start is not None:
             on_start(self.cancel)
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms > 0 else None
+        # a step without pools runs on this thread: its deadline is checked between nodes
+        self.deadline = deadline if self.pools is None else None
         try:
             self._process(list(self.roots), False)
             self._wait(deadline)
@@ -115,11 +122,7 @@ class StepRun:
                 while not self._finished() and not self.handoff:
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
-                        self.cancel_locked(
-                            errors.DeadlineExceededError(
-                                None, None, "Timed out waiting for notification"
-                            )
-                        )
+                        self.cancel_locked(_deadline_error())
                         return
                     # in slices: a Ctrl-C that the OS hands to another thread of the process
                     # (gRPC's, BLAS's) only interrupts this wait when it wakes up
@@ -163,6 +166,9 @@ class StepRun:
             stack.append(first)
         while stack:
             if self.cancelled:
+                return
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                self.cancel(_deadline_error())
                 return
             i = stack.pop()
             try:
@@ -347,20 +353,14 @@ class StepRun:
 # -- choosing a driver --------------------------------------------------------------------------
 
 
-def _one_thread_does_it(eplan, ctx, pool_set, timeout_ms, on_start) -> bool:
-    """Whether the caller may run the step's program itself, in its serial order: no node
-    completes through a callback, nothing can stop the step from another thread (no timeout, no
-    ``on_start``), and either the step has no pools (a session that runs steps in its caller's
-    thread) or, untraced (a trace shows the pool thread that ran each node) and with TF's
-    shared pools, the pools could not do better: each has one thread (the pool thread would run
-    the nodes one after another while the caller waited), or the plan's first runs showed that
-    no two of its heavy nodes can run at once and that BLAS's threads can do their intra-op
-    work (``kernel_stats``).  What the step computes, frees and forwards is the same; the
-    caller saves a hand-off per expensive node and the pool's bookkeeping."""
-    if eplan.any_async or timeout_ms > 0 or on_start is not None:
-        return False
-    if pool_set is None:
-        return True
+def _pools_add_nothing(eplan, ctx, pool_set) -> bool:
+    """Whether the step's pools could not run it any better than its caller can, alone: an
+    untraced step (a trace shows the pool thread that ran each node) with TF's shared pools,
+    each of one thread (the pool thread would run the nodes one after another while the caller
+    waited), or whose plan's first runs showed that no two of its heavy nodes can run at once
+    and that BLAS's threads can do their intra-op work (``kernel_stats``).  What the step
+    computes, frees and forwards is the same; the caller saves a hand-off per expensive node
+    and the pool's bookkeeping."""
     if pool_set.mode != "global" or ctx.tracer is not None:
         return False
     inter, intra = pool_set.inter_threads, pool_set.intra_threads
@@ -377,7 +377,8 @@ def run_step(
     """Runs one step with ``ctx`` (a :class:`StepContext`); returns every node's outputs.
 
     A plan of cheap synchronous nodes runs inline on the caller, and so does every plan
-    without ``pool_set`` (a session that runs steps in its caller's thread); any other runs in a
+    without ``pool_set`` (a session that runs steps in its caller's thread) or whose pools
+    could not do better (:func:`_pools_add_nothing`); any other runs in a
     :class:`StepRun` (over ``pool_set`` when it has expensive nodes,
     waiting at most ``timeout_ms``; ``on_start(cancel)`` then receives a function that stops it
     from another thread: ``cancel(error)`` makes the step raise ``error``).  A failed step
@@ -386,11 +387,15 @@ def run_step(
     try:
         if not eplan.any_expensive and not eplan.any_async:
             return run_serial(eplan, ctx)
-        if _one_thread_does_it(eplan, ctx, pool_set, timeout_ms, on_start):
+        alone = pool_set is None or _pools_add_nothing(eplan, ctx, pool_set)
+        if alone and eplan.any_expensive:
             # one node at a time: BLAS's threads are its matmuls' intra-op threads
             with _BlasThreads(1 if pool_set is None else pool_set.intra_threads):
-                return run_serial(eplan, ctx)
-        if not eplan.any_expensive or pool_set is None:
+                if eplan.any_async or timeout_ms > 0 or on_start is not None:
+                    # completions and a cancel come from other threads: the caller waits
+                    return StepRun(eplan, ctx, None).run(timeout_ms, on_start)
+                return run_serial(eplan, ctx)  # nothing comes from elsewhere: its program
+        if alone or not eplan.any_expensive:
             return StepRun(eplan, ctx, None).run(timeout_ms, on_start)
         with _BlasThreads(1):
             return StepRun(eplan, ctx, pool_set).run(timeout_ms, on_start)
