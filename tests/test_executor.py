@@ -742,3 +742,44 @@ def test_one_thread_pools_let_the_caller_run_the_step():
         thread, value = _thread_of_matmul(sess, m)
         assert thread is not threading.current_thread()
         np.testing.assert_allclose(value, expected, rtol=1e-5)
+
+
+def test_a_step_with_recvs_runs_on_the_caller_of_one_thread_pools_deadline_and_all():
+    """One-thread pools, a value crossing devices (its ``_Recv`` completes through a callback)
+    and a deadline: the caller runs the step through the general driver without pools, the
+    completion handing it the nodes it made ready; the values are the pools'.  A deadline
+    shorter than the step stops it between two nodes, and the session goes on working."""
+    tf.config.emulate_gpus(2)
+    with tf.device("/gpu:0"):
+        a = tf.constant(np.full((128, 128), 0.5, np.float32), name="a")
+    with tf.device("/gpu:1"):
+        b = tf.matmul(a, a, name="b")
+        chain = b
+        for _ in range(200):  # about 8 ms of matmuls, one thread
+            chain = tf.matmul(chain, a)
+    seen = []
+    with tf.Session(config=_config(1)) as sess:
+        orig = sess._impl.plan
+
+        def spy(*args):
+            eplan = orig(*args)
+            i = eplan.names.index("b")
+            k = eplan.kernels[i]
+            if not getattr(k, "spied", False):
+
+                def recording(ctx, ins):
+                    seen.append(threading.current_thread())
+                    return k(ctx, ins)
+
+                recording.spied = True
+                eplan.kernels[i] = recording
+            return eplan
+
+        sess._impl.plan = spy
+        value = sess.run(b, options=tf.RunOptions(timeout_in_ms=60000))
+        sess._impl.plan = orig
+        assert seen == [threading.current_thread()]
+        np.testing.assert_allclose(value, np.full((128, 128), 32.0))
+        with pytest.raises(tf.errors.DeadlineExceededError, match="Timed out waiting"):
+            sess.run(chain, options=tf.RunOptions(timeout_in_ms=1))
+        np.testing.assert_allclose(sess.run(b), np.full((128, 128), 32.0))
