@@ -95,6 +95,17 @@ def child_pids():
     return out
 
 
+def session_with_pools(inter, intra):
+    """A session with pools of its own: ``inter`` inter-op and ``intra`` intra-op threads."""
+    return tf.Session(
+        config=tf.ConfigProto(
+            inter_op_parallelism_threads=inter,
+            intra_op_parallelism_threads=intra,
+            use_per_session_threads=True,
+        )
+    )
+
+
 def traced_run(sess, fetches, feed_dict=None):
     """``sess.run`` with a full trace: ``(values, RunMetadata)``."""
     md = tf.RunMetadata()

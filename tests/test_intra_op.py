@@ -21,7 +21,7 @@ import pytest
 from threadpoolctl import ThreadpoolController
 
 import minitf as tf
-from helpers import node_stats, traced_run, wait_until
+from helpers import node_stats, session_with_pools, traced_run, wait_until
 from minitf.runtime import pools, step_run
 
 pytestmark = pytest.mark.usefixtures("cpu_only")
@@ -31,16 +31,6 @@ BLAS = ThreadpoolController().select(user_api="blas")
 
 def _blas_threads():
     return [lib.num_threads for lib in BLAS.lib_controllers]
-
-
-def _session(inter, intra):
-    return tf.Session(
-        config=tf.ConfigProto(
-            inter_op_parallelism_threads=inter,
-            intra_op_parallelism_threads=intra,
-            use_per_session_threads=True,
-        )
-    )
 
 
 def _traced_node(sess, fetch, name):
@@ -69,7 +59,7 @@ def test_a_big_matmul_runs_n_chunks_on_at_most_n_threads(n):
     threads, or on the op's thread where it took a block no intra-op thread had started."""
     a_np = np.random.RandomState(0).rand(512, 512).astype(np.float32)
     m = tf.matmul(tf.constant(a_np), tf.constant(a_np), name="big")
-    with _session(1, n) as sess:
+    with session_with_pools(1, n) as sess:
         for _ in range(3):  # scheduling is real: every run must keep the bound
             value, node = _traced_node(sess, m, "big")
             chunks = node.chunks
@@ -115,7 +105,7 @@ def test_a_matmul_with_more_columns_than_rows_splits_its_columns():
     rs = np.random.RandomState(0)
     x_np, w_np = rs.rand(2, 8192).astype(np.float32), rs.rand(8192, 1024).astype(np.float32)
     m = tf.matmul(tf.constant(x_np), tf.constant(w_np), name="wide")
-    with _session(1, 3) as sess:
+    with session_with_pools(1, 3) as sess:
         value, node = _traced_node(sess, m, "wide")
     assert sorted(c.index for c in node.chunks) == [0, 1, 2]
     np.testing.assert_allclose(value, x_np @ w_np, rtol=1e-5)
@@ -125,7 +115,7 @@ def test_large_elementwise_op_runs_n_chunks_on_at_most_n_threads():
     """The same bound for a split elementwise kernel (a multiply of 1024x1024 operands)."""
     x = tf.constant(np.ones((1024, 1024), np.float32))
     y = tf.multiply(x, x, name="big_mul")
-    with _session(1, 3) as sess:
+    with session_with_pools(1, 3) as sess:
         _, node = _traced_node(sess, y, "big_mul")
     assert sorted(c.index for c in node.chunks) == [0, 1, 2]
     assert len({c.thread_id for c in node.chunks}) <= 3
@@ -139,7 +129,7 @@ def test_blas_runs_one_thread_in_every_chunk_and_gets_its_limit_back(monkeypatch
     seen = _spy_on_chunks(monkeypatch)
     a = tf.constant(np.ones((512, 512), np.float32))
     m = tf.matmul(a, a)
-    with _session(1, 2) as sess:
+    with session_with_pools(1, 2) as sess:
         # an intra-op thread the OS wakes late leaves its block to the op's thread: run until
         # one took a block (the first run, on an idle machine)
         assert wait_until(lambda: _thread_kinds(seen) == 2 or _ran(sess, m), 30)
@@ -177,7 +167,7 @@ def test_a_step_run_from_another_thread_holds_blas_too(monkeypatch):
     before = _blas_threads()
     a = tf.constant(np.ones((512, 512), np.float32))
     m = tf.matmul(a, a)
-    with _session(1, 2) as sess:
+    with session_with_pools(1, 2) as sess:
         sess.run(m)  # this thread has set (and restored) the limit once
         seen = _spy_on_chunks(monkeypatch)
         t = threading.Thread(target=sess.run, args=(m,))
@@ -223,7 +213,7 @@ def test_single_threaded_blas_gives_the_limit_back_after_a_failed_step():
     before = _blas_threads()
     a = tf.placeholder(tf.float32, [None, None])
     m = tf.matmul(a, a)
-    with _session(1, 2) as sess:
+    with session_with_pools(1, 2) as sess:
         with pytest.raises(tf.errors.InvalidArgumentError):
             sess.run(m, {a: np.ones((2, 3), np.float32)})
     assert _blas_threads() == before
@@ -242,7 +232,7 @@ def test_process_cpu_time_stays_within_n_threads(n):
     y = x = tf.constant(a_np)
     for _ in range(6):
         y = tf.matmul(y, x)
-    with _session(1, n) as sess:
+    with session_with_pools(1, n) as sess:
         sess.run(y)  # warm-up; also outlasts any BLAS thread still spinning from earlier work
         wall, cpu = time.perf_counter(), time.process_time()
         sess.run(y)

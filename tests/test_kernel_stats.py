@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from threadpoolctl import ThreadpoolController
 
 import minitf as tf
-from helpers import node_stats, traced_run
+from helpers import node_stats, session_with_pools, traced_run
 from minitf.runtime import kernel_stats
 from minitf.runtime.kernel_stats import KernelStats, is_chain
 from minitf.runtime.scheduler import Plan
@@ -94,16 +94,6 @@ def test_a_heavy_node_that_splits_over_the_pool_keeps_the_step_pooled(monkeypatc
     assert stats.caller_may_run(2, 1) and not stats.caller_may_run(2, 2)
 
 
-def _session(inter, intra):
-    return tf.Session(
-        config=tf.ConfigProto(
-            inter_op_parallelism_threads=inter,
-            intra_op_parallelism_threads=intra,
-            use_per_session_threads=True,
-        )
-    )
-
-
 def _spy(sess, name, seen):
     """Records, each time node ``name`` runs, its thread and BLAS's thread counts."""
     orig = sess._impl.plan
@@ -148,7 +138,7 @@ def test_a_chain_of_heavy_matmuls_runs_on_the_caller_with_blas_threads(monkeypat
     with tf.Graph().as_default():
         a, fetches = _matmuls(fork)
         expected = None
-        with _session(2, 2) as sess:
+        with session_with_pools(2, 2) as sess:
             _spy(sess, "second", seen)
             for _ in range(kernel_stats.LEARNING_RUNS + 2):
                 values = sess.run(fetches)
@@ -174,7 +164,7 @@ def test_light_forks_do_not_keep_a_step_pooled(monkeypatch):
     seen = []
     with tf.Graph().as_default():
         _, fetches = _matmuls(fork=True)
-        with _session(2, 1) as sess:
+        with session_with_pools(2, 1) as sess:
             _spy(sess, "second", seen)
             for _ in range(kernel_stats.LEARNING_RUNS + 1):
                 sess.run(fetches)
@@ -187,7 +177,7 @@ def test_a_traced_step_always_shows_the_pool_threads(monkeypatch):
     monkeypatch.setattr(kernel_stats, "HEAVY_MICROS", 0)
     with tf.Graph().as_default():
         _, fetches = _matmuls(fork=False)
-        with _session(2, 2) as sess:
+        with session_with_pools(2, 2) as sess:
             for _ in range(kernel_stats.LEARNING_RUNS + 1):
                 sess.run(fetches)
             _, md = traced_run(sess, fetches)
