@@ -284,3 +284,18 @@ def test_blas_threads_without_openblas_symbols_go_through_threadpoolctl():
     t.join(10)
     type(real).clear_controlling_thread(force=True)
     assert seen == [1] and get() == before
+
+
+def test_blas_runs_the_smallest_count_the_running_steps_asked_for():
+    """A step its caller runs alone asks for its intra-op count, a pooled step for one: while
+    both run BLAS has one thread, once the pooled one ends the other's count again, and after
+    both its own count (nested here on one thread: the count is the module's, not a thread's;
+    a library built for fewer threads than asked gives what it can)."""
+    before = _blas_threads()
+    with step_run._BlasThreads(2):
+        alone = _blas_threads()
+        with step_run._BlasThreads(1):
+            both = _blas_threads()
+        after_pooled = _blas_threads()
+    assert set(both) == {1} and after_pooled == alone and set(alone) <= {1, 2}
+    assert _blas_threads() == before

@@ -46,13 +46,14 @@ class KernelStats:
     runs, and the decision :meth:`caller_may_run` reads, made after :data:`LEARNING_RUNS` runs
     and again whenever a node stops being heavy."""
 
-    __slots__ = ("plan", "costs", "no_pool", "runs", "heavy", "one_chain", "pool_free")
+    __slots__ = ("plan", "costs", "timed", "no_pool", "runs", "heavy", "one_chain", "pool_free")
 
     def __init__(self, plan: Plan, expensive: Sequence[bool], no_pool: Sequence[bool]):
         """``expensive[i]``: node ``i`` waits for a pool thread; ``no_pool[i]``: its intra-op
         work needs no intra-op pool (:func:`needs_no_intra_pool`)."""
         self.plan = plan
         self.costs = [math.inf if e else 0.0 for e in expensive]
+        self.timed = [i for i, e in enumerate(expensive) if e]  # the nodes a run times
         self.no_pool = no_pool
         self.runs = 0
         self.heavy: list[int] | None = None  # the heavy nodes of the last decision
@@ -68,7 +69,8 @@ class KernelStats:
         self.runs += 1
         if self.runs < LEARNING_RUNS:
             return
-        heavy = [i for i, c in enumerate(self.costs) if c >= HEAVY_MICROS]
+        costs = self.costs
+        heavy = [i for i in self.timed if costs[i] >= HEAVY_MICROS]
         if heavy != self.heavy:
             self.one_chain = is_chain(self.plan, heavy)
             self.pool_free = all(self.no_pool[i] for i in heavy)
