@@ -31,11 +31,11 @@ machine's cores (numpy: OpenBLAS with one thread per core; minitf: its default p
 inter-op and one intra-op thread per core), and one core (numpy: OpenBLAS at one thread;
 minitf: ``inter_op_parallelism_threads=intra_op_parallelism_threads=1``).  With its default
 pools minitf runs a step on its pools (BLAS at one thread, a large matmul's blocks on the
-intra-op pool) until the plan has learnt that the pools cannot overlap two of its heavy nodes
-(``runtime/kernel_stats.py``); from then on the caller runs it, BLAS at the intra-op count.
-Each side's untimed first steps include that learning.  The one-core ratio is the one a busy
-machine does not blur: OpenBLAS's threads spin while they wait for work, so numpy's all-cores
-figure falls apart when other processes want the cores too.
+intra-op pool) until the plan has learnt that they cannot do better: its heavy nodes are CPU
+matmuls, which BLAS's threads can cut (``runtime/kernel_stats.py``); from then on the caller
+runs it, BLAS at the intra-op count.  Each side's untimed first steps include that learning.
+The one-core ratio is the one a busy machine does not blur: OpenBLAS's threads spin while they
+wait for work, so numpy's all-cores figure falls apart when other processes want the cores too.
 """
 
 import argparse

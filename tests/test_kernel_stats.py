@@ -64,7 +64,7 @@ def test_decision_waits_for_the_learning_runs_and_follows_shrinking_costs(monkey
     them; once one of them ran under the threshold, the caller may run the step."""
     monkeypatch.setattr(kernel_stats, "HEAVY_MICROS", 100)
     plan = _plan([(0, 1), (0, 2)], 3)
-    stats = KernelStats(plan, [False, True, True], [True, True, True])
+    stats = KernelStats(plan, [False, True, True], [True] * 3, [False] * 3)
     stats.record(1, 500)
     stats.record(2, 500)
     stats.run_ended()
@@ -86,7 +86,7 @@ def test_a_heavy_node_that_splits_over_the_pool_keeps_the_step_pooled(monkeypatc
         for t, d, s in (("MatMul", "CPU", True), ("AddV2", "CPU", True), ("AddV2", "GPU", True))
     ]
     assert no_pool == [True, False, True]
-    stats = KernelStats(_plan([(0, 1)], 2), [True, True], no_pool[:2])
+    stats = KernelStats(_plan([(0, 1)], 2), [True, True], no_pool[:2], [True, False])
     for _ in range(kernel_stats.LEARNING_RUNS):
         stats.record(0, 900)
         stats.record(1, 900)
@@ -127,18 +127,25 @@ def _matmuls(fork):
     return a, [first, second]
 
 
-@pytest.mark.parametrize("fork", [False, True])
-def test_a_chain_of_heavy_matmuls_runs_on_the_caller_with_blas_threads(monkeypatch, fork):
-    """Inter 2, intra 2: after its learning runs a chain of heavy matmuls runs on the caller,
-    BLAS at the intra-op count; a fork of two stays with the pool threads, BLAS at one thread
-    (the kernels split their own work).  Every run gives the same values."""
+@pytest.mark.parametrize(
+    "fork, intra, on_caller",
+    [(False, 2, True), (True, 2, True), (False, 1, True), (True, 1, False)],
+)
+def test_heavy_matmuls_run_on_the_caller_with_blas_threads_unless_the_pools_can_overlap_them(
+    monkeypatch, fork, intra, on_caller
+):
+    """Two inter-op threads: after its learning runs, a chain of heavy matmuls runs on the
+    caller, BLAS at the intra-op count; so does a fork of two when there are as many intra-op
+    threads (BLAS's two threads on each product keep both cores busy).  With one intra-op
+    thread the fork stays with the pool threads, which can overlap the two, BLAS at one
+    thread.  Every run gives the same values, and BLAS gets its own count back."""
     monkeypatch.setattr(kernel_stats, "HEAVY_MICROS", 0)  # every expensive node is heavy
     before = [lib.num_threads for lib in BLAS.lib_controllers]
     seen = []
     with tf.Graph().as_default():
         a, fetches = _matmuls(fork)
         expected = None
-        with session_with_pools(2, 2) as sess:
+        with session_with_pools(2, intra) as sess:
             _spy(sess, "second", seen)
             for _ in range(kernel_stats.LEARNING_RUNS + 2):
                 values = sess.run(fetches)
@@ -148,13 +155,35 @@ def test_a_chain_of_heavy_matmuls_runs_on_the_caller_with_blas_threads(monkeypat
     caller = threading.current_thread()
     learning, later = seen[: kernel_stats.LEARNING_RUNS], seen[kernel_stats.LEARNING_RUNS :]
     assert all(t is not caller and blas == {1} for t, blas in learning)
-    if fork:
-        assert all(t is not caller and blas == {1} for t, blas in later)
+    if on_caller:
+        assert all(t is caller and blas == {intra} for t, blas in later)
     else:
-        assert all(t is caller and blas == {2} for t, blas in later)
+        assert all(t is not caller and blas == {1} for t, blas in later)
     a_value = np.random.RandomState(0).rand(384, 384).astype(np.float32) / 384
     first = a_value @ a_value
     np.testing.assert_allclose(expected[1], (a_value if fork else first) @ a_value, rtol=1e-5)
+
+
+def test_a_fork_of_heavy_cpu_matmuls_needs_as_many_intra_op_threads_as_inter_op_ones(
+    monkeypatch,
+):
+    """Heavy CPU matmuls that could overlap: the caller may run them once BLAS can give each
+    as many threads as the inter-op pool has; heavy nodes of a card never qualify (two cards'
+    kernels do overlap)."""
+    monkeypatch.setattr(kernel_stats, "HEAVY_MICROS", 100)
+    plan = _plan([(0, 1), (0, 2)], 3)
+    for cpu_blas, answers in (
+        (True, {(2, 2): True, (2, 3): True, (2, 1): False, (3, 2): False, (1, 4): True}),
+        (False, {(2, 2): False, (2, 3): False, (2, 1): False, (3, 2): False, (1, 4): True}),
+    ):
+        # node 0 is expensive but never timed (a constant the plan computed once): not heavy
+        stats = KernelStats(plan, [True, True, True], [True] * 3, [False] + [cpu_blas] * 2)
+        for _ in range(kernel_stats.LEARNING_RUNS):
+            stats.record(1, 400)
+            stats.record(2, 400)
+            stats.run_ended()
+        assert stats.heavy == [1, 2]
+        assert {k: stats.caller_may_run(*k) for k in answers} == answers
 
 
 def test_light_forks_do_not_keep_a_step_pooled(monkeypatch):

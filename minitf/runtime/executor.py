@@ -30,7 +30,7 @@ from minitf.ops.op_def import get_op_def
 from minitf.runtime.allocator import shape_string, type_string
 from minitf.runtime.gc_pause import gc_paused
 from minitf.runtime.graph_partition import Partitions
-from minitf.runtime.kernel_stats import KernelStats, needs_no_intra_pool
+from minitf.runtime.kernel_stats import KernelStats, is_cpu_blas, needs_no_intra_pool
 from minitf.runtime.placer import attach_node
 from minitf.runtime.scheduler import HeadStart, Plan, serial_order
 from minitf.runtime.step_stats import ChunkStats
@@ -124,6 +124,7 @@ class ExecutionPlan:
                 needs_no_intra_pool(n.type, d.device_type, s)
                 for n, d, s in zip(nodes, node_devices, self.splittable)
             ],
+            [is_cpu_blas(n.type, d.device_type) for n, d in zip(nodes, node_devices)],
         )
         self.accounted = any(d.allocator is not None for d in node_devices)
         self.has_rendezvous = any(n.type in ("_Send", "_Recv") for n in nodes)

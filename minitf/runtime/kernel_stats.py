@@ -7,11 +7,13 @@ threshold runs inline).  In CPython a hand-off costs far more than in C++ (a thr
 the GIL, tens of microseconds, see ``bench/README.md``, "Where a split pays"), so minitf asks
 the same question of a whole step: over a plan's first threaded runs it times every
 *expensive* node; a node that took at least :data:`HEAVY_MICROS` is *heavy*.  If no two heavy
-nodes can be ready together (each heavy node depends on the one before it) the inter-op pool
-has nothing worth overlapping, and if every heavy node is a CPU matmul the intra-op work can be
-BLAS's own threads.  Such a step may then run on its caller, one node after another
-(``step_run._pools_add_nothing``): the schedule one pool thread would follow, without the
-hand-offs.  Only untraced steps take that path: a trace shows every pool thread at work.
+nodes can be ready together (each heavy node depends on the one before it), or every heavy node
+is a CPU matmul and there are at least as many intra-op threads as inter-op ones (BLAS's own
+threads then keep as many cores busy on one product as the inter-op threads could on several),
+the inter-op pool has nothing worth overlapping; and if every heavy node that splits its work
+is a CPU matmul, the intra-op work can be BLAS's own threads.  Such a step may then run on its
+caller, one node after another (``step_run._pools_add_nothing``), without the hand-offs.  Only
+untraced steps take that path: a trace shows every pool thread at work.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ BLAS_OPS = frozenset({"MatMul"})
 """Op types whose CPU kernel is one BLAS call: BLAS's own threads can do its intra-op work."""
 
 
+def is_cpu_blas(op_type: str, device_type: str) -> bool:
+    """Whether a node's kernel is one BLAS call on the CPU (its intra-op work can be BLAS's)."""
+    return device_type == "CPU" and op_type in BLAS_OPS
+
+
 def needs_no_intra_pool(op_type: str, device_type: str, splittable: bool) -> bool:
     """Whether a node's intra-op work can do without minitf's intra-op pool when its caller runs
     it: its kernel never splits, it is a card's kernel (with TF's shared pools a GPU kernel is
@@ -46,18 +53,38 @@ class KernelStats:
     runs, and the decision :meth:`caller_may_run` reads, made after :data:`LEARNING_RUNS` runs
     and again whenever a node stops being heavy."""
 
-    __slots__ = ("plan", "costs", "timed", "no_pool", "runs", "heavy", "one_chain", "pool_free")
+    __slots__ = (
+        "plan",
+        "costs",
+        "timed",
+        "no_pool",
+        "cpu_blas",
+        "runs",
+        "heavy",
+        "one_chain",
+        "pool_free",
+        "all_cpu_blas",
+    )
 
-    def __init__(self, plan: Plan, expensive: Sequence[bool], no_pool: Sequence[bool]):
+    def __init__(
+        self,
+        plan: Plan,
+        expensive: Sequence[bool],
+        no_pool: Sequence[bool],
+        cpu_blas: Sequence[bool],
+    ):
         """``expensive[i]``: node ``i`` waits for a pool thread; ``no_pool[i]``: its intra-op
-        work needs no intra-op pool (:func:`needs_no_intra_pool`)."""
+        work needs no intra-op pool (:func:`needs_no_intra_pool`); ``cpu_blas[i]``: its kernel
+        is one BLAS call on the CPU (:func:`is_cpu_blas`)."""
         self.plan = plan
         self.costs = [math.inf if e else 0.0 for e in expensive]
         self.timed = [i for i, e in enumerate(expensive) if e]  # the nodes a run times
         self.no_pool = no_pool
+        self.cpu_blas = cpu_blas
         self.runs = 0
         self.heavy: list[int] | None = None  # the heavy nodes of the last decision
-        self.one_chain = self.pool_free = False  # nothing is decided before the runs
+        # nothing is decided before the runs
+        self.one_chain = self.pool_free = self.all_cpu_blas = False
 
     def record(self, i: int, micros: float) -> None:
         """Node ``i`` (expensive) ran in ``micros`` in a threaded untraced run."""
@@ -70,20 +97,32 @@ class KernelStats:
         if self.runs < LEARNING_RUNS:
             return
         costs = self.costs
-        heavy = [i for i in self.timed if costs[i] >= HEAVY_MICROS]
+        # (a node never timed, a constant computed once with the plan, costs a step nothing)
+        heavy = [i for i in self.timed if HEAVY_MICROS <= costs[i] < math.inf]
         if heavy != self.heavy:
             self.one_chain = is_chain(self.plan, heavy)
             self.pool_free = all(self.no_pool[i] for i in heavy)
+            self.all_cpu_blas = all(self.cpu_blas[i] for i in heavy)
             self.heavy = heavy
 
     def caller_may_run(self, inter_threads: int, intra_threads: int) -> bool:
         """Whether, with pools of these sizes, the caller loses nothing by running the step
-        alone: the inter-op threads could not overlap two heavy nodes (one thread, or the heavy
-        nodes in one chain) and no heavy node needs the intra-op pool (one intra-op thread, or
-        none that splits its work but a BLAS call, given BLAS's threads)."""
+        alone, one node at a time with BLAS at ``intra_threads``:
+
+        * the inter-op threads have nothing to gain: one thread, or the heavy nodes in one
+          chain, or every heavy node a CPU matmul with at least as many intra-op threads as
+          inter-op ones (BLAS then gives each product the cores that overlapping that many
+          single-threaded products would keep busy, without the hand-offs);
+        * and no heavy node needs the intra-op pool: one intra-op thread, or none that splits
+          its work but a BLAS call."""
         if self.heavy is None:
             return False
-        return (inter_threads == 1 or self.one_chain) and (intra_threads == 1 or self.pool_free)
+        inter_ok = (
+            inter_threads == 1
+            or self.one_chain
+            or (self.all_cpu_blas and intra_threads >= inter_threads)
+        )
+        return inter_ok and (intra_threads == 1 or self.pool_free)
 
 
 def is_chain(plan: Plan, nodes: Sequence[int]) -> bool:
