@@ -33,6 +33,7 @@ from typing import Any
 
 from minitf import config as mconfig
 from minitf.distributed.local_cluster import free_port
+from minitf.framework import errors
 from minitf.runtime import devices
 
 __all__ = [
@@ -350,6 +351,8 @@ def run_side_by_side(
 
 # -- an in-process cluster for notebooks 07-09 -------------------------------------------------
 
+_PORT_ATTEMPTS = 5  # clusters started on fresh ports when one picked was taken meanwhile
+
 
 @contextlib.contextmanager
 def in_process_cluster(
@@ -368,13 +371,24 @@ def in_process_cluster(
     from minitf.distributed.cluster_spec import ClusterSpec
     from minitf.distributed.server import Server
 
-    spec = ClusterSpec({job: local_addresses(n) for job, n in jobs.items()})
     configs = dict(configs or {})
     servers: dict[str, Any] = {}
+    for attempt in range(_PORT_ATTEMPTS):
+        spec = ClusterSpec({job: local_addresses(n) for job, n in jobs.items()})
+        try:
+            for job in spec.jobs:
+                for i in spec.task_indices(job):
+                    servers["%s/%d" % (job, i)] = Server(spec, job, i, config=configs.get(job))
+            break
+        except errors.UnknownError as e:
+            # a port free when it was picked was taken before its server bound it (another
+            # process on the machine): every server goes, and the cluster starts on new ports
+            for server in servers.values():
+                server.stop()
+            servers.clear()
+            if "Could not start gRPC server" not in str(e) or attempt == _PORT_ATTEMPTS - 1:
+                raise
     try:
-        for job in spec.jobs:
-            for i in spec.task_indices(job):
-                servers["%s/%d" % (job, i)] = Server(spec, job, i, config=configs.get(job))
         yield servers
     finally:
         for server in servers.values():

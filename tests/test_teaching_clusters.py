@@ -37,6 +37,40 @@ def test_in_process_cluster_stops_every_server_even_on_error(two_gpus):
     assert all(s._stopped for s in servers.values())
 
 
+def test_in_process_cluster_starts_on_new_ports_when_a_picked_one_was_taken(monkeypatch):
+    """A port free when the helper picked it can be taken before its server binds it (another
+    process; parallel test workers): the servers started so far stop and the cluster starts
+    again on fresh ports, instead of failing with "Could not start gRPC server"."""
+    import socket
+
+    from minitf import teaching
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    taken = "127.0.0.1:%d" % holder.getsockname()[1]
+    picks = []
+    real = teaching.local_addresses
+
+    def first_one_taken(n):
+        addresses = real(n)
+        if not picks:
+            addresses[-1] = taken  # the last task of the first job finds its port taken
+        picks.append(addresses)
+        return addresses
+
+    monkeypatch.setattr(teaching, "local_addresses", first_one_taken)
+    try:
+        with in_process_cluster({"ps": 1, "worker": 2}) as servers:
+            assert taken not in [s.target.split("//")[-1] for s in servers.values()]
+            with tf.Session(servers["worker/1"].target) as sess:
+                assert sess.run(tf.constant(3.0) * 2) == 6.0
+    finally:
+        holder.close()
+    assert len(picks) >= 3 and taken in picks[0]  # one job's pick per call, twice over
+    assert all(s._stopped for s in servers.values())
+
+
 def test_book_pinning_example_unpinned_c_takes_the_first_gpu_of_the_cluster(two_gpus):
     """The book's "Pinning Operations Across Tasks" graph through worker 1's master: a on the ps
     CPU, b on worker 0's GPU 1, and the unpinned c on the first GPU in TF 1.15's device order,
