@@ -93,7 +93,6 @@ class BlasThreads:
             _apply(self._set)
 
     def __exit__(self, *exc):
-        global _original
         with _lock:
             left = _wishes[self.n] - 1
             if left:
@@ -123,8 +122,3 @@ def _apply(set_counts) -> None:
         return
     set_counts(list(_original) if want is None else [want] * len(_original))
     _current = want
-
-
-def SingleThreadedBlas() -> BlasThreads:  # noqa: N802 - reads as the class it always was
-    """BLAS at one thread inside a ``with``: what a pooled step asks for."""
-    return BlasThreads(1)

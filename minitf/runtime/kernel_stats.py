@@ -45,7 +45,7 @@ def needs_no_intra_pool(op_type: str, device_type: str, splittable: bool) -> boo
     """Whether a node's intra-op work can do without minitf's intra-op pool when its caller runs
     it: its kernel never splits, it is a card's kernel (with TF's shared pools a GPU kernel is
     the card's work, never split over host threads), or it is one BLAS call on the CPU."""
-    return not splittable or device_type != "CPU" or op_type in BLAS_OPS
+    return not splittable or device_type != "CPU" or is_cpu_blas(op_type, device_type)
 
 
 class KernelStats:

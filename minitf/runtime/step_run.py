@@ -385,20 +385,19 @@ def run_step(
     aborts its rendezvous, so that no other part of the step waits for it.
     """
     try:
-        if not eplan.any_expensive and not eplan.any_async:
-            return run_serial(eplan, ctx)
-        alone = pool_set is None or _pools_add_nothing(eplan, ctx, pool_set)
-        if alone and eplan.any_expensive:
-            # one node at a time: BLAS's threads are its matmuls' intra-op threads
-            with _BlasThreads(1 if pool_set is None else pool_set.intra_threads):
-                if eplan.any_async or timeout_ms > 0 or on_start is not None:
-                    # completions and a cancel come from other threads: the caller waits
-                    return StepRun(eplan, ctx, None).run(timeout_ms, on_start)
-                return run_serial(eplan, ctx)  # nothing comes from elsewhere: its program
-        if alone or not eplan.any_expensive:
+        if not eplan.any_expensive:  # no node would wait for a pool thread
+            if not eplan.any_async:
+                return run_serial(eplan, ctx)
             return StepRun(eplan, ctx, None).run(timeout_ms, on_start)
-        with _BlasThreads(1):
-            return StepRun(eplan, ctx, pool_set).run(timeout_ms, on_start)
+        if pool_set is not None and not _pools_add_nothing(eplan, ctx, pool_set):
+            with _BlasThreads(1):
+                return StepRun(eplan, ctx, pool_set).run(timeout_ms, on_start)
+        # one node at a time: BLAS's threads are its matmuls' intra-op threads
+        with _BlasThreads(1 if pool_set is None else pool_set.intra_threads):
+            if eplan.any_async or timeout_ms > 0 or on_start is not None:
+                # completions and a cancel come from other threads: the caller waits
+                return StepRun(eplan, ctx, None).run(timeout_ms, on_start)
+            return run_serial(eplan, ctx)  # nothing comes from elsewhere: its program
     except errors.OpError as e:
         if ctx.rendezvous is not None:
             ctx.rendezvous.abort(e)
