@@ -1001,3 +1001,31 @@ def test_closing_a_grpc_session_cancels_its_running_steps():
         assert not any(s.runs for s in list(sessions.values()))
     finally:
         server.stop()
+
+
+def test_a_growing_graph_keeps_the_partitions_of_steps_planned_before():
+    """Another thread may be about to run a signature's partitions when the graph grows (a
+    QueueRunner's enqueue while the main loop adds a ``q.size()`` op each time): as TF's master
+    does, the grown graph is placed again and those partitions stay registered on every task
+    (minitf used to drop them, and the enqueue failed with AbortedError "Graph handle is not
+    found")."""
+    spec = {"ps": ["127.0.0.1:%d" % free_port()], "worker": ["127.0.0.1:%d" % free_port()]}
+    servers = {j: tf.train.Server(spec, job_name=j, task_index=0) for j in ("ps", "worker")}
+    try:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                q = tf.FIFOQueue(10, tf.float32, shapes=[], name="q")
+            enqueue = q.enqueue(1.0)
+            with tf.Session(servers["worker"].target) as sess:
+                sess.run(enqueue)
+                (master_session,) = servers["worker"].master.sessions.values()
+                (planned,) = master_session.signatures.values()
+                assert sess.run(q.size()) == 1  # a new op: the graph grew and is placed again
+                for task, handle in planned.handles.items():
+                    servers[task.split("/")[1][4:]].worker.graph_mgr.get(handle)
+                assert planned in master_session.signatures.values()
+                sess.run(enqueue)
+                assert sess.run(q.size()) == 2
+    finally:
+        for server in servers.values():
+            server.stop()

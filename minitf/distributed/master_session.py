@@ -6,7 +6,9 @@ grows with ``ExtendSession``; at the first step after it grew it is placed again
 state stay where they were).  For each (fetches, targets, feeds) signature the step graph is
 split by task with the one partitioner (``runtime/graph_partition.py``, added nodes named
 ``<op>_S<n>``) and each task's piece is registered on its worker; ``step_run.py`` runs a step
-of them.
+of them.  As in TF, a signature's partitions stay registered until the session closes, the
+graph growing or not: another thread's step may be running them (a QueueRunner's enqueue while
+the main thread adds ops), and the ops they hold keep their meaning.
 """
 
 from __future__ import annotations
@@ -147,14 +149,7 @@ class MasterSession:
         if self.placed_version == self.version:
             return
         self.graph.place(self.placer, self.config.log_device_placement)
-        self.deregister_all()
         self.placed_version = self.version
-
-    def deregister_all(self):
-        for sig in self.signatures.values():
-            for task, h in sig.handles.items():
-                self._deregister(task, h)
-        self.signatures.clear()
 
     def close(self):
         """The session ended: every task it used drops its partitions and, for a session with
