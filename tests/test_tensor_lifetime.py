@@ -195,6 +195,36 @@ def test_forwarding_never_overwrites_what_another_reader_needs(driver, device):
     np.testing.assert_array_equal(const_np, 7.0)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_sgd_writes_lr_times_a_dying_gradient_into_its_buffer_never_a_fetched_one(driver, device):
+    """``minimize``'s update reads the weights' gradient through the Identity of the
+    gradients' ``tuple``: ``ApplyGradientDescent`` may use that buffer for ``lr * grad`` (no
+    variable-sized temporary), but a fetched gradient keeps its value."""
+    rng = np.random.default_rng(0)
+    xv = rng.standard_normal((8, 5)).astype(np.float32)
+    w0 = rng.standard_normal((8, 5)).astype(np.float32)
+    with tf.device(device):
+        x = tf.placeholder(tf.float32, [8, 5])
+        w = tf.Variable(w0)
+        loss = tf.reduce_sum(tf.square(x * w))
+        opt = tf.train.GradientDescentOptimizer(0.125)
+        ((grad, _),) = opt.compute_gradients(loss, [w])
+        train = opt.minimize(loss)
+    expected_grad = 2 * xv * xv * w0
+    with tf.Session() as sess:
+        sess.run(w.initializer)
+        plan = sess.plan([train], {x: xv})
+        updates = [i for i, n in enumerate(plan.names) if n.endswith("ApplyGradientDescent")]
+        assert [plan.lifetimes.forward[i] for i in updates] == [2]
+        _run(sess, train, {x: xv}, driver)
+        np.testing.assert_allclose(sess.run(w), w0 - 0.125 * expected_grad, rtol=1e-5)
+        sess.run(w.initializer)
+        got, _ = _run(sess, [grad, opt.apply_gradients([(grad, w)])], {x: xv}, driver)
+        np.testing.assert_allclose(got, expected_grad, rtol=1e-5)  # not 0.125 times it
+        np.testing.assert_allclose(sess.run(w), w0 - 0.125 * expected_grad, rtol=1e-5)
+
+
 def test_a_value_sent_to_another_card_lives_until_its_recv_has_it(fresh_cards, monkeypatch):
     """GPU:0's tensor is still charged to GPU:0 when the ``_Recv`` on GPU:1 receives it, and
     freed after; at the end of the step neither card holds anything."""
@@ -246,6 +276,31 @@ def test_lifetimes_count_reads_pin_fetches_and_pick_what_to_forward():
     dead = life.deaths(order, inputs)
     assert dead[2] is None  # fetched: lives to the end
     assert dead[4] == (4, 1) and dead[3] == (3, 0)
+
+
+def test_lifetimes_forward_through_identities_that_only_pass_a_buffer_on():
+    # 0 (allocates) -> 1 (Identity) -> 2 (Identity) -> 3 (an update: writes into input 0,
+    # allocates nothing itself)
+    inputs = [[], [(0, 0)], [(1, 0)], [(2, 0)]]
+    allocates, forwards = [True, False, False, False], [(), (), (), (0,)]
+    aliases = [False, True, True, False]
+    life = Lifetimes(inputs, allocates, forwards, [False] * 4, [], aliases=aliases)
+    assert life.forward == [-1, -1, -1, 0]
+    # not without knowing that 1 and 2 are aliases, nor with the buffer fetched anywhere
+    assert Lifetimes(inputs, allocates, forwards, [False] * 4, []).forward[3] == -1
+    for fetched in ([0], [1], [2]):
+        life = Lifetimes(inputs, allocates, forwards, [False] * 4, fetched, aliases=aliases)
+        assert life.forward[3] == -1
+    for reader in (0, 1):  # nor when node 4 (allocating) reads the buffer or the first alias
+        life = Lifetimes(
+            inputs + [[(reader, 0)]],
+            allocates + [True],
+            forwards + [()],
+            [False] * 5,
+            [],
+            aliases=aliases + [False],
+        )
+        assert life.forward[3] == -1
 
 
 def test_lifetimes_keep_a_sent_value_until_its_recv_and_never_forward_scalars():

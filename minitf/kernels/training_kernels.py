@@ -50,6 +50,19 @@ def _gradient_descent(ctx, m, attrs, var, alpha, delta):
     return [m.sub(ctx, var, m.mul(ctx, delta, alpha), out=var)]
 
 
+def _gradient_descent_in_delta(ctx, m, attrs, var, alpha, delta):
+    """The same where ``delta`` dies with the update (see ``_SCRATCH``): ``delta * alpha`` is
+    written into its buffer, so no step of plain SGD allocates a variable-sized temporary
+    (TF's Eigen expression ``var -= grad * lr`` makes none either)."""
+    return [m.sub(ctx, var, m.mul(ctx, delta, alpha, out=delta), out=var)]
+
+
+#: The updates that can write into a gradient that dies with them, and which input it is: the
+#: executor calls ``compute.forwarding[p]`` when input ``p`` is the step's last use of a buffer
+#: its producer made (runtime/tensor_lifetime.py), otherwise the plain ``compute``.
+_SCRATCH = {"ApplyGradientDescent": (2, _gradient_descent_in_delta)}
+
+
 def _momentum(ctx, m, attrs, var, accum, lr, grad, momentum):
     accum = m.add(ctx, m.mul(ctx, accum, momentum, out=accum), grad, out=accum)
     if attrs["use_nesterov"]:
@@ -165,7 +178,7 @@ def _factory(op_type, update):
         use_locking = bool(op.get_attr("use_locking"))
         attrs = {a: bool(op.get_attr(a)) for a in _ATTRS.get(op_type, ())}
 
-        def apply(ctx, refs, ins):
+        def apply(ctx, refs, ins, update):
             values = [_read(r) for r in refs]
             values += ins[n_refs:]
             _check(backend, inputs, values)
@@ -174,15 +187,22 @@ def _factory(op_type, update):
                 if value is not old:  # it could not be written in place (a scalar)
                     ref.set(value)
 
-        def compute(ctx, ins):
-            refs = ins[:n_refs]
-            if use_locking:
-                with _locked(refs):
-                    apply(ctx, refs, ins)
-            else:  # Hogwild, the optimizers' default: no lock (and no context manager to run)
-                apply(ctx, refs, ins)
-            return (refs[0],)
+        def kernel(update):
+            def compute(ctx, ins):
+                refs = ins[:n_refs]
+                if use_locking:
+                    with _locked(refs):
+                        apply(ctx, refs, ins, update)
+                else:  # Hogwild, the optimizers' default: no lock (no context manager to run)
+                    apply(ctx, refs, ins, update)
+                return (refs[0],)
 
+            return compute
+
+        compute = kernel(update)
+        if op_type in _SCRATCH:
+            p, into = _SCRATCH[op_type]
+            compute.forwarding = {p: kernel(into)}
         return compute
 
     factory.__name__ = "%s_kernel" % op_type
@@ -197,4 +217,5 @@ for _op_type, _update in (
     ("ApplyCenteredRMSProp", _centered_rms_prop),
     ("ApplyAdagrad", _adagrad),
 ):
-    register(_op_type, _factory(_op_type, _update), cpu=FLOATS, gpu=FLOATS)
+    forwards = (_SCRATCH[_op_type][0],) if _op_type in _SCRATCH else ()
+    register(_op_type, _factory(_op_type, _update), cpu=FLOATS, gpu=FLOATS, forwards=forwards)

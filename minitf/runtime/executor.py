@@ -340,6 +340,7 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
         fetched,
         [k.persistent for k in kdefs],
         _send_recv_pairs(nodes),
+        [n.type == "Identity" for n in nodes],
     )
     node_devices = [devices[n.device] for n in nodes]
     kernels, forwarding = [], []

@@ -19,8 +19,10 @@ in TF), so a chain of element-wise ops allocates nothing new.  minitf does both:
 
 An input may be forwarded only when the step surely holds the buffer's only reference: its
 producer's kernel ``allocates`` (registered so: new buffers, no reference kept to its inputs),
-every reader of it allocates too (no ``Identity`` alias, no ``_Send`` keeping it), it is not
-fetched, the node reads it once, and the node is its last reader.  Scalars are immutable numpy
+every other reader of it allocates too (no ``Identity`` alias, no ``_Send`` keeping it), it is
+not fetched, the node reads it once, and the node is its last reader.  The node itself need not
+allocate: ``ApplyGradientDescent`` returns its variable and uses a dying gradient's buffer as
+scratch space.  Scalars are immutable numpy
 scalars and are never forwarded.
 """
 
@@ -37,11 +39,23 @@ class Lifetimes:
     input positions its kernel can write its result into; ``scalar[i]``: its outputs are
     statically scalars; ``fetched``: fetched nodes; ``persistent[i]``: node ``i``'s outputs are
     its kernel's own (a constant); ``send_recv``: (``_Send`` node, ``_Recv`` node) pairs of the
-    plan.  Fetched and persistent nodes are ``pinned``: their outputs never die in a step."""
+    plan; ``aliases[i]``: node ``i`` outputs its input 0 itself (an ``Identity``: what
+    ``tf.control_dependencies`` and the gradients' ``tuple`` put between a gradient and its
+    update).  Fetched and persistent nodes are ``pinned``: their outputs never die in a step."""
 
     __slots__ = ("uses", "pinned", "persistent", "forward", "kept_until")
 
-    def __init__(self, inputs, allocates, forwards, scalar, fetched, persistent=None, send_recv=()):
+    def __init__(
+        self,
+        inputs,
+        allocates,
+        forwards,
+        scalar,
+        fetched,
+        persistent=None,
+        send_recv=(),
+        aliases=None,
+    ):
         n = len(inputs)
         uses = [0] * n
         readers: list[list[int]] = [[] for _ in range(n)]
@@ -60,21 +74,37 @@ class Lifetimes:
         for s in fetched:
             self.pinned[s] = True
         self.forward = [-1] * n
+        # node -> the node whose output it passes on (an alias), else -1
+        alias_of = [
+            inputs[j][0][0] if aliases is not None and aliases[j] and inputs[j] else -1
+            for j in range(n)
+        ]
         for i, src in enumerate(inputs):
             if scalar[i]:
                 continue
             for p in forwards[i]:
                 s = src[p][0] if p < len(src) else None
-                if s is not None and self._forwardable(s, i, src, readers, allocates):
+                if s is not None and self._forwardable(s, i, src, readers, allocates, alias_of):
                     self.forward[i] = p
                     break
 
-    def _forwardable(self, s, i, src, readers, allocates):
-        if self.pinned[s] or not allocates[s]:
-            return False
+    def _forwardable(self, s, i, src, readers, allocates, alias_of):
         if sum(1 for t, _ in src if t == s) != 1:
             return False
-        return all(allocates[r] for r in readers[s])
+        reader = i
+        # back through Identity nodes to the buffer's producer: each link the sole reader of
+        # the one before and read by the next alone, so nothing else can be reading the
+        # buffer when i runs (the threaded driver counts down i's own input only)
+        while alias_of[s] >= 0:
+            if readers[s] != [reader] or self.pinned[s]:
+                return False
+            reader, s = s, alias_of[s]
+            if readers[s] != [reader]:
+                return False
+        if self.pinned[s] or not allocates[s]:
+            return False
+        # (node i itself may not allocate: an update writing into a gradient that dies with it)
+        return all(allocates[r] or r == reader for r in readers[s])
 
     def deaths(self, order, inputs):
         """Per node (indexed by node), the nodes whose outputs die once it has run in
