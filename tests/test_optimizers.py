@@ -615,6 +615,20 @@ def _adam_steps(device, steps=3):
     return sess.run([w, b, opt.get_slot(w, "m")])
 
 
+def _sgd_steps(device, steps=2):
+    """Plain SGD: the update writes ``lr * grad`` into the gradient's buffer where the
+    gradient dies with it (runtime/tensor_lifetime.py)."""
+    tf.reset_default_graph()
+    with tf.device(device):
+        w, b, loss = _model()
+        opt = tf.train.GradientDescentOptimizer(0.1)
+        train = opt.minimize(loss)
+    sess = _session()
+    for _ in range(steps):
+        sess.run(train)
+    return sess.run([w, b])
+
+
 @pytest.mark.usefixtures("two_gpus")
 def test_training_on_an_emulated_gpu_equals_the_cpu():
     """Variables, slots and updates on /gpu:0 (an emulated card) give the CPU's values."""
@@ -627,4 +641,6 @@ def test_training_on_an_emulated_gpu_equals_the_cpu():
 def test_training_on_the_cuda_backend_equals_the_cpu():
     """The same on the CUDA backend (Numba's simulator): slots live on the card."""
     for got, want in zip(_adam_steps("/gpu:0", steps=1), _adam_steps("/cpu:0", steps=1)):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    for got, want in zip(_sgd_steps("/gpu:0"), _sgd_steps("/cpu:0")):
         np.testing.assert_allclose(got, want, rtol=1e-5)
