@@ -603,30 +603,27 @@ def test_async_training_on_a_cluster():
 # -- on GPUs -------------------------------------------------------------------------------------
 
 
-def _adam_steps(device, steps=3):
+def _steps(device, optimizer, steps, slot=None):
+    """``w`` and ``b`` (and ``w``'s ``slot``) after ``steps`` runs of ``optimizer.minimize``
+    on ``device``.  Plain SGD writes ``lr * grad`` into the gradient's buffer where the
+    gradient dies with the update (runtime/tensor_lifetime.py)."""
     tf.reset_default_graph()
     with tf.device(device):
         w, b, loss = _model()
-        opt = tf.train.AdamOptimizer(0.1)
+        opt = optimizer()
         train = opt.minimize(loss)
     sess = _session()
     for _ in range(steps):
         sess.run(train)
-    return sess.run([w, b, opt.get_slot(w, "m")])
+    return sess.run([w, b] + ([opt.get_slot(w, slot)] if slot else []))
+
+
+def _adam_steps(device, steps=3):
+    return _steps(device, lambda: tf.train.AdamOptimizer(0.1), steps, "m")
 
 
 def _sgd_steps(device, steps=2):
-    """Plain SGD: the update writes ``lr * grad`` into the gradient's buffer where the
-    gradient dies with it (runtime/tensor_lifetime.py)."""
-    tf.reset_default_graph()
-    with tf.device(device):
-        w, b, loss = _model()
-        opt = tf.train.GradientDescentOptimizer(0.1)
-        train = opt.minimize(loss)
-    sess = _session()
-    for _ in range(steps):
-        sess.run(train)
-    return sess.run([w, b])
+    return _steps(device, lambda: tf.train.GradientDescentOptimizer(0.1), steps)
 
 
 @pytest.mark.usefixtures("two_gpus")
