@@ -62,7 +62,8 @@ def runner(target):
     coord = tf.train.Coordinator()
     with tf.Session(target) as sess:
         threads = qr.create_threads(sess, coord=coord, start=True)
-        while sess.run(q.size()) < CAPACITY:
+        # (a runner thread that failed stops the coordinator: join then raises its error)
+        while not coord.should_stop() and sess.run(q.size()) < CAPACITY:
             pass
         say("queue full; runner thread blocked")
         coord.request_stop()
