@@ -212,3 +212,19 @@ def test_a_traced_step_always_shows_the_pool_threads(monkeypatch):
             _, md = traced_run(sess, fetches)
     (second,) = [ns for ns in node_stats(md) if ns.node_name == "second"]
     assert second.thread_name.startswith("inter-op") and len(second.chunks) == 2
+
+
+def test_only_a_plan_with_expensive_nodes_makes_its_kernel_stats():
+    """A plan of cheap nodes never runs on the pools: it keeps no per-node timing lists (a
+    10,000-node graph of adds would hold three of them)."""
+    x = tf.placeholder(tf.float32, [4])
+    cheap = x * 2.0 + 1.0
+    product = tf.matmul(tf.reshape(cheap, [2, 2]), tf.ones([2, 2]))
+    with session_with_pools(2, 2) as sess:
+        feed = {x: np.arange(4, dtype=np.float32)}
+        for _ in range(3):
+            np.testing.assert_array_equal(sess.run(cheap, feed), [1, 3, 5, 7])
+            np.testing.assert_array_equal(sess.run(product, feed), [[4, 4], [12, 12]])
+        plans = {p.any_expensive: p for p in sess._impl._plans.values()}
+    assert plans[False]._kernel_stats is None
+    assert plans[True]._kernel_stats is not None and plans[True]._kernel_stats.runs >= 1

@@ -117,15 +117,7 @@ class ExecutionPlan:
         self.forwarding = forwarding
         self.any_expensive = any(self.expensive)
         self.any_async = any(self.is_async)
-        self.kernel_stats = KernelStats(
-            plan,
-            self.expensive,
-            [
-                needs_no_intra_pool(n.type, d.device_type, s)
-                for n, d, s in zip(nodes, node_devices, self.splittable)
-            ],
-            [is_cpu_blas(n.type, d.device_type) for n, d in zip(nodes, node_devices)],
-        )
+        self._kernel_stats = None
         self.accounted = any(d.allocator is not None for d in node_devices)
         self.has_rendezvous = any(n.type in ("_Send", "_Recv") for n in nodes)
         self.devices = sorted(set(plan.device))
@@ -137,6 +129,23 @@ class ExecutionPlan:
         self.session_devices = []
         self.config = None
         self.feed_tensors = []
+
+    @property
+    def kernel_stats(self) -> KernelStats:
+        """What the plan's threaded runs learn of its expensive nodes, made on first use (a
+        plan without expensive nodes never runs threaded, so never needs it)."""
+        if self._kernel_stats is None:
+            nodes, devices = self.nodes, self.node_devices
+            self._kernel_stats = KernelStats(
+                self.plan,
+                self.expensive,
+                [
+                    needs_no_intra_pool(n.type, d.device_type, s)
+                    for n, d, s in zip(nodes, devices, self.splittable)
+                ],
+                [is_cpu_blas(n.type, d.device_type) for n, d in zip(nodes, devices)],
+            )
+        return self._kernel_stats
 
     def device_of_node(self, i):
         return self.node_devices[i]
