@@ -246,6 +246,10 @@ class NumpyOps:
             if out is not None:
                 if type(x) is ndarray and type(y) is ndarray and x.dtype == y.dtype:
                     shape, dtype = _broadcast_shape(x.shape, y.shape), x.dtype  # (hot path)
+                elif (
+                    type(x) is ndarray and type(y) is x.dtype.type
+                ):  # an array, a scalar of its type
+                    shape, dtype = x.shape, x.dtype
                 else:
                     shape = _broadcast_shape(np.shape(x), np.shape(y))
                     dtype = np.result_type(x, y)
@@ -319,8 +323,11 @@ class NumpyOps:
         return scalarize(np.array(x, copy=True))
 
     def shape(self, x) -> tuple:
-        # an array's own attribute where it is one (a step asks about sixty times)
-        return x.shape if type(x) is np.ndarray else np.shape(x)
+        # an array's own attribute where it is one (a step asks about sixty times); a numpy
+        # scalar's is () (np.shape's Python wrapper costs more than the question)
+        if type(x) is np.ndarray:
+            return x.shape
+        return () if isinstance(x, np.generic) else np.shape(x)
 
     def reshape(self, x, shape: tuple):
         if type(x) is np.ndarray and shape:  # a view, without np.reshape's Python wrapper

@@ -148,24 +148,32 @@ def _read(ref):
     return value
 
 
-def _check(backend, inputs, values):
-    """TF's checks: hyperparameters are scalars, slots and the gradient have var's shape."""
-    var_shape = tuple(backend.shape(values[0]))
-    for (arg, kind), value in zip(inputs[1:], values[1:]):
-        shape = backend.shape(value)
-        if type(shape) is not tuple:
-            shape = tuple(shape)
-        if kind == "scalar" and shape != ():
-            raise errors.InvalidArgumentError(
-                None, None, "%s is not a scalar: %s" % (arg, shape_text(shape))
-            )
-        if kind != "scalar" and shape != var_shape:
-            raise errors.InvalidArgumentError(
-                None,
-                None,
-                "var and %s do not have the same shape%s %s"
-                % (arg, shape_text(var_shape), shape_text(shape)),
-            )
+def _checker(backend, inputs):
+    """TF's checks of an update's inputs, made once per kernel: ``check(values)`` raises unless
+    the hyperparameters are scalars and the slots and the gradient have var's shape."""
+    shape = backend.shape
+    scalars = [(i, arg) for i, (arg, kind) in enumerate(inputs) if kind == "scalar"]
+    shaped = [(i, arg) for i, (arg, kind) in enumerate(inputs) if i and kind != "scalar"]
+
+    def check(values):
+        for i, arg in scalars:
+            got = shape(values[i])
+            if got != () and tuple(got) != ():
+                raise errors.InvalidArgumentError(
+                    None, None, "%s is not a scalar: %s" % (arg, shape_text(tuple(got)))
+                )
+        var_shape = shape(values[0])
+        for i, arg in shaped:
+            got = shape(values[i])
+            if got != var_shape and tuple(got) != tuple(var_shape):
+                raise errors.InvalidArgumentError(
+                    None,
+                    None,
+                    "var and %s do not have the same shape%s %s"
+                    % (arg, shape_text(tuple(var_shape)), shape_text(tuple(got))),
+                )
+
+    return check
 
 
 def _factory(op_type, update):
@@ -177,11 +185,12 @@ def _factory(op_type, update):
         math = _Math(backend, op.get_attr("T").as_numpy_dtype)
         use_locking = bool(op.get_attr("use_locking"))
         attrs = {a: bool(op.get_attr(a)) for a in _ATTRS.get(op_type, ())}
+        check = _checker(backend, inputs)
 
         def apply(ctx, refs, ins, update):
             values = [_read(r) for r in refs]
             values += ins[n_refs:]
-            _check(backend, inputs, values)
+            check(values)
             new = update(ctx, math, attrs, *values)
             for ref, old, value in zip(refs, values, new):
                 if value is not old:  # it could not be written in place (a scalar)
