@@ -1021,8 +1021,9 @@ def test_a_growing_graph_keeps_the_partitions_of_steps_planned_before():
                 (master_session,) = servers["worker"].master.sessions.values()
                 (planned,) = master_session.signatures.values()
                 assert sess.run(q.size()) == 1  # a new op: the graph grew and is placed again
+                by_task = {s.worker.task_name: s for s in servers.values()}
                 for task, handle in planned.handles.items():
-                    servers[task.split("/")[1][4:]].worker.graph_mgr.get(handle)
+                    by_task[task].worker.graph_mgr.get(handle)
                 assert planned in master_session.signatures.values()
                 sess.run(enqueue)
                 assert sess.run(q.size()) == 2

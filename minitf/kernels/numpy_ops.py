@@ -246,9 +246,7 @@ class NumpyOps:
             if out is not None:
                 if type(x) is ndarray and type(y) is ndarray and x.dtype == y.dtype:
                     shape, dtype = _broadcast_shape(x.shape, y.shape), x.dtype  # (hot path)
-                elif (
-                    type(x) is ndarray and type(y) is x.dtype.type
-                ):  # an array, a scalar of its type
+                elif type(x) is ndarray and type(y) is x.dtype.type:  # a scalar of its type
                     shape, dtype = x.shape, x.dtype
                 else:
                     shape = _broadcast_shape(np.shape(x), np.shape(y))

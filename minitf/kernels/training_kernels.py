@@ -155,22 +155,22 @@ def _checker(backend, inputs):
     scalars = [(i, arg) for i, (arg, kind) in enumerate(inputs) if kind == "scalar"]
     shaped = [(i, arg) for i, (arg, kind) in enumerate(inputs) if i and kind != "scalar"]
 
-    def check(values):
+    def check(values):  # (a backend's shape is a tuple: TensorOps.shape)
         for i, arg in scalars:
             got = shape(values[i])
-            if got != () and tuple(got) != ():
+            if got != ():
                 raise errors.InvalidArgumentError(
-                    None, None, "%s is not a scalar: %s" % (arg, shape_text(tuple(got)))
+                    None, None, "%s is not a scalar: %s" % (arg, shape_text(got))
                 )
         var_shape = shape(values[0])
         for i, arg in shaped:
             got = shape(values[i])
-            if got != var_shape and tuple(got) != tuple(var_shape):
+            if got != var_shape:
                 raise errors.InvalidArgumentError(
                     None,
                     None,
                     "var and %s do not have the same shape%s %s"
-                    % (arg, shape_text(tuple(var_shape)), shape_text(tuple(got))),
+                    % (arg, shape_text(var_shape), shape_text(got)),
                 )
 
     return check

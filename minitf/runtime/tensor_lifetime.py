@@ -92,19 +92,19 @@ class Lifetimes:
         if sum(1 for t, _ in src if t == s) != 1:
             return False
         reader = i
-        # back through Identity nodes to the buffer's producer: each link the sole reader of
-        # the one before and read by the next alone, so nothing else can be reading the
-        # buffer when i runs (the threaded driver counts down i's own input only)
+        # back through Identity nodes to the buffer's producer, each link read by the next
+        # alone and not fetched
         while alias_of[s] >= 0:
             if readers[s] != [reader] or self.pinned[s]:
                 return False
             reader, s = s, alias_of[s]
-            if readers[s] != [reader]:
-                return False
         if self.pinned[s] or not allocates[s]:
             return False
-        # (node i itself may not allocate: an update writing into a gradient that dies with it)
-        return all(allocates[r] or r == reader for r in readers[s])
+        if reader != i:  # reached through aliases: the producer's one reader is the first link
+            return readers[s] == [reader]  # (the threaded driver counts down i's input only)
+        # every other reader keeps no reference (i itself may not allocate: an update writing
+        # into a gradient that dies with it)
+        return all(allocates[r] or r == i for r in readers[s])
 
     def deaths(self, order, inputs):
         """Per node (indexed by node), the nodes whose outputs die once it has run in
