@@ -594,3 +594,43 @@ def test_closed_launcher_raises():
     la.close()  # closing twice is harmless
     with pytest.raises(RuntimeError):
         la.call(K.fill, (2,), 0, np.float32, timeout=1.0)
+
+
+class _BothLookFirst(dict):
+    """A block's table of shared arrays whose look-ups return only once two threads have both
+    looked: the interleaving in which Numba's simulator made two arrays for one line."""
+
+    def __init__(self):
+        super().__init__()
+        self.both = threading.Barrier(2, timeout=5.0)
+
+    def get(self, key, default=None):
+        found = super().get(key, default)
+        self.both.wait()
+        return found
+
+
+@pytest.mark.simulator
+def test_threads_that_ask_for_a_shared_array_together_get_the_same_array():
+    """Under the simulator each CUDA thread is a Python thread; two that ask for a block's
+    shared array at once must still share one (minitf.kernels.cudasim_shared: without it, a
+    tiled matmul now and then read a tile another thread never wrote)."""
+    from numba import float32
+    from numba.cuda.simulator.kernelapi import FakeCUDAShared
+
+    shared = FakeCUDAShared(16)
+    shared._allocations = _BothLookFirst()
+    got = [None, None]
+
+    def ask(i):
+        got[i] = shared.array((8, 9), float32)  # one line, so one array for the block
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10.0)
+    assert got[0] is got[1], "two threads that asked at once got two arrays"
+    assert got[0].shape == (8, 9) and got[0].dtype == np.float32
+    dynamic = shared.array(0, np.dtype(np.float32))  # dynamic shared memory: the launch's 16 bytes
+    assert dynamic.shape == (4,) and dynamic.dtype == np.float32

@@ -52,7 +52,7 @@ import threading
 import numpy as np
 from numba import cuda
 
-from minitf.kernels import cuda_launch, tensor_ops
+from minitf.kernels import cuda_launch, cudasim_shared, tensor_ops
 
 try:  # numba-cuda (the NVIDIA package)
     from numba.cuda.np import numpy_support as _numpy_support
@@ -61,6 +61,8 @@ except ImportError:  # pragma: no cover - numba's built-in CUDA target
 
 
 SIMULATOR = cuda_launch.SIMULATOR
+if SIMULATOR:
+    cudasim_shared.apply()  # the simulator's shared arrays, made race-free
 
 
 def _quiet_occupancy_warnings():
