@@ -1128,6 +1128,40 @@ def test_reshape_with_minus_one():
     np.testing.assert_array_equal(o3, x.reshape(2, 3, 2))
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    x=hnp.arrays(
+        st.sampled_from([np.float32, np.int32, np.bool_]),
+        hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3),
+    ),
+    data=st.data(),
+)
+def test_tile_fill_and_reshape_match_numpy_for_shapes_fed_at_run_time(x, data):
+    """The shape operands are fed, so the kernels work them out (0-d, empty and bool too)."""
+    reps = data.draw(st.lists(st.integers(0, 3), min_size=x.ndim, max_size=x.ndim))
+    dims = list(data.draw(st.permutations(x.shape)))
+    if dims and x.size and data.draw(st.booleans()):
+        dims[data.draw(st.integers(0, len(dims) - 1))] = -1
+    value = x.reshape(-1)[0] if x.size else x.dtype.type(1)
+    with tf.Graph().as_default():
+        xp = tf.placeholder(tf.as_dtype(x.dtype), None)
+        rp = tf.placeholder(tf.int32, [x.ndim])
+        dp = tf.placeholder(tf.int32, [len(dims)])
+        fetches = [tf.tile(xp, rp), tf.reshape(xp, dp), tf.fill(dp, tf.constant(value))]
+        with tf.Session() as sess:
+            if -1 in dims:
+                fetches.pop()  # (fill takes no -1)
+            feed = {xp: x, rp: np.array(reps, np.int32), dp: np.array(dims, np.int32)}
+            got = sess.run(fetches, feed)
+    expected = [np.tile(x, reps), x.reshape(dims)]
+    if -1 not in dims:
+        expected.append(np.full(dims, value, x.dtype))
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert np.shape(g) == e.shape and np.asarray(g).dtype == e.dtype
+        np.testing.assert_array_equal(g, e)
+
+
 def test_zeros_ones_fill():
     """zeros/ones default to float32; fill takes the value's dtype."""
     z = tf.zeros([2, 3])

@@ -8,11 +8,12 @@ shape on the host and hand back a view of their input (``backend.reshape``): on 
 nothing crosses to the host.
 """
 
+import math
+
 import numpy as np
 
 from minitf.framework import dtypes as D
 from minitf.framework import errors
-from minitf.kernels.numpy_ops import scalarize
 from minitf.kernels.registry import ALL, FLOATS, GPU_ARRAY, NUMERIC, register
 from minitf.kernels.tensor_ops import host_kernel, shape_text
 
@@ -58,6 +59,8 @@ register("Identity", _pass_through, cpu=ALL, gpu=GPU_ARRAY)
 def _dims(shape_tensor):
     """A shape tensor (int32 or int64) as a list of Python ints (``tolist``: a gradient step
     reads a dozen shapes, and ``int()`` per element costs ten times more)."""
+    if type(shape_tensor) is np.ndarray and shape_tensor.ndim == 1:  # (nearly every one)
+        return shape_tensor.tolist()
     return np.asarray(shape_tensor).reshape(-1).tolist()
 
 
@@ -67,6 +70,15 @@ _ONE_BYTE = np.zeros(1, np.int8)
 def _proxy(shape):
     """An array of ``shape`` over one byte (every stride 0): numpy's shape rules, no data."""
     return np.ndarray(shape, np.int8, _ONE_BYTE, 0, (0,) * len(shape))
+
+
+def _new_shape(x_shape: tuple, dims: list) -> tuple:
+    """The shape Reshape gives a tensor of ``x_shape`` for the requested ``dims``: as they are
+    when every one is given and the element counts agree (a step's reshapes), else as numpy
+    works it out (one -1 inferred; ValueError when it cannot be done)."""
+    if -1 not in dims and math.prod(dims) == math.prod(x_shape) and min(dims, default=0) >= 0:
+        return tuple(dims)
+    return _proxy(x_shape).reshape(dims).shape
 
 
 def _reshape(op, device):
@@ -79,7 +91,7 @@ def _reshape(op, device):
         x_shape = backend.shape(x)
         dims = _dims(backend.to_host(shape))
         try:
-            new_shape = _proxy(x_shape).reshape(dims).shape
+            new_shape = _new_shape(x_shape, dims)
         except ValueError:
             raise errors.InvalidArgumentError(
                 None,
@@ -120,7 +132,14 @@ def _pack(op, device):
 @host_kernel
 def _fill(op, device):
     np_dtype = op.get_attr("T").as_numpy_dtype
-    return lambda ctx, ins: (scalarize(np.full(_dims(ins[0]), ins[1], dtype=np_dtype)),)
+
+    def compute(ctx, ins):
+        dims, value = _dims(ins[0]), ins[1]
+        if not dims and type(value) is np_dtype:  # a scalar (the 1.0 tf.gradients starts
+            return (value,)  # from) is its value: numpy scalars are immutable
+        return (np.full(dims, value, dtype=np_dtype),)
+
+    return compute
 
 
 register("Reshape", _reshape, cpu=ALL, gpu=GPU_ARRAY)
@@ -161,9 +180,18 @@ def _tile(op, device):
                 "Expected multiples argument to be a vector of length %d but got length %d"
                 % (np.ndim(x), len(reps)),
             )
-        return (np.tile(x, reps),)
+        return (_tiled(np.asarray(x), reps),)
 
     return compute
+
+
+def _tiled(x: np.ndarray, reps: list) -> np.ndarray:
+    """``np.tile(x, reps)`` for ``len(reps) == x.ndim``, as one broadcast copy: the result
+    seen as shape ``(r0, s0, r1, s1, ...)`` is ``x`` seen as ``(1, s0, 1, s1, ...)``
+    broadcast along the repeats (np.tile's Python makes one copy per axis)."""
+    out = np.empty([d for r, s in zip(reps, x.shape) for d in (r, s)], x.dtype)
+    out[...] = x.reshape([d for s in x.shape for d in (1, s)])
+    return out.reshape([r * s for r, s in zip(reps, x.shape)])
 
 
 def broadcast_reduction_axes(s0, s1):

@@ -203,14 +203,14 @@ def _split_sum(ctx, x, axis, keep, np_dtype):
     return out
 
 
-def _mean(ctx, x, axis, keep, np_dtype):
-    shape = np.shape(x)
+def _mean(ctx, x, axis, keep, np_dtype, acc):
+    """A mean summed in ``acc`` (int64 for integers, float32 for float16, else ``np_dtype``)."""
+    shape = x.shape if type(x) is np.ndarray else np.shape(x)
     n = math.prod([shape[a] for a in axis])
-    if np.issubdtype(np_dtype, np.integer):  # TF truncates an integer mean toward zero
+    if acc is np.int64:  # TF truncates an integer mean toward zero
         total = _split_sum(ctx, x, axis, keep, np.int64)
         return np.trunc(total / max(n, 1)).astype(np_dtype)
-    acc = np.float32 if np_dtype == np.float16 else np_dtype
-    return np.asarray(_split_sum(ctx, x, axis, keep, acc) / n).astype(np_dtype)
+    return np.asarray(_split_sum(ctx, x, axis, keep, acc) / n).astype(np_dtype, copy=False)
 
 
 class NumpyOps:
@@ -266,7 +266,11 @@ class NumpyOps:
             return lambda ctx, x, axes: scalarize(
                 _split_sum(ctx, x, tuple(axes), keep_dims, np_dtype)
             )
-        return lambda ctx, x, axes: scalarize(_mean(ctx, x, tuple(axes), keep_dims, np_dtype))
+        if np.issubdtype(np_dtype, np.integer):
+            acc = np.int64
+        else:
+            acc = np.float32 if np_dtype == np.float16 else np_dtype
+        return lambda ctx, x, axes: scalarize(_mean(ctx, x, tuple(axes), keep_dims, np_dtype, acc))
 
     def matmul(self, transpose_a: bool, transpose_b: bool):
         def compute(ctx, a, b):
