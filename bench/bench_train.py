@@ -18,6 +18,11 @@ configured, as TF's default Grappler would run the step.  (``GATE_NONE`` skips t
 but then the in-place updates race with the backward pass, in TF as here, and the losses no
 longer agree.)
 
+``--tf PATH`` (an interpreter of a throw-away venv with tensorflow-cpu, never a minitf
+dependency) adds TensorFlow's own step to every round, the same model from the same weights in
+TF1 graph mode with Grappler as TF runs it by default (``tf_train_child.py``): the yardstick
+the goal stands against, measured on the same machine in the same rounds.
+
 The model is an MLP 784-300-100-10 (ReLU, softmax cross entropy), batch 128, plain SGD,
 float32, on synthetic data (a fixed seed).  Both sides start from the same weights and see the
 same batches, in one process, rounds alternating; the figure is steps per second (median over
@@ -39,65 +44,31 @@ wait for work, so numpy's all-cores figure falls apart when other processes want
 """
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
-
-import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 os.environ.setdefault("MINITF_EMULATED_GPUS", "0")
 
 from minitf.runtime.pools import schedulable_cores  # noqa: E402
 
-SIZES = (784, 300, 100, 10)
-BATCH, LR, BATCHES = 128, 0.02, 8
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_model import (  # noqa: E402
+    BATCH,
+    BATCHES,
+    LR,
+    SIZES,
+    make_data,
+    make_weights,
+    numpy_step,
+)
+
 WARMUP = 3  # untimed steps before the weights are reset
 CORES = schedulable_cores()  # what this process may use (taskset), as minitf's pools count
-
-
-def make_data(seed=0, batch=BATCH):
-    """A few batches of inputs and labels that a linear teacher made (so the loss falls)."""
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((BATCHES, batch, SIZES[0])).astype(np.float32)
-    teacher = rng.standard_normal((SIZES[0], SIZES[-1])).astype(np.float32)
-    y = np.argmax(x @ teacher, axis=-1).astype(np.int64)
-    return x, y
-
-
-def make_weights(seed=1):
-    rng = np.random.default_rng(seed)
-    weights = []
-    for n_in, n_out in zip(SIZES[:-1], SIZES[1:]):
-        limit = np.sqrt(6.0 / (n_in + n_out))
-        weights.append(rng.uniform(-limit, limit, (n_in, n_out)).astype(np.float32))
-        weights.append(np.zeros(n_out, np.float32))
-    return weights
-
-
-def numpy_step(params, x, y):
-    """One SGD step by hand; returns the loss before the update."""
-    w1, b1, w2, b2, w3, b3 = params
-    h1 = np.maximum(x @ w1 + b1, 0)
-    h2 = np.maximum(h1 @ w2 + b2, 0)
-    logits = h2 @ w3 + b3
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    exp = np.exp(shifted)
-    total = exp.sum(axis=1, keepdims=True)
-    loss = np.mean(np.log(total[:, 0]) - shifted[np.arange(len(y)), y])
-    d = exp / total
-    d[np.arange(len(y)), y] -= 1
-    d /= np.float32(len(y))
-    grads = [None] * 6
-    grads[4], grads[5] = h2.T @ d, d.sum(axis=0)
-    d = (d @ w3.T) * (h2 > 0)
-    grads[2], grads[3] = h1.T @ d, d.sum(axis=0)
-    d = (d @ w2.T) * (h1 > 0)
-    grads[0], grads[1] = x.T @ d, d.sum(axis=0)
-    for p, g in zip(params, grads):
-        p -= np.float32(LR) * g
-    return loss
 
 
 def minitf_model(weights, threads=None, rewrite=False, device=None):
@@ -167,6 +138,21 @@ def run_minitf(steps, data, threads, rewrite=False, device=None):
     return rate, float(value)
 
 
+def run_tf(python, steps, threads):
+    """TensorFlow's steps/s and last loss: ``tf_train_child.py`` run by ``python`` (an
+    interpreter with tensorflow-cpu), sessions of ``threads`` threads (0: TF's defaults)."""
+    child = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf_train_child.py")
+    command = [python, child, str(threads), str(steps), str(WARMUP)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError("%s failed:\n%s" % (" ".join(command), proc.stderr[-3000:]))
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    TF_VERSION[:] = [result["version"]]
+    return float(result["rate"]), float(result["loss"])
+
+
+TF_VERSION: list = []  # the version the child reported
+
 SETTINGS = {  # label: (numpy's OpenBLAS threads, minitf's pool sizes; 0 = its default)
     "all cores": (CORES, 0),
     "one core": (1, 1),
@@ -189,6 +175,9 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--quick", action="store_true", help="1 round of 30 steps")
+    parser.add_argument(
+        "--tf", metavar="PATH", help="python of a venv with tensorflow-cpu: its step in each round"
+    )
     args = parser.parse_args(argv)
     rounds, steps = (1, 30) if args.quick else (args.rounds, args.steps)
     data = make_data()
@@ -197,6 +186,8 @@ def main(argv=None):
         "minitf": run_minitf,
         "minitf ON": lambda steps, data, threads: run_minitf(steps, data, threads, True),
     }
+    if args.tf:
+        sides["TF"] = lambda steps, data, threads: run_tf(args.tf, steps, threads)
     rates = {(setting, side): [] for setting in SETTINGS for side in sides}
     losses = {}
     for _ in range(rounds):
@@ -241,7 +232,24 @@ def report(setting, rates, losses, steps):
             "    loss after %d steps: numpy (%d BLAS thread(s)) %.6f, minitf %.6f, relative "
             "difference %.1e (goal <= 1e-4)" % (steps, blas, np_loss, tf_loss, rel)
         )
+    if (setting, "TF") in rates:
+        report_tf(setting, rates, losses, np_rate, refs)
     return worst
+
+
+def report_tf(setting, rates, losses, np_rate, refs):
+    """TensorFlow's line: its step against numpy's in the same rounds (not a goal of minitf's;
+    the yardstick the goal is set against)."""
+    rate, loss = statistics.median(rates[setting, "TF"]), losses[setting, "TF"]
+    blas, np_loss = min(refs.items(), key=lambda kv: abs(loss - kv[1]))
+    print(
+        "  TF     %8.1f steps/s   ratio TF/numpy %.2f TensorFlow %s, TF1 graph mode, Grappler as "
+        "by default" % (rate, rate / np_rate, TF_VERSION[0])
+    )
+    print(
+        "    loss: TF %.6f, relative difference to numpy (%d BLAS thread(s)) %.1e (its matmuls "
+        "are Eigen's)" % (loss, blas, abs(loss - np_loss) / abs(np_loss))
+    )
 
 
 if __name__ == "__main__":
