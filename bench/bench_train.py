@@ -61,10 +61,11 @@ from train_model import (  # noqa: E402
     BATCH,
     BATCHES,
     LR,
-    SIZES,
+    build,
     make_data,
     make_weights,
     numpy_step,
+    time_steps,
 )
 
 WARMUP = 3  # untimed steps before the weights are reset
@@ -78,19 +79,7 @@ def minitf_model(weights, threads=None, rewrite=False, device=None):
 
     graph = tf.Graph()
     with graph.as_default(), tf.device(device):
-        x = tf.placeholder(tf.float32, [None, SIZES[0]], name="x")
-        y = tf.placeholder(tf.int64, [None], name="y")
-        h = x
-        for i in range(3):
-            w = tf.Variable(weights[2 * i], name="w%d" % i)
-            b = tf.Variable(weights[2 * i + 1], name="b%d" % i)
-            h = tf.matmul(h, w) + b
-            if i < 2:
-                h = tf.nn.relu(h)
-        xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h)
-        loss = tf.reduce_mean(xent)
-        train = tf.train.GradientDescentOptimizer(LR).minimize(loss)
-        init = tf.global_variables_initializer()
+        x, y, loss, train, init = build(tf, weights)
     from minitf.runtime.config_proto import RewriterConfig
 
     config = tf.ConfigProto()
@@ -123,19 +112,12 @@ def run_numpy(steps, data, threads):
 
 def run_minitf(steps, data, threads, rewrite=False, device=None):
     """minitf's steps/s and last loss, with pools of ``threads`` threads (0: the default)."""
-    sess, x, y, loss, train, init = minitf_model(make_weights(), threads or None, rewrite, device)
-    xs, ys = data
+    sess, *model = minitf_model(make_weights(), threads or None, rewrite, device)
     # the step's plan is made, and learns its nodes' costs (``runtime/kernel_stats.py``),
     # outside the timing; then the weights start again from the same values as numpy's
-    for _ in range(WARMUP):
-        sess.run([loss, train], {x: xs[0], y: ys[0]})
-    sess.run(init)
-    start = time.perf_counter()
-    for s in range(steps):
-        value, _ = sess.run([loss, train], {x: xs[s % BATCHES], y: ys[s % BATCHES]})
-    rate = steps / (time.perf_counter() - start)
+    rate, loss = time_steps(sess, model, data, steps, WARMUP)
     sess.close()
-    return rate, float(value)
+    return rate, loss
 
 
 def run_tf(python, steps, threads):

@@ -1,9 +1,13 @@
-"""The model bench_train.py times, with numpy only: its sizes, data, weights and numpy's step.
+"""The model bench_train.py times: its sizes, data, weights, numpy's step, and the graph and
+timed loop that minitf and TensorFlow share.
 
-Book section: "Training".  Kept apart from minitf so that another interpreter (one with
-TensorFlow, ``bench_train.py --tf PATH``, through ``tf_train_child.py``) builds the very same
-model from the very same numbers.
+Book section: "Training".  Imports neither minitf nor TensorFlow: :func:`build` takes the
+module to build with (``minitf``, or ``tensorflow.compat.v1`` in another interpreter,
+``bench_train.py --tf PATH`` through ``tf_train_child.py``), so both build the very same model
+from the very same numbers and are timed by the same loop.
 """
+
+import time
 
 import numpy as np
 
@@ -52,3 +56,35 @@ def numpy_step(params, x, y):
     for p, g in zip(params, grads):
         p -= np.float32(LR) * g
     return loss
+
+
+def build(tf, weights):
+    """The MLP from ``weights`` in ``tf``'s default graph, trained by plain SGD: (x, y, loss,
+    train op, initializer); ``tf`` is minitf or ``tensorflow.compat.v1``."""
+    x = tf.placeholder(tf.float32, [None, SIZES[0]], name="x")
+    y = tf.placeholder(tf.int64, [None], name="y")
+    h = x
+    for i in range(3):
+        w = tf.Variable(weights[2 * i], name="w%d" % i)
+        b = tf.Variable(weights[2 * i + 1], name="b%d" % i)
+        h = tf.matmul(h, w) + b
+        if i < 2:
+            h = tf.nn.relu(h)
+    xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h)
+    loss = tf.reduce_mean(xent)
+    train = tf.train.GradientDescentOptimizer(LR).minimize(loss)
+    return x, y, loss, train, tf.global_variables_initializer()
+
+
+def time_steps(sess, model, data, steps, warmup):
+    """``warmup`` untimed steps (a plan is made and learns its costs), the weights reset to
+    their first values, then ``steps`` timed steps: (steps/s, the last loss)."""
+    x, y, loss, train, init = model
+    xs, ys = data
+    for _ in range(warmup):
+        sess.run([loss, train], {x: xs[0], y: ys[0]})
+    sess.run(init)
+    start = time.perf_counter()
+    for s in range(steps):
+        value, _ = sess.run([loss, train], {x: xs[s % BATCHES], y: ys[s % BATCHES]})
+    return steps / (time.perf_counter() - start), float(value)
