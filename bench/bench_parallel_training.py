@@ -6,6 +6,7 @@ saturation").  Run::
 
     python bench/bench_parallel_training.py           # every figure
     python bench/bench_parallel_training.py --quick   # fewer steps (a smoke run)
+    python bench/bench_parallel_training.py --tf /tmp/tfvenv/bin/python   # and TF's replicas
 
 Every device or worker is held to one core: one BLAS thread (``OPENBLAS_NUM_THREADS=1`` and
 friends, set before numpy loads, and in the cluster's processes), sessions with
@@ -33,6 +34,12 @@ server's), and each worker task of the cluster pinned to a core of its own
    asynchronous, >= 1.3x synchronous.  Under each: the CPU milliseconds that one run costs in
    each process, and from them the most that two idle cores could give (2 x the CPU of a
    1-worker run over that of a 2-worker run): a ceiling that the machine's load does not move.
+   With ``--tf PATH`` (the interpreter of a throw-away venv with tensorflow-cpu, never a
+   minitf dependency) each round also runs TensorFlow's own replicas in the same set-up
+   (``tf_replica_child.py``: ``tf.train.Server`` tasks with one intra-op thread, the workers
+   pinned as above, a client process per replica with the same model, rows, batch and
+   thread settings) right after minitf's, and prints TF's samples/s and ratios: what the
+   goals' ratios are on this machine for TensorFlow itself.
 3. *Bytes per step per ps task*: the bytes of the ``_Recv`` transfers to and from each ps task
    in a traced step (RunMetadata step stats, ``FULL_TRACE``) against the minimum, each
    parameter once per direction (2 x the bytes of the variables on that task).
@@ -226,13 +233,12 @@ def bench_towers(steps, rounds):
 # -- 2. and 3. replicas on a cluster -------------------------------------------------------
 
 
-def _pin(cluster, workers):
-    """Each worker task on a core of its own, every thread of it (``sched_setaffinity`` of a
-    process id pins only its main thread; threads it already started keep their cores, and
-    threads they start inherit them); the ps may use any."""
+def _pin(pids):
+    """Each worker task (``pids``, in task order) on a core of its own, every thread of it
+    (``sched_setaffinity`` of a process id pins only its main thread; threads it already
+    started keep their cores, and threads they start inherit them); the ps may use any."""
     cores = sorted(os.sched_getaffinity(0))
-    for i in range(workers):
-        pid = cluster.pid("worker", i)
+    for i, pid in enumerate(pids):
         for tid in os.listdir("/proc/%d/task" % pid):
             try:
                 os.sched_setaffinity(int(tid), {cores[i % len(cores)]})
@@ -257,7 +263,7 @@ def run_replicas(model, mode, workers, steps):
     with LocalCluster(
         {"ps": 1, "worker": workers}, env=dict(os.environ), config=SERVER_CONFIG
     ) as cluster:
-        _pin(cluster, workers)
+        _pin([cluster.pid("worker", i) for i in range(workers)])
         tasks = {"ps": cluster.pid("ps", 0)}
         tasks.update({"worker %d" % i: cluster.pid("worker", i) for i in range(workers)})
         with tempfile.TemporaryDirectory() as d:
@@ -278,6 +284,74 @@ def run_replicas(model, mode, workers, steps):
     return rate, got[0]["ps_bytes"][-1], got[0]["var_bytes"], (cpu, cores)
 
 
+def run_tf_replicas(python, model, mode, workers, steps):
+    """TensorFlow's replicas in the set-up of :func:`run_replicas` (``tf_replica_child.py``
+    run by ``python``: 1 ps and ``workers`` servers of ``tf.train.Server``, each worker task
+    pinned to a core of its own, a client process per replica, the chief first, all starting
+    together).  Returns samples/s of all replicas."""
+    import json
+    import subprocess
+
+    from test_data_parallel import _wait_for_line
+
+    from minitf.distributed.local_cluster import free_port
+
+    child = [python, str(ROOT / "bench" / "tf_replica_child.py")]
+    spec = {"ps": ["127.0.0.1:%d" % free_port()]}
+    spec["worker"] = ["127.0.0.1:%d" % free_port() for _ in range(workers)]
+    procs = []
+
+    def start(*argv):
+        err = tempfile.TemporaryFile("w+")  # TF's log, shown if the child fails
+        p = subprocess.Popen(
+            child + [str(a) for a in argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+        procs.append((p, err))
+        return p
+
+    try:
+        servers = [start("server", json.dumps(spec), "ps", 0)]
+        servers += [start("server", json.dumps(spec), "worker", i) for i in range(workers)]
+        for p in servers:
+            _wait_for_line(p, "ready", 120)
+        _pin([p.pid for p in servers[1:]])
+        clients = []
+        for i in range(workers):  # the chief's session first: it initialises the variables
+            target = "grpc://" + spec["worker"][i]
+            clients.append(start("client", target, i, workers, mode, model, steps, BATCH, 0.05))
+            if i == 0:
+                _wait_for_line(clients[0], "ready", 120)
+        for c in clients[1:]:
+            _wait_for_line(c, "ready", 120)
+        for c in clients:
+            c.stdin.write("go\n")
+            c.stdin.flush()
+        got = [json.loads(_wait_for_line(c, "{", 240)) for c in clients]
+    except AssertionError as e:
+        raise RuntimeError(
+            "TensorFlow's %s replicas failed: %s\n%s" % (mode, e, _tails(procs))
+        ) from None
+    finally:
+        for p, err in procs:
+            p.kill()
+            p.communicate(timeout=30)
+            err.close()
+    return sum(r["timed_runs"] * BATCH / r["seconds"] for r in got)
+
+
+def _tails(procs):
+    """The last lines each TF child wrote to stderr."""
+    out = []
+    for p, err in procs:
+        err.seek(0)
+        out.append("%s: %s" % (p.args[2:5], "".join(err.readlines()[-5:])))
+    return "\n".join(out)
+
+
 def _cpu_line(cpu):
     per_run, cores = cpu
     parts = ", ".join("%s %.1f" % kv for kv in per_run.items())
@@ -291,14 +365,18 @@ def _cpu_per_run(cpu):
     return per_run["ps"] + float(np.mean(workers)) + per_run["client"]
 
 
-def bench_cluster(steps, model, rounds):
-    """Rounds of (1 worker, 2 async, 2 sync), alternating; medians."""
+def bench_cluster(steps, model, rounds, tf_python=None):
+    """Rounds of (1 worker, 2 async, 2 sync), alternating, TensorFlow's after minitf's in each
+    round with ``tf_python``; medians."""
     print("2. between-graph replicas, %s MLP, 1 ps, batch %d per worker" % (model, BATCH))
     configs = [("async", 1), ("async", 2), ("sync", 2)]
     got = {c: [] for c in configs}
+    tf_got = {c: [] for c in configs}
     for _ in range(rounds):
         for mode, workers in configs:
             got[(mode, workers)].append(run_replicas(model, mode, workers, steps))
+        for mode, workers in configs if tf_python else ():
+            tf_got[(mode, workers)].append(run_tf_replicas(tf_python, model, mode, workers, steps))
     rate = {c: float(np.median([r[0] for r in got[c]])) for c in configs}
     one = rate[("async", 1)]
     print("   1 worker          : %8.0f samples/s" % one)
@@ -315,6 +393,8 @@ def bench_cluster(steps, model, rounds):
             "      on 2 idle cores at most 2 x %.1f / %.1f = %.2fx (CPU per run, 1 / 2 workers)"
             % (cpu_one, _cpu_per_run(cpu), 2 * cpu_one / _cpu_per_run(cpu))
         )
+    if tf_python:
+        _print_tf(tf_got, one)
     _, ps_bytes, var_bytes, _ = got[("async", 1)][-1]
     minimum = 2 * int(var_bytes.sum())  # each parameter, once each way
     print(
@@ -324,15 +404,37 @@ def bench_cluster(steps, model, rounds):
     )
 
 
+def _print_tf(tf_got, minitf_one):
+    """TensorFlow's figures of the same rounds, and its ratios next to minitf's."""
+    rate = {c: float(np.median(v)) for c, v in tf_got.items()}
+    one = rate[("async", 1)]
+    print(
+        "   TensorFlow, the same set-up: 1 worker %.0f samples/s (minitf / TF %.2f)"
+        % (one, minitf_one / one)
+    )
+    for mode in ("async", "sync"):
+        two = rate[(mode, 2)]
+        rounds = ", ".join(
+            "%.2fx" % (t / o) for t, o in zip(tf_got[(mode, 2)], tf_got[("async", 1)])
+        )
+        print(
+            "      2 workers, %-6s: %8.0f samples/s   ratio %.2fx   (per round %s)"
+            % (mode, two, two / one, rounds)
+        )
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
+    p.add_argument(
+        "--tf", metavar="PATH", help="python of a venv with tensorflow-cpu: its replicas too"
+    )
     args = p.parse_args()
     steps, rounds, cluster_steps = (10, 1, 12) if args.quick else (40, 3, 60)
     machine_parallelism()
     bench_towers(steps, rounds)
     for model in ("mlp784", "digits"):
-        bench_cluster(cluster_steps, model, rounds)
+        bench_cluster(cluster_steps, model, rounds, args.tf)
     print("(machine shared with other work: the ratios are noisy)")
 
 

@@ -24,6 +24,7 @@ import sys
 import time
 
 import numpy as np
+from dp_data import HIDDEN, dataset, rows
 
 import minitf as tf
 from minitf.train.staleness import StalenessHook
@@ -51,23 +52,6 @@ def parse(argv):
     return p.parse_args(argv)
 
 
-def dataset(model):
-    """((x_train, y_train), (x_test, y_test)), the same in every process."""
-    if model == "digits":
-        from sklearn.datasets import load_digits
-
-        data = load_digits()
-        x = (data.data / 16.0).astype(np.float32)
-        y = data.target.astype(np.int64)
-        order = np.random.default_rng(0).permutation(len(x))
-        x, y = x[order], y[order]
-        return (x[:1400], y[:1400]), (x[1400:], y[1400:])
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((4096, 784)).astype(np.float32)
-    y = np.argmax(x @ rng.standard_normal((784, 10)), axis=1).astype(np.int64)
-    return (x[:3584], y[:3584]), (x[3584:], y[3584:])
-
-
 def build(args, n_in):
     """The replica's graph; returns (x, y, train_op, global step, accuracy, optimizer)."""
     setter = None
@@ -75,7 +59,7 @@ def build(args, n_in):
         setter = tf.train.replica_device_setter(
             ps_tasks=args.ps, worker_device="/job:worker/task:%d" % args.task
         )
-    sizes = [64] if args.model == "digits" else [300, 100]
+    sizes = HIDDEN[args.model]
     with tf.device(setter):
         gs = tf.train.get_or_create_global_step()
         x = tf.placeholder(tf.float32, [None, n_in], name="x")
@@ -155,8 +139,8 @@ def train_loop(args, sess, x, y, train, gs, data):
         if k == 1:
             start = time.perf_counter()  # the first run sets things up
             cpu = time.process_time()
-        rows = np.arange((k * w + args.task) * b, (k * w + args.task + 1) * b) % n
-        feed = {x: xs[rows], y: ys[rows]}
+        picked = rows(k, args.task, w, b, n)
+        feed = {x: xs[picked], y: ys[picked]}
         if k >= args.steps - args.trace_steps:
             if stop is None and start is not None:
                 stop = time.perf_counter()  # traced runs are not timed
