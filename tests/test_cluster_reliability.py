@@ -4,6 +4,7 @@ alone, many client threads on one session all finish, a killed worker is reporte
 TF's "no timeout" values, ports out of range.  The heavy versions (1,000 threads or calls) are
 in tests/stress/test_cluster_load.py."""
 
+import socket
 import subprocess
 import sys
 import textwrap
@@ -76,6 +77,69 @@ def test_port_out_of_range_is_rejected_naming_the_address(port):
     with pytest.raises(ValueError, match='"%s"' % addr):
         tf.train.Server({"worker": [addr]}, job_name="worker", task_index=0)
     assert tf.train.ClusterSpec({"worker": ["localhost:65535"]}).num_tasks("worker") == 1
+
+
+# -- a server slow to answer a new connection (a loaded machine) is waited for -----------------
+
+
+class _SlowHelloProxy:
+    """A TCP proxy to the server at ``address`` that holds back the server's side of each new
+    connection for ``delay`` seconds: a server on a busy machine, slow to say hello."""
+
+    def __init__(self, address, delay):
+        host, port = address.rsplit(":", 1)
+        self._upstream, self._delay = (host, int(port)), delay
+        self._closed = threading.Event()
+        self._sockets = [socket.create_server(("127.0.0.1", 0))]
+        self.address = "127.0.0.1:%d" % self._sockets[0].getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self._sockets[0].accept()
+            except OSError:  # closed
+                return
+            server = socket.create_connection(self._upstream)
+            self._sockets += [client, server]
+            threading.Thread(target=self._pump, args=(client, server, 0), daemon=True).start()
+            threading.Thread(
+                target=self._pump, args=(server, client, self._delay), daemon=True
+            ).start()
+
+    def _pump(self, src, dst, delay):
+        try:
+            data = src.recv(1 << 16)
+            if delay and self._closed.wait(delay):  # held back (close() ends the wait)
+                return
+            while data:
+                dst.sendall(data)
+                data = src.recv(1 << 16)
+        except OSError:
+            pass
+
+    def close(self):
+        self._closed.set()
+        for s in self._sockets:
+            s.close()
+
+
+def test_a_server_slow_to_answer_a_new_connection_is_still_reached():
+    """A new connection's first answer (the server's HTTP/2 SETTINGS) 0.5 s late: the session
+    waits for it.  With the connection attempt cut at 100 ms (``grpc.min_reconnect_backoff_ms``,
+    which gRPC reads as the least time an attempt gets) the call failed with UnavailableError,
+    on which a MonitoredTrainingSession re-creates its session: notebook 14's asynchronous
+    replicas then counted a wrong global step in a loaded CI run."""
+    with tf.train.Server.create_local_server() as server:
+        proxy = _SlowHelloProxy(server.target[len("grpc://") :], 0.5)
+        try:
+            g = tf.Graph()
+            with g.as_default():
+                c = tf.constant(2.0) * 3.0
+            with tf.Session("grpc://" + proxy.address, graph=g) as sess:
+                assert sess.run(c) == 6.0
+        finally:
+            proxy.close()
 
 
 # -- item 9: a task killed mid-step is reported at once -------------------------------------------

@@ -24,9 +24,16 @@ def client_metadata(token=None):
     return ((TOKEN_HEADER, token),) if token else ()
 
 
+#: A lost peer is tried again after 100 ms, then at most every second (a restarted task is
+#: reached at once).  gRPC reads ``min_reconnect_backoff_ms`` as something else: the least time
+#: one connection attempt is given to complete, up to the peer's first HTTP/2 SETTINGS frame.
+#: It stays at gRPC's 20 s: at 100 ms a busy machine's server that answered a new connection
+#: late failed the call ("connection attempt timed out before receiving SETTINGS frame"), an
+#: UnavailableError on which a MonitoredTrainingSession re-creates its session (a chief
+#: initialises the model again).  A task that is down refuses at once, whatever this is.
 _RECONNECT_OPTIONS = (
     ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 20000),
     ("grpc.max_reconnect_backoff_ms", 1000),
     ("grpc.use_local_subchannel_pool", 1),
 )
