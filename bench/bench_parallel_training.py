@@ -292,7 +292,7 @@ def run_tf_replicas(python, model, mode, workers, steps):
     import json
     import subprocess
 
-    from test_data_parallel import _wait_for_line
+    from test_data_parallel import _wait_for_line, start_together
 
     from minitf.distributed.local_cluster import free_port
 
@@ -319,17 +319,13 @@ def run_tf_replicas(python, model, mode, workers, steps):
         for p in servers:
             _wait_for_line(p, "ready", 120)
         _pin([p.pid for p in servers[1:]])
-        clients = []
-        for i in range(workers):  # the chief's session first: it initialises the variables
-            target = "grpc://" + spec["worker"][i]
-            clients.append(start("client", target, i, workers, mode, model, steps, BATCH, 0.05))
-            if i == 0:
-                _wait_for_line(clients[0], "ready", 120)
-        for c in clients[1:]:
-            _wait_for_line(c, "ready", 120)
-        for c in clients:
-            c.stdin.write("go\n")
-            c.stdin.flush()
+        clients = start_together(
+            lambda i: start(
+                "client", "grpc://" + spec["worker"][i], i, workers, mode, model, steps, BATCH, 0.05
+            ),
+            workers,
+            seconds=120,
+        )
         got = [json.loads(_wait_for_line(c, "{", 240)) for c in clients]
     except AssertionError as e:
         raise RuntimeError(

@@ -96,19 +96,16 @@ def _finish(procs, seconds=240):
             _stop(p)
 
 
-def start_replicas(cluster, tmp_path, workers, extra, more=None):
-    """The chief (task 0) first, the others once its model is ready; once every replica is
-    ready, they all start training at once.  ``more``: {task: arguments of that one only}.
-    Returns the client processes."""
-    outs = [tmp_path / ("worker%d.npz" % i) for i in range(workers)]
-    args = [list(extra) + ["--barrier"] + list((more or {}).get(i, [])) for i in range(workers)]
-    procs = [_start(cluster.target("worker", 0), 0, outs[0], args[0])]
+def start_together(start, workers, seconds=60.0):
+    """Replica 0 (the chief: it initialises the model) started first by ``start(0)``, the others
+    once it printed "ready"; once every replica is ready, they all get "go" at once.  Returns
+    the processes (all stopped if one of them fails to get ready)."""
+    procs = [start(0)]
     try:
-        _wait_for_line(procs[0], "ready")
-        for i in range(1, workers):
-            procs.append(_start(cluster.target("worker", i), i, outs[i], args[i]))
+        _wait_for_line(procs[0], "ready", seconds)
+        procs += [start(i) for i in range(1, workers)]
         for p in procs[1:]:
-            _wait_for_line(p, "ready")
+            _wait_for_line(p, "ready", seconds)
         for p in procs:
             p.stdin.write("go\n")
             p.stdin.flush()
@@ -117,6 +114,16 @@ def start_replicas(cluster, tmp_path, workers, extra, more=None):
             _stop(p)
         raise
     return procs
+
+
+def start_replicas(cluster, tmp_path, workers, extra, more=None):
+    """dp_worker.py's replicas on ``cluster``, started together (:func:`start_together`).
+    ``more``: {task: arguments of that one only}.  Returns the client processes."""
+    outs = [tmp_path / ("worker%d.npz" % i) for i in range(workers)]
+    args = [list(extra) + ["--barrier"] + list((more or {}).get(i, [])) for i in range(workers)]
+    return start_together(
+        lambda i: _start(cluster.target("worker", i), i, outs[i], args[i]), workers
+    )
 
 
 def train_replicas(cluster, tmp_path, workers, extra):
