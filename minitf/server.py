@@ -27,12 +27,15 @@ def _load_cluster(text):
     return spec
 
 
-def main(argv=None):
+def _parse(argv):
     parser = argparse.ArgumentParser(prog="python -m minitf.server", description=__doc__)
     parser.add_argument("--cluster", required=True, help="cluster JSON file or inline JSON")
     parser.add_argument("--job", required=True)
     parser.add_argument("--task", type=int, default=0)
     parser.add_argument("--cpu-only", action="store_true", help="no (emulated) GPUs")
+    parser.add_argument(
+        "--inter-op-threads", type=int, default=0, help="the worker's inter-op pool (0: default)"
+    )
     parser.add_argument(
         "--intra-op-threads", type=int, default=0, help="the worker's intra-op pool (0: default)"
     )
@@ -42,7 +45,11 @@ def main(argv=None):
     parser.add_argument(
         "--parent-pid", type=int, default=0, help="die with this process (Linux: PR_SET_PDEATHSIG)"
     )
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = _parse(argv)
     if args.parent_pid:
         # Set here, in the child, rather than in a preexec_fn: that keeps the parent's spawn
         # free of Python code between fork and exec, which gRPC's threads make unsafe.
@@ -60,7 +67,10 @@ def main(argv=None):
     from minitf.distributed.server import Server
 
     stop = threading.Event()
-    config = tf.ConfigProto(intra_op_parallelism_threads=args.intra_op_threads)
+    config = tf.ConfigProto(
+        inter_op_parallelism_threads=args.inter_op_threads,
+        intra_op_parallelism_threads=args.intra_op_threads,
+    )
     server = Server(
         _load_cluster(args.cluster), job_name=args.job, task_index=args.task, config=config
     )

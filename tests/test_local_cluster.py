@@ -17,6 +17,7 @@ import minitf as tf
 from helpers import client_env, wait_until
 from minitf.distributed import LocalCluster, local_cluster
 from minitf.distributed.local_cluster import free_port
+from minitf.runtime.pools import schedulable_cores
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("no_child_process_left")]
 
@@ -260,6 +261,43 @@ def test_cli_serves_until_ctrl_c(tmp_path):
             proc.kill()
             proc.wait(5)
         proc.stdout.close()
+
+
+@pytest.mark.parametrize("threads", [3, 0])
+def test_the_server_config_sizes_the_workers_inter_op_pool(threads):
+    """As TF's worker: one compute pool runs the ops of every partition, sized from the
+    server's config like a session's inter-op pool (0: a thread per core the process may use)."""
+    config = tf.ConfigProto(inter_op_parallelism_threads=threads)
+    server = tf.train.Server({"local": ["localhost:0"]}, config=config, start=False)
+    try:
+        assert server.worker.pool_set.inter_threads == (threads or schedulable_cores())
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_cluster_config_sizes_each_workers_inter_op_pool(threads):
+    """``LocalCluster(config=...)`` hands each task's server ``inter_op_parallelism_threads``:
+    a traced step of eight independent matmuls runs them on that many inter-op threads at
+    most (a worker's pool had 32 threads, whatever the config)."""
+    config = tf.ConfigProto(inter_op_parallelism_threads=threads)
+    with LocalCluster({"worker": 1}, config=config) as cluster:
+        with tf.device("/job:worker/task:0"):
+            a = tf.ones([256, 256])
+            products = [tf.matmul(a, a * float(k), name="product%d" % k) for k in range(8)]
+        md = tf.RunMetadata()
+        with tf.Session(cluster.target("worker")) as sess:
+            opts = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+            sess.run(products, options=opts, run_metadata=md)
+    names = {
+        n.thread_name
+        for d in md.step_stats.dev_stats
+        for n in d.node_stats
+        if n.node_name.startswith("product")
+    }
+    pool = {n for n in names if n.startswith("inter-op #")}
+    assert pool, names  # the matmuls are expensive: they wait for the pool's threads
+    assert pool <= {"inter-op #%d" % k for k in range(threads)}, names
 
 
 def test_the_cluster_config_sizes_each_workers_intra_op_pool():

@@ -119,8 +119,9 @@ def free_port(host: str = "127.0.0.1") -> int:
 class LocalCluster:
     """Starts one subprocess server per task; ``.cluster_spec``, ``.targets``,
     ``.target(job, task)``, ``.stop()``, ``.kill(job, task)``, ``.restart(job, task)``.
-    ``config``: a ConfigProto whose ``intra_op_parallelism_threads`` every task's server takes
-    (as ``tf.train.Server(config=...)``): the size of its worker's intra-op pool.
+    ``config``: a ConfigProto whose ``inter_op_parallelism_threads`` and
+    ``intra_op_parallelism_threads`` every task's server takes (as ``tf.train.Server(config=...)``):
+    the sizes of its worker's inter-op and intra-op pools.
     ``job_env``: extra environment variables per job, e.g. ``{"ps": {"CUDA_VISIBLE_DEVICES": ""}}``
     to start the parameter servers without GPUs, as the book advises (with ``cpu_only=False``)."""
 
@@ -139,7 +140,8 @@ class LocalCluster:
         unknown = sorted(set(self._job_env) - set(self._jobs))
         if unknown:
             raise ValueError("job_env names jobs that are not in the cluster: %s" % unknown)
-        # what a task's server takes of the ConfigProto (its worker's intra-op pool size)
+        # what a task's server takes of the ConfigProto (its worker's pool sizes)
+        self._inter = int(getattr(config, "inter_op_parallelism_threads", 0) or 0)
         self._intra = int(getattr(config, "intra_op_parallelism_threads", 0) or 0)
         self._host = host
         self._cpu_only = cpu_only
@@ -183,6 +185,8 @@ class LocalCluster:
         ]
         if self._cpu_only:
             cmd.append("--cpu-only")
+        if self._inter:
+            cmd += ["--inter-op-threads", str(self._inter)]
         if self._intra:
             cmd += ["--intra-op-threads", str(self._intra)]
         env = dict(self._env)

@@ -6,7 +6,8 @@ them (``RunGraph``: feeding their ``_Arg`` nodes, answering the tensors asked fo
 the tensors this task's ``_Send`` ops left for them (``RecvTensors``: every key a partition
 takes from this task in a step, in one request, which peers send on a ``RecvTensorsSteps``
 call kept open between steps; ``RecvTensor``: one key; ``rendezvous_mgr.py``).
-A server's ConfigProto sizes the worker's intra-op pool (``intra_op_parallelism_threads``).
+A server's ConfigProto sizes the worker's inter-op and intra-op pools
+(``inter_op_parallelism_threads``, ``intra_op_parallelism_threads``).
 Variables live in the resource managers of the task's devices and are shared by every graph
 registered here (every session of every master) until ``CleanupAll`` (``Session.reset``).
 """
@@ -130,9 +131,13 @@ class Worker:
         self._addresses = {}  # task name -> address (task_address)
         self.graph_mgr = GraphMgr(self.task_name, devices)
         self.channels = Channels(server.token, single_threaded_streams=True)
+        inter = getattr(config, "inter_op_parallelism_threads", 0)
         intra = getattr(config, "intra_op_parallelism_threads", 0)
+        # TF's worker runs the ops of every partition on one compute pool, sized from the
+        # server's config as a session's inter-op pool is (a thread per core by default):
+        # kernels that wait (queues, _Recv) are asynchronous and hold no thread while they do
         self.pool_set = pools.PoolSet(
-            32,
+            pools.default_threads(inter),
             pools.default_threads(intra) if intra else min(pools.schedulable_cores(), 4),
             pools.gpu_thread_mode(),
             pools.gpu_thread_count(),
