@@ -18,8 +18,9 @@ import pytest
 
 import minitf as tf
 from helpers import wait_until
-from minitf.distributed import wire
+from minitf.distributed import streams, wire
 from minitf.distributed.local_cluster import LocalCluster, free_port
+from minitf.distributed.worker_cache import rpc_error
 
 pytestmark = pytest.mark.cluster
 
@@ -208,6 +209,65 @@ def _killed_mid_step(lc, sess, fetches, signals, task):
     assert errs[0][0] - t0 < 2.0
     assert isinstance(errs[0][1], tf.errors.UnavailableError), errs
     assert "/job:%s/replica:0/task:%d" % task in errs[0][1].message
+
+
+def test_calls_cut_by_their_channel_closing_read_as_the_peer_unavailable():
+    """A master and its own worker share one channel to each peer.  When one call finds the
+    peer gone it closes that channel (a restarted task is then reached at once), and gRPC cuts
+    the other calls on it with CANCELLED "Channel closed!".  Nobody cancelled the step, so it
+    fails as TF's does when a peer is lost: UnavailableError naming the peer (it used to be
+    CancelledError, when the master's own partition, whose _Recv was cut, failed first).  The
+    next step reaches the peer on a fresh channel."""
+    spec = {"worker": ["127.0.0.1:%d" % free_port() for _ in range(2)]}
+    servers = [tf.train.Server(spec, job_name="worker", task_index=i) for i in range(2)]
+    try:
+        with tf.Graph().as_default():
+            with tf.device("/job:worker/task:1"):
+                q = tf.FIFOQueue(1, tf.float32, shared_name="cut")
+                there, put = q.dequeue(), q.enqueue(2.0)
+            with tf.device("/job:worker/task:0"):
+                here = there * 3.0
+            config = tf.ConfigProto(operation_timeout_in_ms=30000)
+            with tf.Session(servers[0].target, config=config) as sess:
+                errs = []
+
+                def run():
+                    try:
+                        sess.run(here)
+                    except tf.errors.OpError as e:
+                        errs.append(e)
+
+                t = threading.Thread(target=run)
+                t.start()
+                steps = servers[1].worker.rendezvous._steps  # worker 0's _Recv is waiting
+                assert wait_until(lambda: any(r._waiters for r in list(steps.values())), 60)
+                servers[0].worker.channels.forget(spec["worker"][1])
+                t.join(10)
+                assert not t.is_alive() and len(errs) == 1
+                assert isinstance(errs[0], tf.errors.UnavailableError), errs
+                assert "/job:worker/replica:0/task:1" in errs[0].message
+                sess.run(put)
+                assert sess.run(here) == 6.0
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def test_rpc_errors_read_a_cut_call_as_unavailable_and_keep_what_a_peer_reported():
+    """``rpc_error``: a CANCELLED the peer did not report is a cut call (UnavailableError,
+    derived from what cut it); one the peer reported stays CancelledError; the peer's
+    "derived" mark carries over; the task is named once."""
+    task = "/job:ps/replica:0/task:0"
+    cut = rpc_error(streams.StepError(grpc.StatusCode.CANCELLED, "Channel closed!"), task)
+    assert type(cut) is tf.errors.UnavailableError and cut.derived
+    assert cut.message == "From %s:\nChannel closed!" % task
+    told = streams.StepError(grpc.StatusCode.CANCELLED, "RunGraph was cancelled.", reported=True)
+    assert type(rpc_error(told, task)) is tf.errors.CancelledError
+    assert not rpc_error(told, task).derived
+    lost = streams.StepError(grpc.StatusCode.UNAVAILABLE, "From %s:\nx" % task, True, True)
+    err = rpc_error(lost, "/job:worker/replica:0/task:1")
+    assert type(err) is tf.errors.UnavailableError and err.derived
+    assert err.message == "From %s:\nx" % task
 
 
 # -- item 1: a script with in-process servers exits at once ---------------------------------------

@@ -102,8 +102,9 @@ class Master:
                     break
                 except grpc.RpcError as e:
                     self.channels.failed(address, e)
-                    if attempt or e.code() != grpc.StatusCode.UNAVAILABLE:
-                        raise rpc_error(e, task) from None
+                    err = rpc_error(e, task)
+                    if attempt or not isinstance(err, errors.UnavailableError):
+                        raise err from None
             return [RemoteDevice(a) for a in r.device_attributes]
 
         futures = [self.pool.submit(status, t, a) for t, a in tasks]

@@ -20,7 +20,7 @@ import threading
 import grpc
 
 from minitf.distributed import protocol_pb2 as pb
-from minitf.distributed import streams, wire
+from minitf.distributed import wire
 from minitf.distributed.worker import partition_answer
 from minitf.distributed.worker_cache import closed_channel_error, rpc_error
 from minitf.framework import errors
@@ -206,13 +206,12 @@ class PartitionRun:
             raise closed_channel_error(task, address) from None
 
     def _call_error(self, e, task):
-        err = rpc_error(e, task)
         if e.code() == grpc.StatusCode.CANCELLED and self._cancelled:
             err = errors.CancelledError(None, None, self._reason)
-        elif e.code() == grpc.StatusCode.CANCELLED:
-            # cancelled by the peer's side (its server went away mid-call)
+            err.derived = True
+            return err
+        err = rpc_error(e, task)
+        if e.code() == grpc.StatusCode.CANCELLED:  # the peer cancelled it: derived
             err = errors.UnavailableError(None, None, err.message)
-        if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-            err = errors.DeadlineExceededError(None, None, err.message)
-        err.derived = streams.is_derived(e) or e.code() == grpc.StatusCode.CANCELLED
+            err.derived = True
         return err

@@ -144,8 +144,21 @@ def closed_channel_error(task, address):
 
 def rpc_error(e, task=None):
     """The OpError of a failed RPC (``From <task>:`` prefixed when the peer is known and the
-    message does not name a task yet)."""
-    err = wire.error_from_status(e.code(), e.details())
+    message does not name a task yet).
+
+    A call its caller did not cancel (callers check that first) and whose peer did not report
+    CANCELLED itself was cut on its way: another call found the peer gone and closed the
+    channel (gRPC: "Channel closed!"), or the peer's server went away mid-call.  That reads
+    as TF reads a lost peer, UnavailableError, derived from the failure that cut it."""
+    code = e.code()
+    if code == grpc.StatusCode.CANCELLED and not streams.is_reported(e):
+        err = errors.UnavailableError(None, None, e.details() or "Cancelled")
+        err.derived = True
+    else:
+        err = wire.error_from_status(code, e.details())
+        err.derived = streams.is_derived(e)
     if task and not err.message.startswith("From /job:"):
+        derived = err.derived
         err = type(err)(None, None, "From %s:\n%s" % (task, err.message))
+        err.derived = derived
     return err

@@ -396,7 +396,9 @@ def node_error(exc, eplan, i):
     if "[[" not in msg:
         msg = attach_node(msg, node.name)
     op = node.op
-    return cls(op.node_def if op is not None else None, op, msg)
+    err = cls(op.node_def if op is not None else None, op, msg)
+    err.derived = getattr(exc, "derived", False)  # a failure caused by another task's stays so
+    return err
 
 
 def _host_oom_message(node, device):
