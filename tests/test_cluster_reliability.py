@@ -18,7 +18,7 @@ import pytest
 
 import minitf as tf
 from helpers import wait_until
-from minitf.distributed import streams, wire
+from minitf.distributed import master_interface, streams, wire
 from minitf.distributed.local_cluster import LocalCluster, free_port
 from minitf.distributed.worker_cache import rpc_error
 
@@ -251,6 +251,39 @@ def test_calls_cut_by_their_channel_closing_read_as_the_peer_unavailable():
     finally:
         for s in servers:
             s.stop()
+
+
+def test_a_client_step_cut_by_its_channel_closing_reads_as_the_master_unavailable():
+    """A process's sessions share one channel to each master; a session that finds the master
+    gone closes it, which cuts the steps other sessions have in flight on it.  Those fail with
+    UnavailableError (not CancelledError: nobody cancelled them), and the next step reaches
+    the master on a fresh channel."""
+    with tf.train.Server.create_local_server() as server:
+        address = server.target[len("grpc://") :]
+        with tf.Graph().as_default():
+            q = tf.FIFOQueue(1, tf.float32, shared_name="client_cut")
+            took, put = q.dequeue(), q.enqueue(1.0)
+            signals = tf.FIFOQueue(1, tf.float32, shared_name="client_cut_signals")
+            signal = signals.enqueue(2.0)  # the step is running
+            config = _rpc(operation_timeout_in_ms=30000)
+            with tf.Session(server.target, config=config) as sess:
+                errs = []
+
+                def run():
+                    try:
+                        sess.run([took, signal])
+                    except tf.errors.OpError as e:
+                        errs.append(e)
+
+                t = threading.Thread(target=run)
+                t.start()
+                assert wait_until(lambda: sess.run(signals.size()) == 1, 60)
+                master_interface._channels.forget(address)
+                t.join(10)
+                assert not t.is_alive() and len(errs) == 1
+                assert isinstance(errs[0], tf.errors.UnavailableError), errs
+                sess.run(put)
+                assert sess.run(took) == 1.0
 
 
 def test_rpc_errors_read_a_cut_call_as_unavailable_and_keep_what_a_peer_reported():

@@ -22,6 +22,7 @@ from minitf.distributed.wire import (
     STEP_SLACK_SECONDS,
     STREAM_CHUNK_BYTES,
 )
+from minitf.distributed.worker_cache import rpc_error
 from minitf.framework import errors
 from minitf.runtime.devices import DeviceAttributes
 
@@ -31,8 +32,8 @@ _OP_IN_MESSAGE = re.compile(r"\[\[(?:\{\{node )?([A-Za-z0-9_.\-/]+)")
 def _raise(e, graph=None, timeout_hit=False):
     if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
         err = errors.DeadlineExceededError(None, None, e.details() or "Deadline Exceeded")
-    else:
-        err = wire.error_from_status(e.code(), e.details())
+    else:  # (a call cut by another session closing the shared channel: UnavailableError)
+        err = rpc_error(e)
     op = None
     if graph is not None:
         m = _OP_IN_MESSAGE.search(err.message)
