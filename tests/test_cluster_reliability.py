@@ -19,8 +19,9 @@ import pytest
 import minitf as tf
 from helpers import wait_until
 from minitf.distributed import master_interface, streams, wire
+from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed.local_cluster import LocalCluster, free_port
-from minitf.distributed.worker_cache import rpc_error
+from minitf.distributed.worker_cache import Channels, rpc_error
 
 pytestmark = pytest.mark.cluster
 
@@ -284,6 +285,28 @@ def test_a_client_step_cut_by_its_channel_closing_reads_as_the_master_unavailabl
                 assert isinstance(errs[0], tf.errors.UnavailableError), errs
                 sess.run(put)
                 assert sess.run(took) == 1.0
+
+
+def test_a_call_on_a_channel_closed_meanwhile_is_unavailable_and_spares_the_fresh_one():
+    """A stub taken before another call closed its channel: calling it raises ChannelClosed
+    (an RpcError every caller handles, UNAVAILABLE and derived), not gRPC's ValueError; and
+    reporting that failure does not close the fresh channel another call has made since."""
+    with tf.train.Server.create_local_server() as server:
+        address = server.target[len("grpc://") :]
+        channels = Channels()
+        try:
+            stale = channels.worker(address)
+            channels.forget(address)
+            with pytest.raises(streams.ChannelClosed) as ei:
+                stale.GetStatus(pb.GetStatusRequest(), timeout=5)
+            err = rpc_error(ei.value, "/job:local/replica:0/task:0")
+            assert type(err) is tf.errors.UnavailableError and err.derived
+            fresh = channels.worker(address)
+            channels.failed(address, ei.value)
+            assert channels.worker(address) is fresh
+            assert fresh.GetStatus(pb.GetStatusRequest(), timeout=5).device_attributes
+        finally:
+            channels.close()
 
 
 def test_rpc_errors_read_a_cut_call_as_unavailable_and_keep_what_a_peer_reported():

@@ -14,7 +14,7 @@ import pytest
 
 import minitf as tf
 from helpers import wait_until
-from minitf.distributed import master_interface, streams, wire
+from minitf.distributed import master_interface, services, streams, wire
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed.local_cluster import free_port
 from minitf.framework import errors
@@ -497,10 +497,12 @@ def test_a_task_stopped_mid_step_fails_the_step_cleanly(long_remote_step):
 
 
 def test_a_pool_whose_channel_was_closed_reports_unavailable():
+    """The stubs' methods raise ChannelClosed (UNAVAILABLE) on a closed channel, so a pool
+    whose channel another call closed reports that, not gRPC's ValueError."""
     ch = grpc.insecure_channel("127.0.0.1:%d" % free_port())
-    start = ch.stream_stream(METHOD, request_serializer=wire.serialize)
+    start = services.Stub(ch, "WorkerService").RunGraphs
     pool = streams.StreamPool(lambda requests: start(requests))
     ch.close()
-    with pytest.raises(streams.StepError) as ei:
+    with pytest.raises(streams.ChannelClosed) as ei:
         pool.acquire()
     assert ei.value.code() == grpc.StatusCode.UNAVAILABLE

@@ -38,11 +38,9 @@ class RemoteMaster:
             stub = _channels.master(self.address)
             try:
                 return getattr(stub, method)(request, timeout=timeout, metadata=_channels.metadata)
-            except ValueError:  # another session dropped the channel meanwhile: a fresh one
+            except streams.ChannelClosed:  # another session dropped it meanwhile: a fresh one
                 if attempt:
-                    raise streams.StepError(
-                        grpc.StatusCode.UNAVAILABLE, "The channel to %s was closed." % self.address
-                    ) from None
+                    raise
 
     def run_step(self, first, parts, timeout):
         """A step whose feeds all fit in ``first`` runs on one of the open RunSteps calls,

@@ -22,7 +22,7 @@ import grpc
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import wire
 from minitf.distributed.worker import partition_answer
-from minitf.distributed.worker_cache import closed_channel_error, rpc_error
+from minitf.distributed.worker_cache import rpc_error
 from minitf.framework import errors
 
 _DONE = object()
@@ -202,8 +202,6 @@ class PartitionRun:
         except grpc.RpcError as e:
             self.master.channels.failed(address, e)
             raise self._call_error(e, task) from None
-        except ValueError:  # the channel closed meanwhile: another call found the peer gone
-            raise closed_channel_error(task, address) from None
 
     def _call_error(self, e, task):
         if e.code() == grpc.StatusCode.CANCELLED and self._cancelled:

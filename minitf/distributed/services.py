@@ -19,7 +19,7 @@ import functools
 import grpc
 
 from minitf.distributed import protocol_pb2 as pb  # noqa: E402
-from minitf.distributed import wire  # noqa: E402
+from minitf.distributed import streams, wire  # noqa: E402
 from minitf.framework import errors
 
 #: What a server's request parser gives for bytes that are no message of its type.
@@ -110,17 +110,28 @@ def _rejecting_malformed(method, kind, name, parse):
 
 
 class Stub:
-    """One callable per method of ``service`` on ``channel``."""
+    """One callable per method of ``service`` on ``channel``; a call on a channel that another
+    call closed meanwhile raises :class:`streams.ChannelClosed` (an RpcError, as every failed
+    call's), not gRPC's ValueError."""
 
     def __init__(self, channel, service):
         for name, kind, _, parse_response in methods(service):
-            setattr(
-                self,
-                name,
-                getattr(channel, kind)(
-                    "/%s.%s/%s" % (PACKAGE, service, name),
-                    request_serializer=wire.serialize,
-                    response_deserializer=parse_response,
-                    _registered_method=True,
-                ),
+            method = getattr(channel, kind)(
+                "/%s.%s/%s" % (PACKAGE, service, name),
+                request_serializer=wire.serialize,
+                response_deserializer=parse_response,
+                _registered_method=True,
             )
+            setattr(self, name, _on_open_channel(method))
+
+
+def _on_open_channel(method):
+    def call(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except ValueError as e:  # "Cannot invoke RPC on closed channel!" (or ": Channel closed!")
+            if "Cannot invoke RPC" not in str(e):
+                raise
+            raise streams.ChannelClosed() from None
+
+    return call

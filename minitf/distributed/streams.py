@@ -70,6 +70,15 @@ class StepError(grpc.RpcError):
         return self._metadata
 
 
+class ChannelClosed(StepError):
+    """A call that could not start because its channel was closed meanwhile: another call
+    found the peer gone and dropped the channel (``Channels.failed``).  UNAVAILABLE, derived
+    from that failure; it says nothing new about the peer (a fresh channel may reach it)."""
+
+    def __init__(self):
+        super().__init__(grpc.StatusCode.UNAVAILABLE, "The channel to the peer was closed.", True)
+
+
 def abort(context, exc, derived=False):
     """Ends the RPC of a handler that failed with ``exc`` (its status from
     wire.status_from_error), marked as reported by this peer (and as ``derived``)."""
@@ -335,12 +344,7 @@ class StreamPool:
             with self._lock:
                 call = self._idle.pop() if self._idle else None
             if call is None:
-                try:
-                    return _Call(self)
-                except ValueError:  # the channel was closed meanwhile (its peer failed)
-                    raise StepError(
-                        grpc.StatusCode.UNAVAILABLE, "The channel to the peer was closed."
-                    ) from None
+                return _Call(self)  # (ChannelClosed when the channel was closed meanwhile)
             if not call.broken():  # a peer that went away while the call was idle
                 return call
             call.cancel()

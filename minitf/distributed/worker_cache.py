@@ -106,7 +106,11 @@ class Channels:
         reached at once rather than after the channel's reconnect backoff.  A failure the peer
         reported itself (even UNAVAILABLE: some task behind it is down) says nothing about the
         channel, which other calls may be using."""
-        if e.code() == grpc.StatusCode.UNAVAILABLE and not streams.is_reported(e):
+        if (
+            e.code() == grpc.StatusCode.UNAVAILABLE
+            and not streams.is_reported(e)
+            and not isinstance(e, streams.ChannelClosed)  # (it may have a fresh one already)
+        ):
             self.forget(address)
 
     def forget(self, address):
@@ -128,18 +132,6 @@ class Channels:
             p.close()
         for ch in chans:
             ch.close()
-
-
-def closed_channel_error(task, address):
-    """What a call finds when another call closed the channel meanwhile (after finding the
-    peer gone, ``Channels.failed``): UnavailableError, derived from that failure."""
-    err = errors.UnavailableError(
-        None,
-        None,
-        "From %s:\nThe channel to %s was closed: the task did not answer." % (task, address),
-    )
-    err.derived = True
-    return err
 
 
 def rpc_error(e, task=None):
