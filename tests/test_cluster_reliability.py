@@ -408,6 +408,26 @@ def test_recv_without_a_deadline_waits_the_control_rpc_cap(monkeypatch):
             channel.close()
 
 
+def test_every_reader_of_the_control_rpc_cap_sees_it_changed():
+    """The cap is read from ``wire`` at each use: no module keeps a copy of it taken when it was
+    imported (one imported while a test had the cap cut kept 0.3 s for the rest of the run)."""
+    import importlib
+    import pkgutil
+
+    import minitf.distributed
+
+    names = [
+        m.name for m in pkgutil.walk_packages(minitf.distributed.__path__, "minitf.distributed.")
+    ]
+    copies = [
+        n
+        for n in names
+        if not n.startswith("minitf.distributed.wire")
+        and "CONTROL_RPC_SECONDS" in vars(importlib.import_module(n))
+    ]
+    assert len(names) > 20 and copies == []
+
+
 # -- item 3: many client threads on one session ---------------------------------------------------
 
 

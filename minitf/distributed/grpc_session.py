@@ -17,7 +17,6 @@ import numpy as np
 from minitf.distributed import master_interface, wire
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed.wire import (
-    CONTROL_RPC_SECONDS,
     DEFAULT_STEP_SECONDS,
     STEP_SLACK_SECONDS,
     STREAM_CHUNK_BYTES,
@@ -72,7 +71,7 @@ class GrpcSession:
             self._synced_version = version
             return
         gdef = wire.graph_to_proto(self._graph, since_version=self._sent_ops)
-        timeout = self._op_timeout() or CONTROL_RPC_SECONDS
+        timeout = self._op_timeout() or wire.CONTROL_RPC_SECONDS
         try:
             if self._handle is None:
                 first = [True]
@@ -118,7 +117,7 @@ class GrpcSession:
             r = self._master.call(
                 "ListDevices",
                 pb.ListDevicesRequest(session_handle=self._handle or ""),
-                self._op_timeout() or CONTROL_RPC_SECONDS,
+                self._op_timeout() or wire.CONTROL_RPC_SECONDS,
             )
         except grpc.RpcError as e:
             self._master.failed(e)
@@ -225,7 +224,7 @@ def _fetched(value, was_fed):
 def reset(target, containers=None, config=None):
     """``tf.Session.reset(target, containers)`` for a ``grpc://`` target."""
     master = master_interface.for_target(target, config)
-    timeout = CONTROL_RPC_SECONDS
+    timeout = wire.CONTROL_RPC_SECONDS
     if config is not None and config.operation_timeout_in_ms > 0:
         timeout = wire.timeout_seconds(config.operation_timeout_in_ms)
     try:

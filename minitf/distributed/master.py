@@ -19,7 +19,6 @@ from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import streams, wire
 from minitf.distributed.master_session import CLOSED_SESSION_STEP, MasterSession, RemoteDevice
 from minitf.distributed.partition_run import PartitionRun
-from minitf.distributed.wire import CONTROL_RPC_SECONDS
 from minitf.distributed.worker_cache import rpc_error
 from minitf.framework import errors
 from minitf.runtime import device_name_utils as dnu
@@ -67,7 +66,7 @@ class Master:
             return (
                 self.worker_stub(task)
                 .RegisterGraph(
-                    requests(), timeout=CONTROL_RPC_SECONDS, metadata=self.channels.metadata
+                    requests(), timeout=wire.CONTROL_RPC_SECONDS, metadata=self.channels.metadata
                 )
                 .graph_handle
             )
@@ -91,7 +90,7 @@ class Master:
                 )
             ]
         op_timeout = wire.timeout_seconds(getattr(config, "operation_timeout_in_ms", 0) or 0)
-        timeout = timeout or op_timeout or CONTROL_RPC_SECONDS
+        timeout = timeout or op_timeout or wire.CONTROL_RPC_SECONDS
 
         def status(task, address):
             for attempt in (0, 1):  # once more on a fresh channel: the task may be back
@@ -241,7 +240,7 @@ class Master:
             for s in sessions:  # their running steps too (a step blocked in a queue ends)
                 s.end()
             containers = list(request.container)
-            timeout = wire.handler_seconds(context.time_remaining(), CONTROL_RPC_SECONDS)
+            timeout = wire.handler_seconds(context.time_remaining(), wire.CONTROL_RPC_SECONDS)
 
             def cleanup(task, address):
                 try:

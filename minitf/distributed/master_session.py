@@ -20,7 +20,6 @@ import grpc
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed import wire
 from minitf.distributed.received_graph import ReceivedGraph, dismantle
-from minitf.distributed.wire import CONTROL_RPC_SECONDS
 from minitf.framework import errors
 from minitf.runtime import device_name_utils as dnu
 from minitf.runtime import graph_partition, placer, subgraph
@@ -162,7 +161,7 @@ class MasterSession:
         try:
             self.master.worker_stub(task).DeregisterGraph(
                 pb.DeregisterGraphRequest(session_handle=self.handle, graph_handle=graph_handle),
-                timeout=CONTROL_RPC_SECONDS,
+                timeout=wire.CONTROL_RPC_SECONDS,
                 metadata=self.master.channels.metadata,
             )
         except grpc.RpcError:

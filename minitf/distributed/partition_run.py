@@ -208,8 +208,8 @@ class PartitionRun:
             err = errors.CancelledError(None, None, self._reason)
             err.derived = True
             return err
-        err = rpc_error(e, task)
-        if e.code() == grpc.StatusCode.CANCELLED:  # the peer cancelled it: derived
+        err = rpc_error(e, task)  # (a call cut by its channel closing: UnavailableError)
+        if isinstance(err, errors.CancelledError):  # the peer cancelled its partition: derived
             err = errors.UnavailableError(None, None, err.message)
             err.derived = True
         return err
