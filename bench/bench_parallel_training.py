@@ -30,7 +30,8 @@ server's), and each worker task of the cluster pinned to a core of its own
    client): 2 workers, asynchronous (a plain optimizer each) and synchronous
    (``SyncReplicasOptimizer``, 2 aggregated), against 1 worker; the MLP and the digits MLP
    (64-64-10), batch 256 per worker.  Samples/s: every replica's runs after its first, over the
-   time they took (median of rounds that alternate the three set-ups).  Goals: >= 1.5x
+   time they took (median of rounds that alternate the three set-ups; each ratio the median
+   of the rounds' own ratios, ``bench/ratios.py``, which it prints).  Goals: >= 1.5x
    asynchronous, >= 1.3x synchronous.  Under each: the CPU milliseconds that one run costs in
    each process, and from them the most that two idle cores could give (2 x the CPU of a
    1-worker run over that of a 2-worker run): a ceiling that the machine's load does not move.
@@ -65,6 +66,8 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+
+from ratios import paired_ratio  # noqa: E402
 
 import minitf as tf  # noqa: E402
 from minitf.distributed import LocalCluster  # noqa: E402
@@ -217,17 +220,18 @@ def bench_towers(steps, rounds):
             else:
                 os.environ[k] = v
     a, b = float(np.median(one)), float(np.median(two))
+    ratio, _ = paired_ratio(two, one)
     print(
         "1. towers on emulated GPUs (784-300-100-10, batch %d per tower, one thread a card)" % BATCH
     )
     print("   1 tower : %8.0f samples/s" % a)
-    print("   2 towers: %8.0f samples/s   ratio %.2fx   goal >= 1.6x" % (b, b / a))
+    print("   2 towers: %8.0f samples/s   ratio %.2fx   goal >= 1.6x" % (b, ratio))
     rounds_text = ", ".join(
         "%.2fx (%.2f/%.2f)" % (t / o, ceiling[2 * i], ceiling[2 * i + 1])
         for i, (o, t) in enumerate(zip(one, two))
     )
     print("      per round: ratio (numpy work on 2 threads / 1 before/after) " + rounds_text)
-    return b / a
+    return ratio
 
 
 # -- 2. and 3. replicas on a cluster -------------------------------------------------------
@@ -375,14 +379,16 @@ def bench_cluster(steps, model, rounds, tf_python=None):
             tf_got[(mode, workers)].append(run_tf_replicas(tf_python, model, mode, workers, steps))
     rate = {c: float(np.median([r[0] for r in got[c]])) for c in configs}
     one = rate[("async", 1)]
+    ones = [r[0] for r in got[("async", 1)]]
     print("   1 worker          : %8.0f samples/s" % one)
     print("      " + _cpu_line(got[("async", 1)][-1][3]))
     cpu_one = _cpu_per_run(got[("async", 1)][-1][3])
     for mode, goal in (("async", 1.5), ("sync", 1.3)):
         two, cpu = rate[(mode, 2)], got[(mode, 2)][-1][3]
+        ratio, each = paired_ratio([r[0] for r in got[(mode, 2)]], ones)
         print(
-            "   2 workers, %-6s: %8.0f samples/s   ratio %.2fx   goal >= %.1fx"
-            % (mode, two, two / one, goal)
+            "   2 workers, %-6s: %8.0f samples/s   ratio %.2fx   goal >= %.1fx   (per round %s)"
+            % (mode, two, ratio, goal, each)
         )
         print("      " + _cpu_line(cpu))
         print(
@@ -409,13 +415,10 @@ def _print_tf(tf_got, minitf_one):
         % (one, minitf_one / one)
     )
     for mode in ("async", "sync"):
-        two = rate[(mode, 2)]
-        rounds = ", ".join(
-            "%.2fx" % (t / o) for t, o in zip(tf_got[(mode, 2)], tf_got[("async", 1)])
-        )
+        ratio, rounds = paired_ratio(tf_got[(mode, 2)], tf_got[("async", 1)])
         print(
             "      2 workers, %-6s: %8.0f samples/s   ratio %.2fx   (per round %s)"
-            % (mode, two, two / one, rounds)
+            % (mode, rate[(mode, 2)], ratio, rounds)
         )
 
 

@@ -58,6 +58,7 @@ os.environ.setdefault("MINITF_EMULATED_GPUS", "0")
 from minitf.runtime.pools import schedulable_cores  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ratios import paired_ratio  # noqa: E402
 from train_model import (  # noqa: E402
     BATCH,
     BATCHES,
@@ -207,7 +208,7 @@ def report(setting, rates, losses, steps):
         blas, np_loss = min(refs.items(), key=lambda kv: abs(tf_loss - kv[1]))
         rel = abs(tf_loss - np_loss) / abs(np_loss)
         worst = max(worst, rel)
-        ratio, each = paired_ratio(rates, setting, side)
+        ratio, each = paired_ratio(rates[setting, side], rates[setting, "numpy"])
         print("  minitf %8.1f steps/s   ratio minitf/numpy %.2f %s" % (tf_rate, ratio, note))
         print("    ratio per round %s" % each)
         print(
@@ -219,20 +220,12 @@ def report(setting, rates, losses, steps):
     return worst
 
 
-def paired_ratio(rates, setting, side):
-    """The median over rounds of ``side``'s rate over numpy's in the same round, and the
-    rounds' ratios as text: a round's two runs are seconds apart, so the VM's load, which
-    drifts over a run, moves both (a ratio of the two sides' medians mixes rounds)."""
-    ratios = [a / b for a, b in zip(rates[setting, side], rates[setting, "numpy"])]
-    return statistics.median(ratios), ", ".join("%.2f" % r for r in ratios)
-
-
 def report_tf(setting, rates, losses, refs):
     """TensorFlow's line: its step against numpy's in the same rounds (not a goal of minitf's;
     the yardstick the goal is set against)."""
     rate, loss = statistics.median(rates[setting, "TF"]), losses[setting, "TF"]
     blas, np_loss = min(refs.items(), key=lambda kv: abs(loss - kv[1]))
-    ratio, each = paired_ratio(rates, setting, "TF")
+    ratio, each = paired_ratio(rates[setting, "TF"], rates[setting, "numpy"])
     print(
         "  TF     %8.1f steps/s   ratio TF/numpy %.2f TensorFlow %s, TF1 graph mode, Grappler as "
         "by default" % (rate, ratio, TF_VERSION[0])
