@@ -18,7 +18,7 @@ import pytest
 
 import minitf as tf
 from helpers import wait_until
-from minitf.distributed import master_interface, streams, wire
+from minitf.distributed import master_interface, services, streams, wire
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed.local_cluster import LocalCluster, free_port
 from minitf.distributed.worker_cache import Channels, rpc_error
@@ -285,6 +285,20 @@ def test_a_client_step_cut_by_its_channel_closing_reads_as_the_master_unavailabl
                 assert isinstance(errs[0], tf.errors.UnavailableError), errs
                 sess.run(put)
                 assert sess.run(took) == 1.0
+
+
+def test_a_master_call_whose_channel_is_closed_twice_names_the_master(monkeypatch):
+    """The client takes a fresh channel once; when that one is closed too, the error it raises
+    names the master it could not reach."""
+    channel = grpc.insecure_channel("127.0.0.1:%d" % free_port())
+    stub = services.Stub(channel, "MasterService")  # (made on a closed channel, gRPC crashes)
+    channel.close()
+    monkeypatch.setattr(master_interface._channels, "master", lambda address: stub)
+    master = master_interface.RemoteMaster("127.0.0.1:2222")
+    with pytest.raises(streams.ChannelClosed) as ei:
+        master.call("ListDevices", pb.ListDevicesRequest(), 5)
+    assert ei.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert ei.value.details() == "The channel to 127.0.0.1:2222 was closed."
 
 
 def test_a_call_on_a_channel_closed_meanwhile_is_unavailable_and_spares_the_fresh_one():

@@ -40,7 +40,7 @@ class RemoteMaster:
                 return getattr(stub, method)(request, timeout=timeout, metadata=_channels.metadata)
             except streams.ChannelClosed:  # another session dropped it meanwhile: a fresh one
                 if attempt:
-                    raise
+                    raise streams.ChannelClosed(self.address) from None
 
     def run_step(self, first, parts, timeout):
         """A step whose feeds all fit in ``first`` runs on one of the open RunSteps calls,

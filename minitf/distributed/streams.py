@@ -75,8 +75,8 @@ class ChannelClosed(StepError):
     found the peer gone and dropped the channel (``Channels.failed``).  UNAVAILABLE, derived
     from that failure; it says nothing new about the peer (a fresh channel may reach it)."""
 
-    def __init__(self):
-        super().__init__(grpc.StatusCode.UNAVAILABLE, "The channel to the peer was closed.", True)
+    def __init__(self, peer="the peer"):
+        super().__init__(grpc.StatusCode.UNAVAILABLE, "The channel to %s was closed." % peer, True)
 
 
 def abort(context, exc, derived=False):
