@@ -21,7 +21,11 @@ server's), and each worker task of the cluster pinned to a core of its own
    ``TF_GPU_THREAD_COUNT=1`` gives each card one thread of its own, which runs its ops one at a
    time as a card's stream does (in TF's default ``global`` mode the cards' ops share the 2
    inter-op threads, so ONE tower already ran its independent gradient matmuls on both cores,
-   about 1.3 cores, and 2 towers had little left to win). Under it: the same tower's numpy work
+   about 1.3 cores, and 2 towers had little left to win), and the CPU, which averages and
+   applies the gradients, has one inter-op thread: with every device on one thread, each
+   device's partition runs as one program on its thread (``runtime/device_programs.py``; with
+   two inter-op threads the step went through the general driver and cost 12-15 % more, both
+   for 1 tower and for 2, 2026-11-27). Under it: the same tower's numpy work
    alone (no minitf) on 2 Python threads against 1, measured just before and after: the ceiling
    of the ratio for threads of one process on this machine now.
 0. *The machine*: how much more two busy processes get done than one (2.0 on 2 idle cores):
@@ -73,7 +77,7 @@ import minitf as tf  # noqa: E402
 from minitf.distributed import LocalCluster  # noqa: E402
 
 BATCH = 256
-ONE_CORE = dict(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
+ONE_CORE = dict(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
 # each task's server: a worker's intra-op pool is the server's (as in TF), not the session's
 SERVER_CONFIG = tf.ConfigProto(intra_op_parallelism_threads=1)
 

@@ -11,7 +11,8 @@ instead of running inline), *splittable* (its kernel may split its work over an 
 and *asynchronous* (it completes through a callback: a ``_Recv``).  TF runs one executor per
 partition; minitf runs the partitions of a step in one loop over one pending-count table, which
 is the same schedule, since partitions only meet at their ``_Send``/``_Recv`` pairs, through the
-step's rendezvous.
+step's rendezvous (where every device has one thread of its own, each partition runs as one
+program on it: ``device_programs.py``).
 
 :func:`run_serial` runs a plan of cheap synchronous nodes on the calling thread in a tight
 loop (and any plan of synchronous nodes whose pools all have one thread); ``step_run.py`` runs
@@ -117,6 +118,8 @@ class ExecutionPlan:
         self.forwarding = forwarding
         self.any_expensive = any(self.expensive)
         self.any_async = any(self.is_async)
+        self.send_recv = []  # (_Send, _Recv) of one key, both in the step (set by build)
+        self.device_programs = None  # made by device_programs.programs, on first use
         self._kernel_stats = None
         self.accounted = any(d.allocator is not None for d in node_devices)
         self.has_rendezvous = any(n.type in ("_Send", "_Recv") for n in nodes)
@@ -341,6 +344,7 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
         raw.append(_cached_kernel(node, device, kdef, kernel_cache))
     fetch_slots = [(index[n], k) for n, k in parts.fetches]
     fetched = [s for s, _ in fetch_slots]
+    send_recv = _send_recv_pairs(nodes)
     lifetimes = Lifetimes(
         inputs,
         [k.allocates for k in kdefs],
@@ -348,7 +352,7 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
         [_is_scalar(n) for n in nodes],
         fetched,
         [k.persistent for k in kdefs],
-        _send_recv_pairs(nodes),
+        send_recv,
         [n.type == "Identity" for n in nodes],
     )
     node_devices = [devices[n.device] for n in nodes]
@@ -377,6 +381,7 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
     # a fetched output the step alone holds (its kernel allocated it, fetched once) can be
     # handed to the caller without a copy
     eplan.fetch_owned = [kdefs[s].allocates and fetched.count(s) == 1 for s in fetched]
+    eplan.send_recv = send_recv
     return eplan
 
 

@@ -263,6 +263,8 @@ class PoolSet:
         self._private: dict[str, tuple[ThreadPool, ThreadPool]] = {}
         self._intra_of: dict[str, ThreadPool | None] = {}  # device name -> intra_for's answer
         self._lock = threading.Lock()
+        # held by the one step whose device programs run on these pools (device_programs.py)
+        self.programs_running = threading.Lock()
 
     def queue_of(self, device_name: str) -> str:
         """The ready queue the ops of a device wait in (:func:`queue_key`)."""

@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable
 
 from minitf.framework import errors
-from minitf.runtime import pools
+from minitf.runtime import device_programs, pools
 from minitf.runtime.blas_threads import BlasThreads as _BlasThreads
 from minitf.runtime.executor import (
     ExecutionPlan,
@@ -378,7 +378,9 @@ def run_step(
 
     A plan of cheap synchronous nodes runs inline on the caller, and so does every plan
     without ``pool_set`` (a session that runs steps in its caller's thread) or whose pools
-    could not do better (:func:`_pools_add_nothing`); any other runs in a
+    could not do better (:func:`_pools_add_nothing`); a plan over several devices that each
+    have one thread runs each device's partition as one program on it
+    (``device_programs``); any other runs in a
     :class:`StepRun` (over ``pool_set`` when it has expensive nodes,
     waiting at most ``timeout_ms``; ``on_start(cancel)`` then receives a function that stops it
     from another thread: ``cancel(error)`` makes the step raise ``error``).  A failed step
@@ -391,6 +393,9 @@ def run_step(
             return StepRun(eplan, ctx, None).run(timeout_ms, on_start)
         if pool_set is not None and not _pools_add_nothing(eplan, ctx, pool_set):
             with _BlasThreads(1):
+                vals = device_programs.try_run(eplan, ctx, pool_set, timeout_ms, on_start)
+                if vals is not None:
+                    return vals
                 return StepRun(eplan, ctx, pool_set).run(timeout_ms, on_start)
         # one node at a time: BLAS's threads are its matmuls' intra-op threads
         with _BlasThreads(1 if pool_set is None else pool_set.intra_threads):

@@ -28,6 +28,8 @@ scalars and are never forwarded.
 
 from __future__ import annotations
 
+import threading
+
 from minitf.framework.resource_mgr import VariableRef
 
 
@@ -106,14 +108,16 @@ class Lifetimes:
         # into a gradient that dies with it)
         return all(allocates[r] or r == i for r in readers[s])
 
-    def deaths(self, order, inputs):
+    def deaths(self, order, inputs, transfers=True):
         """Per node (indexed by node), the nodes whose outputs die once it has run in
-        ``order``: its inputs it read last, and itself if nothing reads it; None if none."""
+        ``order``: its inputs it read last, and itself if nothing reads it; None if none.
+        ``transfers``: a value handed to a ``_Send`` dies at its ``_Recv`` (False: at its last
+        reader, for drivers that count the ``_Recv`` apart: ``device_programs``)."""
         last = {}
         for i in order:
             for s, _ in inputs[i]:
                 last[s] = i
-        for recv, s in self.kept_until.items():
+        for recv, s in self.kept_until.items() if transfers else ():
             last[s] = recv
         dead: dict[int, list[int]] = {}
         for i in order:
@@ -152,41 +156,45 @@ class _Buffer:
 
 
 class StepMemory:
-    """The allocations of one step's tensors on devices with an allocator."""
+    """The allocations of one step's tensors on devices with an allocator (used by the
+    threads of the step's devices at once: one lock keeps each buffer's count whole)."""
 
-    __slots__ = ("_held", "_by_id")
+    __slots__ = ("_held", "_by_id", "_lock")
 
     def __init__(self):
         self._held: dict[int, list[_Buffer]] = {}  # node -> the buffers of its outputs
         self._by_id: dict[tuple, _Buffer] = {}  # (id(value), allocator) -> its live buffer
+        self._lock = threading.Lock()
 
     def account(self, i, allocator, name, outs):
         """Charges node ``i``'s outputs to ``allocator``; an output that is a live value of the
         step on the same allocator (a forwarded input, an alias) shares that allocation (a
         value handed to another card is charged there again: a copy in TF)."""
         held = []
-        for v in outs:
-            key = (id(v), allocator)
-            buf = self._by_id.get(key)
-            if buf is not None and buf.value is v:
-                buf.refs += 1
-            else:
-                token = charge(allocator, name, v)
-                if token is None:
-                    continue
-                buf = self._by_id[key] = _Buffer(allocator, token, v)
-            held.append(buf)
-        if held:
-            self._held[i] = held
+        with self._lock:
+            for v in outs:
+                key = (id(v), allocator)
+                buf = self._by_id.get(key)
+                if buf is not None and buf.value is v:
+                    buf.refs += 1
+                else:
+                    token = charge(allocator, name, v)
+                    if token is None:
+                        continue
+                    buf = self._by_id[key] = _Buffer(allocator, token, v)
+                held.append(buf)
+            if held:
+                self._held[i] = held
 
     def release(self, i):
         """Node ``i``'s outputs died: frees the buffers nothing else shares."""
-        for buf in self._held.pop(i, ()):
-            buf.refs -= 1
-            if buf.refs == 0:
-                buf.allocator.free(buf.token)
-                del self._by_id[(id(buf.value), buf.allocator)]
-                buf.value = None
+        with self._lock:
+            for buf in self._held.pop(i, ()):
+                buf.refs -= 1
+                if buf.refs == 0:
+                    buf.allocator.free(buf.token)
+                    del self._by_id[(id(buf.value), buf.allocator)]
+                    buf.value = None
 
     def release_nodes(self, nodes):
         """``release`` of one node (an int) or of each of a tuple of nodes."""
