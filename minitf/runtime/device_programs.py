@@ -35,11 +35,9 @@ import time
 from collections import deque
 
 from minitf.framework import errors
-from minitf.runtime.executor import node_error, raise_node_error
+from minitf.runtime.executor import SIGNAL_SLICE, deadline_error, node_error, raise_node_error
 from minitf.runtime.pools import SHARED
 from minitf.runtime.scheduler import Plan
-
-_SIGNAL_SLICE = 0.2  # seconds: how late a KeyboardInterrupt or the deadline reaches the caller
 
 
 def transfer_order(plan: Plan, send_recv) -> list[int]:
@@ -226,10 +224,10 @@ class DeviceRun:
             while self.running:
                 remaining = None if self.deadline is None else self.deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    self._cancel_locked(_deadline_error())
+                    self._cancel_locked(deadline_error())
                     self.deadline = None
                     continue
-                self.cond.wait(_SIGNAL_SLICE if remaining is None else min(remaining, 0.2))
+                self.cond.wait(SIGNAL_SLICE if remaining is None else min(remaining, SIGNAL_SLICE))
 
     def cancel(self, error):
         """Stops the step from another thread: ``run`` raises ``error`` if it had not ended."""
@@ -275,7 +273,7 @@ class DeviceRun:
                 if self.stopped:
                     return
                 if deadline is not None and time.monotonic() > deadline:
-                    self.cancel(_deadline_error())
+                    self.cancel(deadline_error())
                     return
                 ins = [vals[s][k] for s, k in src]
                 if is_async:
@@ -300,9 +298,9 @@ class DeviceRun:
         arrival = _Arrival()
         kernel(self.ctx, ins, arrival)
         if caller:
-            while not arrival.lock.acquire(timeout=_SIGNAL_SLICE):
+            while not arrival.lock.acquire(timeout=SIGNAL_SLICE):
                 if self.deadline is not None and time.monotonic() > self.deadline:
-                    self.cancel(_deadline_error())  # aborts the rendezvous: the callback comes
+                    self.cancel(deadline_error())  # aborts the rendezvous: the callback comes
         else:
             arrival.lock.acquire()
         if arrival.error is not None:
@@ -319,7 +317,3 @@ class DeviceRun:
                 self.vals[s] = None
                 if self.memory is not None:
                     self.memory.release(s)
-
-
-def _deadline_error():
-    return errors.DeadlineExceededError(None, None, "Timed out waiting for notification")

@@ -416,6 +416,17 @@ def _host_oom_message(node, device):
     return "%s on %s by allocator %s" % (what, node.device, allocator)
 
 
+#: seconds: how late a KeyboardInterrupt, or the step's deadline, reaches a caller waiting for its
+#: step (a Ctrl-C that the OS hands to another thread, gRPC's or BLAS's, only interrupts a
+#: wait when it wakes up)
+SIGNAL_SLICE = 0.2
+
+
+def deadline_error():
+    """The error of a step that ran past its deadline (TF's text)."""
+    return errors.DeadlineExceededError(None, None, "Timed out waiting for notification")
+
+
 def raise_node_error(exc, eplan, i):
     raise node_error(exc, eplan, i) from (None if isinstance(exc, errors.OpError) else exc)
 

@@ -32,9 +32,11 @@ from minitf.framework import errors
 from minitf.runtime import device_programs, pools
 from minitf.runtime.blas_threads import BlasThreads as _BlasThreads
 from minitf.runtime.executor import (
+    SIGNAL_SLICE,
     ExecutionPlan,
     NodeContext,
     StepContext,
+    deadline_error,
     node_error,
     now_micros,
     raise_node_error,
@@ -42,12 +44,6 @@ from minitf.runtime.executor import (
 )
 from minitf.runtime.pools import PoolSet
 from minitf.runtime.scheduler import Step, runs_inline, schedule_ready
-
-_SIGNAL_SLICE = 0.2  # seconds: how late a KeyboardInterrupt may reach a waiting caller
-
-
-def _deadline_error():
-    return errors.DeadlineExceededError(None, None, "Timed out waiting for notification")
 
 
 class StepRun:
@@ -122,12 +118,12 @@ class StepRun:
                 while not self._finished() and not self.handoff:
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
-                        self.cancel_locked(_deadline_error())
+                        self.cancel_locked(deadline_error())
                         return
                     # in slices: a Ctrl-C that the OS hands to another thread of the process
                     # (gRPC's, BLAS's) only interrupts this wait when it wakes up
                     self.cond.wait(
-                        _SIGNAL_SLICE if remaining is None else min(remaining, _SIGNAL_SLICE)
+                        SIGNAL_SLICE if remaining is None else min(remaining, SIGNAL_SLICE)
                     )
                 if self._finished():
                     return
@@ -168,7 +164,7 @@ class StepRun:
             if self.cancelled:
                 return
             if self.deadline is not None and time.monotonic() > self.deadline:
-                self.cancel(_deadline_error())
+                self.cancel(deadline_error())
                 return
             i = stack.pop()
             try:
