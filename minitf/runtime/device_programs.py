@@ -35,9 +35,10 @@ import time
 from collections import deque
 
 from minitf.framework import errors
-from minitf.runtime.executor import SIGNAL_SLICE, deadline_error, node_error, raise_node_error
+from minitf.runtime.executor import SIGNAL_SLICE, deadline_error
 from minitf.runtime.pools import SHARED
 from minitf.runtime.scheduler import Plan
+from minitf.runtime.step_failure import StepFailure
 
 
 def transfer_order(plan: Plan, send_recv) -> list[int]:
@@ -153,7 +154,7 @@ class _Arrival:
         self.lock.release()
 
 
-class DeviceRun:
+class DeviceRun(StepFailure):
     """One run of a plan's device programs with a ``StepContext``: the caller runs the CPU's
     program, each card's own thread its card's (``run``)."""
 
@@ -167,8 +168,7 @@ class DeviceRun:
         self.handed = dict(self.progs.handed)
         self.cond = threading.Condition()
         self.running = 0  # programs not finished
-        self.error = None  # (exception, failing node or None for a cancel)
-        self.stopped = False  # a failure or a cancel: no program starts another node
+        StepFailure.__init__(self)
         self.deadline = None  # (monotonic seconds) where the caller waits for a _Recv
         self.ended = False  # run() returned: the last program to end frees the step's memory
 
@@ -191,11 +191,7 @@ class DeviceRun:
                 idle = not self.running
             if idle:  # (else the last program to end frees it)
                 self.ctx.free_memory()
-        if self.error is not None:
-            e, i = self.error
-            if i is None:
-                raise e
-            raise_node_error(e, self.eplan, i)
+        self.raise_error()
         return self.vals
 
     def _start_programs(self):
@@ -224,35 +220,10 @@ class DeviceRun:
             while self.running:
                 remaining = None if self.deadline is None else self.deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    self._cancel_locked(deadline_error())
+                    self.cancel_locked(deadline_error())
                     self.deadline = None
                     continue
                 self.cond.wait(SIGNAL_SLICE if remaining is None else min(remaining, SIGNAL_SLICE))
-
-    def cancel(self, error):
-        """Stops the step from another thread: ``run`` raises ``error`` if it had not ended."""
-        with self.cond:
-            self._cancel_locked(error)
-
-    def _cancel_locked(self, error):
-        if self.error is None:
-            self.error = (error, None)
-            self.stopped = True
-            if self.ctx.rendezvous is not None:
-                self.ctx.rendezvous.abort(error)
-            self.ctx.start_cancel(error)  # (a waiting kernel's callback may take the lock)
-        self.cond.notify_all()
-
-    def _fail(self, exc, i):
-        with self.cond:
-            first = self.error is None
-            if first:
-                self.error = (exc, i)
-            self.stopped = True
-        if first:
-            if self.ctx.rendezvous is not None:
-                self.ctx.rendezvous.abort(node_error(exc, self.eplan, i))
-            self.ctx.start_cancel(exc)
 
     def _program_ended(self):
         with self.cond:
@@ -270,7 +241,7 @@ class DeviceRun:
         i = -1
         try:
             for i, kernel, src, dying, handed, is_async in records:
-                if self.stopped:
+                if self.cancelled:
                     return
                 if deadline is not None and time.monotonic() > deadline:
                     self.cancel(deadline_error())
@@ -287,7 +258,7 @@ class DeviceRun:
                 if handed:
                     self._hand_over(handed)
         except Exception as e:  # noqa: BLE001 - reported to the caller
-            self._fail(e, i)
+            self.fail(e, i)
         finally:
             self._program_ended()
 

@@ -37,16 +37,15 @@ from minitf.runtime.executor import (
     NodeContext,
     StepContext,
     deadline_error,
-    node_error,
     now_micros,
-    raise_node_error,
     run_serial,
 )
 from minitf.runtime.pools import PoolSet
 from minitf.runtime.scheduler import Step, runs_inline, schedule_ready
+from minitf.runtime.step_failure import StepFailure
 
 
-class StepRun:
+class StepRun(StepFailure):
     """One run of an execution plan with a :class:`~minitf.runtime.executor.StepContext`, over
     ``pool_set`` (None: every node on the caller's thread)."""
 
@@ -76,8 +75,7 @@ class StepRun:
         self.cond = threading.Condition()
         self.outstanding = 0  # pool tasks and asynchronous kernels not finished
         self.handoff = deque()  # nodes made ready by a completion, for the caller (no pools)
-        self.error = None  # (exception, failing node or None for a cancel)
-        self.cancelled = False
+        StepFailure.__init__(self)
         self.ended = False  # run() returned: the last outstanding task frees memory
         self.deadline = None  # (monotonic seconds) checked between nodes where no pool runs
 
@@ -102,11 +100,7 @@ class StepRun:
                 idle = self.outstanding == 0
             if idle:
                 self.ctx.free_memory()
-        if self.error is not None:
-            e, i = self.error
-            if i is None:
-                raise e
-            raise_node_error(e, self.eplan, i)
+        self.raise_error()
         if self.learn is not None:
             self.learn.run_ended()
         return self.vals
@@ -136,21 +130,8 @@ class StepRun:
             return self.outstanding == 0
         return self.step.done
 
-    def cancel(self, error):
-        """Stops the step from another thread: nothing new starts, kernels running finish, and
-        ``run`` raises ``error`` (an OpError) if the step had not ended."""
-        with self.cond:
-            self.cancel_locked(error)
-
-    def cancel_locked(self, error):
-        if self.error is None and not self.step.done:
-            self.error = (error, None)
-            self.cancelled = True
-            if self.ctx.rendezvous is not None:
-                self.ctx.rendezvous.abort(error)
-            # waiting kernels (queue ops) end now; their callbacks may re-enter ``cond``
-            self.ctx.start_cancel(error)
-        self.cond.notify_all()
+    def ended_cleanly(self):
+        return self.step.done
 
     # -- running nodes -------------------------------------------------------------------------
     def _process(self, ready, on_pool, first=None, queue=None):
@@ -170,7 +151,7 @@ class StepRun:
             try:
                 finished = self._execute(i, on_pool)
             except Exception as e:  # noqa: BLE001 - reported to the caller
-                self._fail(e, i)
+                self.fail(e, i)
                 return
             if finished:
                 with self.cond:
@@ -256,7 +237,7 @@ class StepRun:
         """An asynchronous kernel's callback: node ``i`` is done (or failed with ``error``)."""
         try:
             if error is not None:
-                self._fail(error, i)
+                self.fail(error, i)
                 return
             self.vals[i] = outs
             if self.tracer is not None:
@@ -332,18 +313,6 @@ class StepRun:
             free = self.ended and self.outstanding == 0
         if free:
             self.ctx.free_memory()
-
-    def _fail(self, exc, i):
-        with self.cond:
-            first = self.error is None
-            if first:
-                self.error = (exc, i)
-            self.cancelled = True
-            self.cond.notify_all()
-        if first:
-            if self.ctx.rendezvous is not None:
-                self.ctx.rendezvous.abort(node_error(exc, self.eplan, i))
-            self.ctx.start_cancel(exc)  # the step's other waiting kernels end too
 
 
 # -- choosing a driver --------------------------------------------------------------------------
