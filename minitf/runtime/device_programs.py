@@ -38,7 +38,7 @@ from minitf.framework import errors
 from minitf.runtime.executor import SIGNAL_SLICE, deadline_error
 from minitf.runtime.pools import SHARED
 from minitf.runtime.scheduler import Plan
-from minitf.runtime.step_failure import StepFailure
+from minitf.runtime.step_end import StepEnd
 
 
 def transfer_order(plan: Plan, send_recv) -> list[int]:
@@ -154,7 +154,7 @@ class _Arrival:
         self.lock.release()
 
 
-class DeviceRun(StepFailure):
+class DeviceRun(StepEnd):
     """One run of a plan's device programs with a ``StepContext``: the caller runs the CPU's
     program, each card's own thread its card's (``run``)."""
 
@@ -167,10 +167,8 @@ class DeviceRun(StepFailure):
         self.memory = ctx.memory if eplan.accounted else None
         self.handed = dict(self.progs.handed)
         self.cond = threading.Condition()
-        self.running = 0  # programs not finished
-        StepFailure.__init__(self)
-        self.deadline = None  # (monotonic seconds) where the caller waits for a _Recv
-        self.ended = False  # run() returned: the last program to end frees the step's memory
+        StepEnd.__init__(self)  # (``outstanding``: the programs not ended)
+        self.deadline = None  # (monotonic seconds) kept by the caller's program and wait
 
     def run(self, timeout_ms=0, on_start=None):
         """Runs the step; returns every node's outputs, or raises the step's first error."""
@@ -178,20 +176,12 @@ class DeviceRun(StepFailure):
             on_start(self.cancel)
         if timeout_ms > 0:
             self.deadline = time.monotonic() + timeout_ms / 1000.0
-        try:
+
+        def body():
             self._start_programs()
             self._wait()
-        except BaseException as e:
-            if not isinstance(e, Exception):  # KeyboardInterrupt: the step stops too
-                self.cancel(errors.CancelledError(None, None, "The step was interrupted."))
-            raise
-        finally:
-            with self.cond:
-                self.ended = True
-                idle = not self.running
-            if idle:  # (else the last program to end frees it)
-                self.ctx.free_memory()
-        self.raise_error()
+
+        self.run_to_end(body)
         return self.vals
 
     def _start_programs(self):
@@ -202,37 +192,28 @@ class DeviceRun(StepFailure):
                 mine = records
                 continue
             with self.cond:
-                self.running += 1
+                self.outstanding += 1
             try:
                 self.pools.pool(queue).submit(self._program, records, False)
             except errors.CancelledError as e:  # the pools closed (server stopping)
-                self._program_ended()
+                self.task_ended()
                 self.cancel(e)
         if mine is not None:
             with self.cond:
-                self.running += 1
+                self.outstanding += 1
             self._program(mine, True)
 
     def _wait(self):
         """Waits until every program has ended (a failed or cancelled one ends at its next
         node; a _Recv's wait ends when the rendezvous is aborted)."""
         with self.cond:
-            while self.running:
+            while self.outstanding:
                 remaining = None if self.deadline is None else self.deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     self.cancel_locked(deadline_error())
                     self.deadline = None
                     continue
                 self.cond.wait(SIGNAL_SLICE if remaining is None else min(remaining, SIGNAL_SLICE))
-
-    def _program_ended(self):
-        with self.cond:
-            self.running -= 1
-            if not self.running:
-                self.cond.notify_all()
-            free = self.ended and not self.running
-        if free:
-            self.ctx.free_memory()
 
     # -- a program, on its device's thread ------------------------------------------------------
     def _program(self, records, caller):
@@ -260,7 +241,7 @@ class DeviceRun(StepFailure):
         except Exception as e:  # noqa: BLE001 - reported to the caller
             self.fail(e, i)
         finally:
-            self._program_ended()
+            self.task_ended()
 
     def _receive(self, kernel, ins, caller):
         """A ``_Recv``'s outputs, once its tensor came; the caller's thread wakes in slices to

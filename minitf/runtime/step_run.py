@@ -42,10 +42,10 @@ from minitf.runtime.executor import (
 )
 from minitf.runtime.pools import PoolSet
 from minitf.runtime.scheduler import Step, runs_inline, schedule_ready
-from minitf.runtime.step_failure import StepFailure
+from minitf.runtime.step_end import StepEnd
 
 
-class StepRun(StepFailure):
+class StepRun(StepEnd):
     """One run of an execution plan with a :class:`~minitf.runtime.executor.StepContext`, over
     ``pool_set`` (None: every node on the caller's thread)."""
 
@@ -73,10 +73,8 @@ class StepRun(StepFailure):
             {d: pool_set.queue_of(d) for d in eplan.devices} if pool_set is not None else None
         )
         self.cond = threading.Condition()
-        self.outstanding = 0  # pool tasks and asynchronous kernels not finished
         self.handoff = deque()  # nodes made ready by a completion, for the caller (no pools)
-        StepFailure.__init__(self)
-        self.ended = False  # run() returned: the last outstanding task frees memory
+        StepEnd.__init__(self)  # (``outstanding``: pool tasks and asynchronous kernels)
         self.deadline = None  # (monotonic seconds) checked between nodes where no pool runs
 
     # -- the caller's side ---------------------------------------------------------------------
@@ -87,20 +85,12 @@ class StepRun(StepFailure):
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms > 0 else None
         # a step without pools runs on this thread: its deadline is checked between nodes
         self.deadline = deadline if self.pools is None else None
-        try:
+
+        def body():
             self._process(list(self.roots), False)
             self._wait(deadline)
-        except BaseException as e:
-            if not isinstance(e, Exception):  # KeyboardInterrupt: the step stops too
-                self.cancel(errors.CancelledError(None, None, "The step was interrupted."))
-            raise
-        finally:
-            with self.cond:
-                self.ended = True
-                idle = self.outstanding == 0
-            if idle:
-                self.ctx.free_memory()
-        self.raise_error()
+
+        self.run_to_end(body)
         if self.learn is not None:
             self.learn.run_ended()
         return self.vals
@@ -109,7 +99,7 @@ class StepRun(StepFailure):
         """Waits for the step to end, running on this thread what completions hand back."""
         while True:
             with self.cond:
-                while not self._finished() and not self.handoff:
+                while not self.finished() and not self.handoff:
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         self.cancel_locked(deadline_error())
@@ -119,13 +109,13 @@ class StepRun(StepFailure):
                     self.cond.wait(
                         SIGNAL_SLICE if remaining is None else min(remaining, SIGNAL_SLICE)
                     )
-                if self._finished():
+                if self.finished():
                     return
                 ready = list(self.handoff)
                 self.handoff.clear()
             self._process(ready, False)
 
-    def _finished(self):
+    def finished(self):
         if self.error is not None:
             return self.outstanding == 0
         return self.step.done
@@ -220,7 +210,7 @@ class StepRun(StepFailure):
                 eplan.kernels[i](ctx, ins, done)
             except BaseException:  # it failed before handing its work on: no callback comes
                 if next(once) == 0:
-                    self._task_ended()
+                    self.task_ended()
                 raise
             return False
         if self.learn is not None and eplan.expensive[i]:
@@ -255,7 +245,7 @@ class StepRun(StepFailure):
             if self.pools is not None:
                 self._route(newly, None, True, None)
         finally:
-            self._task_ended()
+            self.task_ended()
 
     def _route(self, nodes, stack, after_async, queue):
         """Nodes made ready by a thread (of pool queue ``queue``; None: the caller, or a
@@ -294,7 +284,7 @@ class StepRun(StepFailure):
             self.pools.pool(queue).submit(self._pool_task, queue)
         except errors.CancelledError as e:  # the pools closed (server stopping)
             self.cancel(e)
-            self._task_ended()
+            self.task_ended()
 
     def _pool_task(self, queue):
         try:
@@ -303,16 +293,7 @@ class StepRun(StepFailure):
             if i is not None and not self.cancelled:
                 self._process((), True, first=i, queue=queue)
         finally:
-            self._task_ended()
-
-    def _task_ended(self):
-        with self.cond:
-            self.outstanding -= 1
-            if self._finished():
-                self.cond.notify_all()
-            free = self.ended and self.outstanding == 0
-        if free:
-            self.ctx.free_memory()
+            self.task_ended()
 
 
 # -- choosing a driver --------------------------------------------------------------------------
