@@ -6,6 +6,7 @@ import pytest
 
 import minitf as tf
 from minitf import teaching
+from minitf.distributed import local_cluster
 from minitf.viz import MemoryView, StackView
 
 
@@ -17,6 +18,41 @@ def test_local_addresses_are_bindable_loopback_ports():
         assert host == "127.0.0.1"
         with socket.socket() as s:
             s.bind((host, int(port)))
+
+
+def test_free_port_draws_below_the_ephemeral_range():
+    """A port from bind(0) can be handed out again (a Jupyter kernel's ports, an outgoing
+    connection) before the server binds it; ports drawn below that range cannot."""
+    low, high = local_cluster.ephemeral_ports()
+    assert 1024 < low <= high
+    ports = {local_cluster.free_port() for _ in range(20)}
+    assert all(local_cluster.LOWEST_PICKED_PORT <= p < low for p in ports)
+    assert len(ports) > 1  # drawn, not the same port every time
+    p = ports.pop()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", p))  # free when handed out
+
+
+def test_free_port_skips_a_port_something_holds(monkeypatch):
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        taken = held.getsockname()[1]
+        with socket.socket() as other:
+            other.bind(("127.0.0.1", 0))
+            free = other.getsockname()[1]
+        draws = iter([taken, free])
+        monkeypatch.setattr(local_cluster, "ephemeral_ports", lambda: (65535, 65535))
+        monkeypatch.setattr(local_cluster, "LOWEST_PICKED_PORT", taken)
+        monkeypatch.setattr(local_cluster.random.SystemRandom, "randrange", lambda *a: next(draws))
+        assert local_cluster.free_port() == free
+
+
+def test_free_port_lets_the_kernel_pick_when_no_room_is_below_its_range(monkeypatch):
+    real_low, real_high = local_cluster.ephemeral_ports()
+    low = local_cluster.LOWEST_PICKED_PORT + 10
+    monkeypatch.setattr(local_cluster, "ephemeral_ports", lambda: (low, 60999))
+    port = local_cluster.free_port()
+    assert real_low <= port <= real_high  # bind(0)'s choice
 
 
 def test_local_addresses_rejects_negative_count():

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -107,7 +108,48 @@ class _Spawner:
 _spawner = _Spawner()
 
 
+#: the lowest port :func:`free_port` draws from (below it: ports other services are known for)
+LOWEST_PICKED_PORT = 10000
+_DRAWS = 64  # ports tried at random before falling back to one the kernel picks
+
+
+def ephemeral_ports() -> tuple[int, int]:
+    """The range the kernel takes ports from for ``bind(port 0)`` and outgoing connections
+    (Linux's ``net.ipv4.ip_local_port_range``; IANA's 49152-65535 where it cannot be read)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(v) for v in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 49152, 65535
+
+
+def _bindable(host: str, port: int) -> bool:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((host, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that nothing holds now, for a server to bind a moment later.
+
+    Drawn at random below the kernel's ephemeral range: a port the kernel hands out for
+    ``bind(0)`` may be handed out again, before the server binds it, to another process doing
+    the same (a Jupyter kernel's five ports are picked that way) or to an outgoing connection;
+    below the range only another draw like this one can take it.  Where that range leaves no
+    room below it, the kernel picks (``bind(0)``)."""
+    low = ephemeral_ports()[0]
+    if low - LOWEST_PICKED_PORT >= 1000:
+        draw = random.SystemRandom()
+        for _ in range(_DRAWS):
+            port = draw.randrange(LOWEST_PICKED_PORT, low)
+            if _bindable(host, port):
+                return port
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         s.bind((host, 0))
