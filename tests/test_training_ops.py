@@ -226,6 +226,26 @@ def test_gpu_kernels_are_registered_for_floats_only():
     assert supported_device_types(int_op) == []
 
 
+def test_kernel_lookup_reads_a_ref_dtype_attr_as_its_base_type():
+    """The registry keys its lookups by the dtype attr as the op holds it: a reference type
+    finds the kernels of its base type, and an attr that is no dtype is looked up uncached."""
+    from minitf.kernels import registry
+    from minitf.runtime.step_graph import Node
+
+    def node(t):
+        return Node("n", "ApplyGradientDescent", "", {"T": t}, [])
+
+    base, ref = node(tf.float32), node(tf.float32._as_ref)
+    assert registry.device_types(ref) == registry.device_types(base) == ("GPU", "CPU")
+    assert registry.device_types(base) is registry.device_types(node(tf.float32))  # shared
+    assert registry.find_kernel(ref, "CPU") is registry.find_kernel(base, "CPU")
+    assert registry.device_types(node(tf.int32)) == ()
+    odd = node(["not", "a", "dtype"])  # unhashable: no TypeError; read as no dtype at all
+    assert registry.device_types(odd) == registry.device_types(node(None))
+    assert ("ApplyGradientDescent", None) in registry._lookup_cache
+    assert not any(isinstance(k[1], list) for k in registry._lookup_cache)
+
+
 # -- graph construction -------------------------------------------------------------------------
 
 

@@ -620,21 +620,26 @@ class Graph:
             attrs.setdefault(k, v)
         control = self._control_dependencies_for_inputs({t._op for t in inputs})
         ref_inputs = [t for t, is_ref in zip(inputs, op_def.ref_inputs if op_def else ()) if is_ref]
+        if not ref_inputs:  # most ops: no colocation to open
+            return self._create_op(op_type, name, inputs, output_specs, attrs, control, op_def)
         with contextlib.ExitStack() as stack:
             for t in ref_inputs:  # an op that takes a reference lives with the variable
                 stack.enter_context(self.colocate_with(t.op))
-            op = Operation(self, op_type, name, inputs, output_specs, attrs, [], op_def)
-            op._control_inputs.extend(dict.fromkeys(control))  # each once, in order
-            for controller in self._control_dependencies_stack:
-                controller.seen.add(op)
-            # The op joins the graph before device functions run: as in TF, an op whose device
-            # function raised stays in the graph (with no device).
-            self._add_op(op)
-            self._apply_device_functions(op)
-            self._apply_colocation(op)
-            if self._container and op_def is not None and op_def.has_container:
-                if not op._attrs.get("container"):
-                    op._attrs["container"] = self._container
+            return self._create_op(op_type, name, inputs, output_specs, attrs, control, op_def)
+
+    def _create_op(self, op_type, name, inputs, output_specs, attrs, control, op_def):
+        op = Operation(self, op_type, name, inputs, output_specs, attrs, [], op_def)
+        op._control_inputs.extend(dict.fromkeys(control))  # each once, in order
+        for controller in self._control_dependencies_stack:
+            controller.seen.add(op)
+        # The op joins the graph before device functions run: as in TF, an op whose device
+        # function raised stays in the graph (with no device).
+        self._add_op(op)
+        self._apply_device_functions(op)
+        self._apply_colocation(op)
+        if self._container and op_def is not None and op_def.has_container:
+            if not op._attrs.get("container"):
+                op._attrs["container"] = self._container
         return op
 
     def _new_op_name(self, name):

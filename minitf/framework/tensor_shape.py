@@ -240,11 +240,14 @@ class TensorShape:
 
     def num_elements(self):
         """The product of the dimensions, or None unless fully defined."""
-        if not self.is_fully_defined():
+        if self._dims is None:
             return None
         total = 1
         for d in self._dims:
-            total *= d.value
+            v = d.value
+            if v is None:
+                return None
+            total *= v
         return total
 
     # -- combining ------------------------------------------------------------------------

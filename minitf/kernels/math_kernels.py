@@ -118,7 +118,11 @@ def _zip(fn):
     scalars get the backend's plain scalar function (``zip_scalars``), where it has one."""
 
     def factory(op, device):
-        scalars = all(src.outputs[k][1].ndims == 0 for src, k in op.inputs)
+        scalars = True
+        for src, k in op.inputs:  # a loop: a big graph of adds makes thousands of these
+            if src.outputs[k][1].ndims != 0:
+                scalars = False
+                break
         return _binary_kernel(fn, device.backend, scalars)
 
     return factory

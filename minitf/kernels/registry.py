@@ -148,25 +148,38 @@ def _kernel_dtype(op):
     return dt.base_dtype if isinstance(dt, dtypes.DType) else None
 
 
-_lookup_cache = {}  # (op type, dtype) -> (supported types, {device type: KernelDef})
+_lookup_cache = {}  # (op type, dtype attr) -> (supported types, {device type: KernelDef})
 
 
 def _lookup(op):
-    key = (op.type, _kernel_dtype(op))
-    hit = _lookup_cache.get(key)
-    if hit is None:
-        kernels = {}
-        for k in _KERNELS.get(op.type, ()):
-            if k.matches(key[1]):
-                kernels.setdefault(k.device_type, k)
-        types = sorted(kernels, key=lambda t: -DEVICE_PRIORITY.get(t, 50))
-        hit = _lookup_cache[key] = (types, kernels)
+    # keyed by the dtype attr as the op has it (a ref dtype too): no conversion on a hit
+    op_type = op.type
+    key = (op_type, op._attrs.get(get_op_def(op_type).type_attr))
+    try:
+        return _lookup_cache[key]
+    except (KeyError, TypeError):  # not seen yet; an attr value that is no DType
+        pass
+    dtype = _kernel_dtype(op)
+    kernels = {}
+    for k in _KERNELS.get(op_type, ()):
+        if k.matches(dtype):
+            kernels.setdefault(k.device_type, k)
+    types = tuple(sorted(kernels, key=lambda t: -DEVICE_PRIORITY.get(t, 50)))
+    hit = (types, kernels)
+    if isinstance(key[1], dtypes.DType) or key[1] is None:
+        _lookup_cache[key] = hit
     return hit
 
 
 def supported_device_types(op) -> list[str]:
     """Device types with a kernel for ``op`` (its dtype attr included), highest priority first."""
     return list(_lookup(op)[0])
+
+
+def device_types(op) -> tuple[str, ...]:
+    """``supported_device_types(op)`` as a tuple shared by every op of its type and dtype (the
+    placer asks once per op of a graph)."""
+    return _lookup(op)[0]
 
 
 def find_kernel(op, device_type: str) -> KernelDef | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
+from itertools import chain
 
 from minitf.framework import errors
 from minitf.framework.resource_mgr import VariableRef
@@ -306,7 +307,10 @@ def _cached_kernel(node, device, kdef, cache):
 
 
 def _is_scalar(node):
-    return all(shape.ndims == 0 for _, shape in node.outputs)
+    for _, shape in node.outputs:  # a loop: a 10,000-node plan asks 10,000 times
+        if shape.ndims != 0:
+            return False
+    return True
 
 
 def _send_recv_pairs(nodes):
@@ -563,7 +567,7 @@ _DIRECT = (None,)
 def _flat(inputs):
     """A node's (source, output) input slots as one flat tuple ``(s0, k0, s1, k1, ...)``: one
     object per record instead of one per input, for the loop below."""
-    return tuple(x for slot in inputs for x in slot)
+    return tuple(chain.from_iterable(inputs))
 
 
 def _gather(vals, src):

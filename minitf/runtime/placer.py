@@ -47,7 +47,7 @@ class _Group:
 
     def __init__(self):
         self.members = []
-        self.request = dnu.ParsedName()
+        self.request = None  # the members' requests merged (``_colocation_groups``)
         self.types = None
         self.assigned = None
         self.candidates = None
@@ -106,10 +106,9 @@ def place(
 def _requests_and_types(ops):
     """Per op: its requested device (parsed) and the device types with a kernel for it (ops
     asking alike share them: neither is changed in place, and a big graph has few of each)."""
-    requests, types, parsed, supported = {}, {}, {}, {}
+    requests, types, parsed = {}, {}, {}
     for op in ops:
-        t = registry.supported_device_types(op)
-        t = supported.setdefault(tuple(t), t)
+        t = registry.device_types(op)
         if not t:
             raise errors.InvalidArgumentError(
                 None,
@@ -126,9 +125,9 @@ def _requests_and_types(ops):
                 ),
             )
         types[op] = t
-        if op.device not in parsed:
-            parsed[op.device] = dnu.parse_full_name(op.device)
-        req = parsed[op.device]
+        req = parsed.get(op.device, parsed)
+        if req is parsed:
+            req = parsed[op.device] = dnu.parse_full_name(op.device)
         if req is None:
             raise errors.InvalidArgumentError(
                 None,
@@ -171,18 +170,22 @@ def _join_colocated(ops, requests):
     uf = _UnionFind(ops)
     ops_by_name = {op.name: op for op in ops}
     for op in ops:
+        if not op._attrs.get("_class"):
+            continue  # its only class is its own name (``colocation_groups``)
         for cls in op.colocation_groups():
             name = cls.decode() if isinstance(cls, bytes) else cls
             target = ops_by_name.get(name[len("loc:@") :])
             if target is not None and target is not op:
                 uf.union(op, target)
     for op in ops:
-        for t, is_ref in zip(op._inputs, get_op_def(op.type).ref_inputs):
-            if is_ref and t.dtype.is_ref_dtype:
-                rs, rd = requests[t.op], requests[op]
-                if _has_details(rs) and _has_details(rd) and not _compatible(rs, rd):
-                    requests[op] = rs.copy()  # the variable's device wins
-                uf.union(t.op, op)
+        refs = get_op_def(op.type).ref_inputs
+        if True in refs:
+            for t, is_ref in zip(op._inputs, refs):
+                if is_ref and t.dtype.is_ref_dtype:
+                    rs, rd = requests[t.op], requests[op]
+                    if _has_details(rs) and _has_details(rd) and not _compatible(rs, rd):
+                        requests[op] = rs.copy()  # the variable's device wins
+                    uf.union(t.op, op)
         _join_resource_edges(uf, op, requests)
     return uf
 
@@ -193,7 +196,7 @@ def _join_resource_edges(uf, op, requests):
     request; two resource producers asking for incompatible devices cannot be placed."""
     first = None
     for t in op._inputs:
-        if t.dtype != dtypes.resource:
+        if t.dtype is not dtypes.resource:  # DTypes are interned
             continue
         rs, rd = requests[t.op], requests[op]
         if first is not None:
@@ -222,6 +225,10 @@ def _colocation_groups(ops, requests, types, soft):
         g.members.append(op)
     for g in groups.values():
         first = g.members[0]
+        if len(g.members) == 1:  # most ops: the group asks what its op asks (never changed)
+            g.request, g.types = requests[first], types[first]
+            continue
+        g.request = dnu.ParsedName()
         for op in g.members:
             try:
                 dnu.merge_dev_names(g.request, requests[op], soft)
@@ -271,7 +278,7 @@ class _Assigner:
         self.requests, self.types = requests, types
         self.soft, self.has_cuda = soft, has_cuda
         self.device_of, self.log = {}, []
-        self._shared = {}  # (request, types) -> candidates
+        self._shared = {}  # (id of a lone op's request, its types) -> candidates
 
     def assign(self, op, device):
         self.device_of[op] = device
@@ -283,8 +290,8 @@ class _Assigner:
         if g.assigned is not None:
             return [g.assigned]
         if g.candidates is None:
-            alone = len(g.members) == 1 and self.requests[op] == g.request
-            key = (g.request.to_string(), tuple(g.types))
+            alone = len(g.members) == 1  # its request and types are its op's, shared
+            key = (id(g.request), g.types)
             g.candidates = self._shared.get(key) if alone else None
             if g.candidates is None:
                 g.candidates = _candidates(

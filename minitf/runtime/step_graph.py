@@ -41,9 +41,8 @@ class Node:
     @classmethod
     def of(cls, op: Operation, device_name: str) -> Node:
         """The node of a graph op placed on ``device_name`` (no edges yet)."""
-        return cls(
-            op.name, op.type, device_name, op._attrs, [(t.dtype, t.shape) for t in op._outputs], op
-        )
+        outputs = [(t._dtype, t._shape) for t in op._outputs]
+        return cls(op._name, op._type, device_name, op._attrs, outputs, op)
 
     def copy(self) -> Node:
         """The same node without its edges."""

@@ -90,8 +90,12 @@ def build_step_graph(
         return (a, 0) if a is not None else (node_of[t.op], t._value_index)
 
     for op, node in node_of.items():
-        node.inputs = [source(t) for t in op._inputs]
-        node.control_inputs = [node_of[c] for c in op._control_inputs]
+        if arg_of:
+            node.inputs = [source(t) for t in op._inputs]
+        else:  # nothing fed (a big graph's first run, often): no feed to look for
+            node.inputs = [(node_of[t._op], t._value_index) for t in op._inputs]
+        if op._control_inputs:
+            node.control_inputs = [node_of[c] for c in op._control_inputs]
     step = StepGraph(
         list(node_of.values()) + args,
         [source(t) for t in fetch_tensors],
