@@ -54,10 +54,12 @@ def is_expensive(node, kdef) -> bool:
         return kdef.cost == "expensive"
     if node.type in PASS_THROUGH:
         return False
-    shapes = [shape for _, shape in node.outputs]
-    shapes += [src.outputs[k][1] for src, k in node.inputs]
-    for shape in shapes:
+    for _, shape in node.outputs:
         n = shape.num_elements()
+        if n is not None and n > INLINE_ELEMENTS:
+            return True
+    for src, k in node.inputs:
+        n = src.outputs[k][1].num_elements()
         if n is not None and n > INLINE_ELEMENTS:
             return True
     return False
@@ -177,15 +179,15 @@ class ExecutionPlan:
         start = [None] * plan.n
         traced, records = [], []
         once = StepContext()  # what the constants' kernels see, the one time they run
+        inputs, forward, persistent = plan.inputs, life.forward, life.persistent
         for i in order:
             kernel = self.kernels[i]
-            p = life.forward[i]
-            if p >= 0 and dead[i] is not None and plan.inputs[i][p][0] in dead[i]:
+            p, d = forward[i], dead[i]
+            if p >= 0 and d is not None and inputs[i][p][0] in d:
                 kernel = self.forwarding[i]
-            d = dead[i]
-            record = (i, kernel, _flat(plan.inputs[i]), d[0] if d and len(d) == 1 else d)
+            record = (i, kernel, _flat(inputs[i]), d[0] if d and len(d) == 1 else d)
             traced.append(record)
-            if life.persistent[i] and not plan.inputs[i] and not plan.pending0[i]:
+            if persistent[i] and not inputs[i] and not plan.pending0[i]:
                 try:
                     start[i] = kernel(once, [])
                     continue
