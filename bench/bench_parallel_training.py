@@ -37,8 +37,13 @@ server's), and each worker task of the cluster pinned to a core of its own
    time they took (median of rounds that alternate the three set-ups; each ratio the median
    of the rounds' own ratios, ``bench/ratios.py``, which it prints).  Goals: >= 1.5x
    asynchronous, >= 1.3x synchronous.  Under each: the CPU milliseconds that one run costs in
-   each process, and from them the most that two idle cores could give (2 x the CPU of a
-   1-worker run over that of a 2-worker run): a ceiling that the machine's load does not move.
+   each process, read while every replica was in its timed runs (a thread reads the tasks'
+   CPU every 20 ms; set-up and traced runs left out), and from them the most that two idle
+   cores could give: 2 core-seconds a second over the CPU one run takes with 2 workers is the
+   most runs a second 2 workers can make, which is divided by the runs a second of 1 worker.
+   (Until 2026-11-27 the bench divided 2 x the CPU of a 1-worker run by that of a 2-worker run,
+   measured over the whole training with its set-up: that assumed one worker keeps exactly one
+   core busy, and it keeps more, the ps working beside it.)
    With ``--tf PATH`` (the interpreter of a throw-away venv with tensorflow-cpu, never a
    minitf dependency) each round also runs TensorFlow's own replicas in the same set-up
    (``tf_replica_child.py``: ``tf.train.Server`` tasks with one intra-op thread, the workers
@@ -261,9 +266,54 @@ def _cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class _CpuTrace:
+    """The tasks' CPU seconds, read every ``every`` seconds by a thread while the replicas
+    train: ``between(task, t0, t1)`` is a task's CPU over a window of wall-clock time
+    (``time.time``, as dp_worker.py's run spans), interpolated between readings."""
+
+    def __init__(self, tasks, every=0.02):
+        import threading
+
+        self.tasks, self.every, self.readings = tasks, every, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+
+    def _read(self):
+        while True:
+            self.readings.append((time.time(), {k: _cpu_seconds(p) for k, p in self.tasks.items()}))
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(10)
+
+    def between(self, task, t0, t1):
+        times = [t for t, _ in self.readings]
+        values = [v[task] for _, v in self.readings]
+        return float(np.interp(t1, times, values) - np.interp(t0, times, values))
+
+
+def _steady_window(got):
+    """The wall-clock window in which every replica was in its timed runs (after its set-up
+    run, before its traced ones), and how many runs of each replica lie inside it."""
+    # a replica's first span is its first run, which sets things up: not a timed one
+    spans = [np.asarray(r["spans"]).reshape(-1, 2)[1:] for r in got]
+    t0, t1 = max(s[0, 0] for s in spans), min(s[-1, 1] for s in spans)
+    runs = [int(((s[:, 0] >= t0) & (s[:, 1] <= t1)).sum()) for s in spans]
+    if min(runs) == 0:  # no run of some replica inside it (a short smoke run): all the runs
+        t0, t1 = min(s[0, 0] for s in spans), max(s[-1, 1] for s in spans)
+        runs = [len(s) for s in spans]
+    return t0, t1, runs
+
+
 def run_replicas(model, mode, workers, steps):
     """One LocalCluster (1 ps).  Returns samples/s of all replicas, the ps bytes of a traced
-    step, the variables' bytes, and CPU milliseconds per run: {process: ms}."""
+    step, the variables' bytes, and (CPU milliseconds per run {process: ms}, cores busy)."""
     from test_data_parallel import _finish, start_replicas
 
     extra = ["--mode", mode, "--workers", workers, "--model", model, "--steps", steps]
@@ -276,20 +326,26 @@ def run_replicas(model, mode, workers, steps):
         tasks.update({"worker %d" % i: cluster.pid("worker", i) for i in range(workers)})
         with tempfile.TemporaryDirectory() as d:
             procs = start_replicas(cluster, Path(d), workers, extra)
-            before = {k: _cpu_seconds(p) for k, p in tasks.items()}
-            wall = time.perf_counter()
-            _finish(procs)
-            wall = time.perf_counter() - wall
-            after = {k: _cpu_seconds(p) for k, p in tasks.items()}
+            with _CpuTrace(tasks) as trace:
+                _finish(procs)
             got = [np.load(Path(d) / ("worker%d.npz" % i)) for i in range(workers)]
     # the first run (set-up) and the traced ones are not timed
     rate = sum(int(r["timed_runs"]) * BATCH / float(r["seconds"]) for r in got)
-    # per run of one replica: the ps serves every replica's runs, a worker task its own
-    cpu = {k: 1000 * (after[k] - before[k]) / steps for k in tasks}
-    cpu["ps"] /= workers
+    return rate, got[0]["ps_bytes"][-1], got[0]["var_bytes"], _cpu_per_task(trace, got)
+
+
+def _cpu_per_task(trace, got):
+    """CPU ms per run of one replica in each process, over the window where every replica ran
+    its timed runs (the ps serves every replica's runs, a worker task its own; the clients'
+    own figure is their timed runs'), and the cores the tasks kept busy in that window."""
+    t0, t1, runs = _steady_window(got)
+    cpu = {k: 1000 * trace.between(k, t0, t1) for k in trace.tasks}
+    cores = sum(cpu.values()) / 1000 / (t1 - t0)
+    cpu["ps"] /= sum(runs)
+    for i, n in enumerate(runs):
+        cpu["worker %d" % i] /= n
     cpu["client"] = np.mean([1000 * float(r["cpu_seconds"]) / int(r["timed_runs"]) for r in got])
-    cores = (sum(after.values()) - sum(before.values())) / wall
-    return rate, got[0]["ps_bytes"][-1], got[0]["var_bytes"], (cpu, cores)
+    return cpu, cores
 
 
 def run_tf_replicas(python, model, mode, workers, steps):
@@ -386,7 +442,7 @@ def bench_cluster(steps, model, rounds, tf_python=None):
     ones = [r[0] for r in got[("async", 1)]]
     print("   1 worker          : %8.0f samples/s" % one)
     print("      " + _cpu_line(got[("async", 1)][-1][3]))
-    cpu_one = _cpu_per_run(got[("async", 1)][-1][3])
+    runs_one = got[("async", 1)][-1][0] / BATCH  # runs a second of the last 1-worker round
     for mode, goal in (("async", 1.5), ("sync", 1.3)):
         two, cpu = rate[(mode, 2)], got[(mode, 2)][-1][3]
         ratio, each = paired_ratio([r[0] for r in got[(mode, 2)]], ones)
@@ -395,9 +451,11 @@ def bench_cluster(steps, model, rounds, tf_python=None):
             % (mode, two, ratio, goal, each)
         )
         print("      " + _cpu_line(cpu))
+        per_run = _cpu_per_run(cpu) / 1000
         print(
-            "      on 2 idle cores at most 2 x %.1f / %.1f = %.2fx (CPU per run, 1 / 2 workers)"
-            % (cpu_one, _cpu_per_run(cpu), 2 * cpu_one / _cpu_per_run(cpu))
+            "      on 2 idle cores at most 2 / (%.1f ms x %.1f runs/s) = %.2fx (CPU a run takes "
+            "with 2 workers; runs a second of 1 worker)"
+            % (1000 * per_run, runs_one, 2 / (per_run * runs_one))
         )
     if tf_python:
         _print_tf(tf_got, one)
