@@ -328,3 +328,23 @@ def test_cancel_of_the_resource():
     assert got[0][1].message == "TakeGrad operation was cancelled"
     acc.apply_grad(0, 1.0)
     assert acc.num_accumulated() == 1 and acc.pending() == 0
+
+
+def test_accumulating_writes_into_no_gradient_and_no_taken_mean():
+    """The sum is kept in a buffer of the accumulator's own, added to in place: the gradients
+    pushed stay as they were, and a mean handed to a taker is not touched by the next round."""
+    acc = Resource("acc", tf.float32, (3,))
+    g1, g2 = np.array([1.0, 2.0, 3.0], np.float32), np.array([3.0, 2.0, 1.0], np.float32)
+    got = []
+    acc.apply_grad(0, g1)
+    acc.apply_grad(0, g2)
+    acc.take_grad(2, lambda r, e: got.append(r))
+    np.testing.assert_array_equal(got[0], [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(g1, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(g2, [3.0, 2.0, 1.0])
+    acc.apply_grad(1, g2)
+    acc.apply_grad(1, g2)
+    acc.take_grad(2, lambda r, e: got.append(r))
+    np.testing.assert_array_equal(got[0], [2.0, 2.0, 2.0])  # the first mean, unchanged
+    np.testing.assert_array_equal(got[1], g2)
+    assert not np.shares_memory(got[0], got[1])

@@ -112,9 +112,9 @@ class ConditionalAccumulator:
                 return False
             grad = np.asarray(grad, dtype=self.dtype.as_numpy_dtype)
             self._check_shape(grad.shape)
-            if self.counter > 0:
-                self._accum = self._accum + grad
-            else:
+            if self.counter > 0:  # the sum is the accumulator's own buffer: added in place
+                np.add(self._accum, grad, out=self._accum)
+            else:  # a copy: the first gradient may be read elsewhere
                 self._accum = np.array(grad, copy=True)
             self.counter += 1
             self._serve(done)
@@ -166,9 +166,9 @@ class ConditionalAccumulator:
         while self._takes and self.counter >= self._takes[0].num_required:
             attempt = self._takes.popleft()
             self.global_step += 1
-            result = self._accum
+            result = self._accum  # handed to the taker: the accumulator starts a new one
             if self.reduction_type == "MEAN":
-                result = result / self.dtype.as_numpy_dtype(self.counter)
+                result = np.divide(result, self.dtype.as_numpy_dtype(self.counter), out=result)
             self.counter = 0
             self._accum = None
             attempt.finished = True
