@@ -67,6 +67,7 @@ os.environ.setdefault("MINITF_EMULATED_GPUS", "0")
 import argparse  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -272,8 +273,6 @@ class _CpuTrace:
     (``time.time``, as dp_worker.py's run spans), interpolated between readings."""
 
     def __init__(self, tasks, every=0.02):
-        import threading
-
         self.tasks, self.every, self.readings = tasks, every, []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._read, daemon=True)

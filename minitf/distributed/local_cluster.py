@@ -124,15 +124,12 @@ def ephemeral_ports() -> tuple[int, int]:
         return 49152, 65535
 
 
-def _bindable(host: str, port: int) -> bool:
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
+def _bind_and_release(host: str, port: int) -> int:
+    """Binds a TCP socket to ``host:port`` (0: a port the kernel picks), closes it and returns
+    the port; OSError when something holds it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, port))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
+        return s.getsockname()[1]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -147,15 +144,11 @@ def free_port(host: str = "127.0.0.1") -> int:
     if low - LOWEST_PICKED_PORT >= 1000:
         draw = random.SystemRandom()
         for _ in range(_DRAWS):
-            port = draw.randrange(LOWEST_PICKED_PORT, low)
-            if _bindable(host, port):
-                return port
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
+            try:
+                return _bind_and_release(host, draw.randrange(LOWEST_PICKED_PORT, low))
+            except OSError:  # held: draw again
+                pass
+    return _bind_and_release(host, 0)
 
 
 class LocalCluster:

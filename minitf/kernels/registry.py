@@ -143,30 +143,27 @@ def register(
     _lookup_cache.clear()
 
 
-def _kernel_dtype(op):
-    dt = op._attrs.get(get_op_def(op.type).type_attr)  # an Operation's or a step Node's
-    return dt.base_dtype if isinstance(dt, dtypes.DType) else None
-
-
 _lookup_cache = {}  # (op type, dtype attr) -> (supported types, {device type: KernelDef})
 
 
 def _lookup(op):
     # keyed by the dtype attr as the op has it (a ref dtype too): no conversion on a hit
     op_type = op.type
-    key = (op_type, op._attrs.get(get_op_def(op_type).type_attr))
+    attr = op._attrs.get(get_op_def(op_type).type_attr)  # an Operation's or a step Node's
+    key = (op_type, attr)
     try:
         return _lookup_cache[key]
     except (KeyError, TypeError):  # not seen yet; an attr value that is no DType
         pass
-    dtype = _kernel_dtype(op)
+    is_dtype = isinstance(attr, dtypes.DType)
+    dtype = attr.base_dtype if is_dtype else None
     kernels = {}
     for k in _KERNELS.get(op_type, ()):
         if k.matches(dtype):
             kernels.setdefault(k.device_type, k)
     types = tuple(sorted(kernels, key=lambda t: -DEVICE_PRIORITY.get(t, 50)))
     hit = (types, kernels)
-    if isinstance(key[1], dtypes.DType) or key[1] is None:
+    if is_dtype or attr is None:
         _lookup_cache[key] = hit
     return hit
 
