@@ -107,6 +107,15 @@ def svg_nodes(svg):
     return {g.find(SVG + "title").text: g for g in root.iter(SVG + "g") if g.get("class") == "node"}
 
 
+def svg_legend(svg):
+    """``(texts, fills)`` of the legend minitf draws beside the graph (its <g class="legend">)."""
+    root = ET.fromstring(svg)
+    (legend,) = [g for g in root.iter(SVG + "g") if g.get("class") == "legend"]
+    assert legend.find(SVG + "title").text == "minitf:legend"
+    texts = [t.text for t in legend.iter(SVG + "text")]
+    return texts, {r.get("fill") for r in legend.iter(SVG + "rect")}
+
+
 def svg_fill(g):
     """The fill of a node's outline (the first filled shape of its <g>)."""
     for e in g.iter():
@@ -195,9 +204,10 @@ def test_unplaced_ops_are_grey_and_listed_in_the_legend():
     nodes = node_attrs(view.dot)
     assert fill_of(nodes["nowhere"]) == UNPLACED_COLOR
     assert fill_of(nodes["somewhere"]) == DEVICE_PALETTE[0]  # the only device named
-    assert "not placed" in view.dot
+    texts, fills = svg_legend(view.to_svg())
+    assert "not placed" in texts and UNPLACED_COLOR in fills
     assert view.source == "requested"
-    assert "requested only" in view.dot
+    assert "devices: requested only (graph not placed yet)" in texts
 
 
 # -- clusters ----------------------------------------------------------------------------------
@@ -274,7 +284,7 @@ def test_explicit_placement_decides_the_copies():
     edges = edge_attrs(view.dot)
     assert all("copy" not in x for x in edges[("a", "b")])
     assert any("copy" in x for x in edges[("b", "c")])
-    assert "the placement given" in view.dot
+    assert "devices: the placement given" in svg_legend(view.to_svg())[0]
 
 
 # -- variables, legend ---------------------------------------------------------------------------
@@ -287,23 +297,36 @@ def test_variables_are_cylinders():
     assert "cylinder" not in nodes["v/read"]
 
 
-def test_legend_names_every_device_colour():
-    view = placed_view()
-    for dev, color in (
-        (CPU0, DEVICE_PALETTE[0]),
-        (GPU0, DEVICE_PALETTE[1]),
-        (GPU1, DEVICE_PALETTE[2]),
-    ):
-        assert re.search(
-            r'<td bgcolor="%s"[^>]*> </td><td align="left">%s</td>' % (color, re.escape(dev)),
-            view.dot,
-        )
-    assert "the session's placement" in view.dot
-    legend = svg_nodes(view.to_svg())["minitf:legend"]
-    texts = [t.text for t in legend.iter(SVG + "text")]
-    assert {CPU0, GPU0, GPU1, "control edge", "copy between devices", "variable"} <= set(texts)
-    fills = {p.get("fill") for p in legend.iter(SVG + "polygon")}
+@pytest.mark.parametrize("renderer", ["dot", "wasm"] if HAS_DOT else ["wasm"])
+def test_legend_names_every_device_colour(renderer):
+    # minitf draws the legend beside the layout: Graphviz's WebAssembly build cannot draw a
+    # table (an HTML-like label), so a legend left to Graphviz vanished without dot
+    view = placed_view(renderer=renderer)
+    svg = view.to_svg()
+    texts, fills = svg_legend(svg)
+    assert texts[0] == "Legend" and texts[-1] == "devices: the session's placement"
+    assert texts.index(CPU0) < texts.index(GPU0) < texts.index(GPU1)  # the palette's order
+    for dev, color in zip((CPU0, GPU0, GPU1), DEVICE_PALETTE, strict=False):
+        assert re.search(r'fill="%s"[^>]*/><text[^>]*>%s</text>' % (color, re.escape(dev)), svg)
+    assert {"control edge", "copy between devices", "variable", "copy"} <= set(texts)
     assert set(DEVICE_PALETTE[:3]) <= fills
+    assert "Legend" not in view.dot  # the DOT text is the graph alone
+
+
+def test_legend_sits_right_of_the_graph_which_keeps_its_place():
+    from minitf.viz.graph_legend import add_legend
+
+    svg, _ = graphviz_render.render_svg("digraph { a -> b }")
+    wide = add_legend(svg, [("swatch", "/device:CPU:0", "#8dd3c7")], "Legend")
+    box = [float(v) for v in ET.fromstring(svg).get("viewBox").split()]
+    new = [float(v) for v in ET.fromstring(wide).get("viewBox").split()]
+    assert new[:2] == box[:2] and new[2] > box[2] + 100 and new[3] >= box[3]
+    graph = re.search(r'<g id="graph0"[\s\S]*?</g>\n</svg>', svg).group(0)[: -len("</svg>")]
+    assert graph in wide  # Graphviz's drawing untouched
+    legend = next(g for g in ET.fromstring(wide).iter(SVG + "g") if g.get("class") == "legend")
+    assert float(legend.find(SVG + "rect").get("x")) > box[2]
+    with pytest.raises(ValueError, match="not an SVG picture as Graphviz writes it"):
+        add_legend("<svg/>", [], "Legend")
 
 
 def test_unrun_session_falls_back_to_requested_devices():
@@ -332,7 +355,7 @@ def test_collapse_true_draws_one_box_per_top_level_scope():
     assert "shape=box3d" in nodes["scope:v"]
     edges = edge_attrs(view.dot)
     assert any("copy" in a for a in edges[("scope:v", "scope:layer")])
-    assert "name scope (collapsed)" in view.dot
+    assert "name scope (collapsed)" in svg_legend(view.to_svg())[0]
 
 
 def test_collapse_a_list_of_scopes():
@@ -376,7 +399,8 @@ def test_two_builds_give_identical_text():
     assert second.to_svg() == svg1
     # the same placement given explicitly: the same picture but for the legend's note
     explicit = GraphView(second.graph, placement=second.device_of)
-    assert explicit.dot == dot1.replace("the session's placement", "the placement given")
+    assert explicit.dot == dot1
+    assert explicit.to_svg() == svg1.replace("the session's placement", "the placement given")
 
 
 def test_save_svg_dot_and_html(tmp_path):
@@ -418,7 +442,8 @@ def test_without_dot_graphviz_runs_as_webassembly(tmp_path, monkeypatch):
     view = placed_view()
     nodes = svg_nodes(view.to_svg())
     assert view.renderer_used == "wasm"
-    assert set(nodes) == {op.name for op in view.graph.get_operations()} | {"minitf:legend"}
+    assert set(nodes) == {op.name for op in view.graph.get_operations()}
+    assert CPU0 in svg_legend(view.to_svg())[0]
     root = ET.fromstring(view.to_svg())
     edges = [g for g in root.iter(SVG + "g") if g.get("class") == "edge"]
     dashed = [g for g in edges if next(g.iter(SVG + "path")).get("stroke-dasharray")]
@@ -431,14 +456,15 @@ def test_dot_on_path_is_used_and_its_version_comment_dropped(tmp_path, monkeypat
         monkeypatch,
         'cat > "$0.input"\n'
         'printf \'<?xml version="1.0"?>\\n<!-- Generated by graphviz version 99.0\\n -->\\n'
-        '<svg xmlns="http://www.w3.org/2000/svg"><g class="graph"/></svg>\\n\'',
+        '<svg width="62pt" height="44pt"\\n viewBox="0.00 0.00 62.00 44.00" '
+        'xmlns="http://www.w3.org/2000/svg"><g class="graph"/></svg>\\n\'',
     )
     view = placed_view()
     svg = view.to_svg()
     assert view.renderer_used == "dot"
     assert "Generated by graphviz" not in svg
     assert svg.startswith("<svg")  # no prolog: the same element whichever renderer drew it
-    ET.fromstring(svg)
+    assert CPU0 in svg_legend(svg)[0]
     # dot read exactly the DOT text of the view
     assert (tmp_path / "fake-bin" / "dot.input").read_text() == view.dot
 
@@ -537,7 +563,7 @@ def test_two_thousand_ops_render_both_ways(tmp_path, monkeypatch):
             % (renderer, n, time.perf_counter() - start, len(svg))
         )
         assert view.renderer_used == renderer
-        assert len(svg_nodes(svg)) == n + 1  # and the legend
+        assert len(svg_nodes(svg)) == n
     # by default the same graph collapses to at most max_nodes boxes
     small = GraphView(g)
     assert small.node_count <= 400

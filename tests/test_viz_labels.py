@@ -39,7 +39,7 @@ def _stats():
 def _graph_view(**kw):
     a = tf.constant(1.0, name="a")
     tf.identity(a, name="b")
-    return viz.GraphView(placement={"a": CPU0, "b": CPU0}, renderer="dot", **kw)
+    return viz.GraphView(placement={"a": CPU0, "b": CPU0}, **kw)
 
 
 def _queue_svg(**kw):

@@ -148,16 +148,16 @@ def test_graph_view_hover_texts_in_chinese():
     v = _graph()
     placement = {op.name: CPU0 for op in tf.get_default_graph().get_operations()}
     del placement["out"]
-    zh = viz.GraphView(placement=placement, renderer="dot", language="zh").to_svg()
+    zh = viz.GraphView(placement=placement, language="zh").to_svg()
     tips = "\n".join(_titles(zh))
     assert "设备：%s" % CPU0 in tips and "设备：未放置" in tips
     assert "请求的设备：/device:CPU:0" in tips or "请求的设备：/cpu:0" in tips
     assert "同位于：v" in tips
-    collapsed = viz.GraphView(collapse_scopes=True, renderer="dot", language="zh").to_svg()
+    collapsed = viz.GraphView(collapse_scopes=True, language="zh").to_svg()
     assert "net（名称作用域，3 个操作）\n未放置: 3" in "\n".join(_titles(collapsed))
     names = _op_words() | {"scope"}
     assert _english_words(zh, names) == [] and _english_words(collapsed, names) == []
-    en = "\n".join(_titles(viz.GraphView(placement=placement, renderer="dot").to_svg()))
+    en = "\n".join(_titles(viz.GraphView(placement=placement).to_svg()))
     assert "device: not placed" in en and "colocated with: %s" % v.op.name in en
 
 
@@ -296,7 +296,7 @@ def test_views_look_their_given_titles_up():
     labels.set_language("zh")
     assert "跨三个任务的一步" in viz.TimelineView(_stats(), title=title).to_svg()
     _graph()
-    assert "跨三个任务的一步" in viz.GraphView(renderer="dot", title=title).to_svg()
+    assert "跨三个任务的一步" in viz.GraphView(title=title).to_svg()
     assert "跨三个任务的一步" in viz.StackView([], title=title).to_svg()
     assert "跨三个任务的一步" in viz.MemoryView([], in_use={}, title=title).to_svg()
     curves = viz.TrainingCurves("loss", title=title, display=False)

@@ -25,7 +25,9 @@ What the picture shows:
 * a graph of more than ``max_nodes`` ops shows name scopes as single boxes ("collapsed"),
   striped in the colours of the devices their ops are on, in proportion;
 * the legend says which colour is which device and where the devices came from (a session's
-  placement, an explicit placement, or only the devices the graph *requests*).
+  placement, an explicit placement, or only the devices the graph *requests*); minitf draws it
+  to the right of Graphviz's layout (:mod:`minitf.viz.graph_legend`), so it is the same
+  whichever renderer drew the graph, and the DOT text is the graph alone.
 
 Where the devices come from, in order: ``placement`` (``{op or op name: device name}``), then
 ``session`` (the placement of its last run), else each op's requested ``op.device``.
@@ -42,11 +44,11 @@ notebook the picture sits in a box that zooms and pans (:mod:`minitf.viz.zoom_pa
 import collections
 import colorsys
 import re
-from xml.sax.saxutils import escape
 
 from minitf.runtime import device_name_utils as dnu
 from minitf.viz import labels
 from minitf.viz.files import SavesToFile
+from minitf.viz.graph_legend import add_legend
 from minitf.viz.graphviz_render import RENDERERS, render_svg
 from minitf.viz.zoom_pan import zoom_pan_html
 
@@ -118,10 +120,6 @@ def _text(text):
     kept literally (never read as an HTML label), each line break a DOT ``\\n``."""
     gv = _graphviz()
     return gv.nohtml("\\n".join(gv.escape(line) for line in str(text).split("\n")))
-
-
-def _html(text):
-    return escape(str(text), {'"': "&quot;"})
 
 
 def _device_levels(device):
@@ -510,7 +508,6 @@ class GraphView(SavesToFile):
         _dot_clusters(g, self._root, self._dot_node_attrs())
         for s, d, kind, cross, tensors in self._edges:
             g.edge(_id(s), _id(d), **_dot_edge_attrs(kind, cross, tensors, self.language))
-        g.subgraph(self._dot_legend(gv))
         return g.source
 
     def _dot_defaults(self):
@@ -554,29 +551,17 @@ class GraphView(SavesToFile):
             out[nid] = attrs
         return out
 
-    def _dot_legend(self, gv):
-        cells = []
-        for kind, text, color in self._legend_rows():
-            sample = _legend_sample(kind, color, self.language)
-            if sample is None:
-                cells.append('<tr><td colspan="2" align="left"><i>%s</i></td></tr>' % _html(text))
-            else:
-                cells.append('<tr>%s<td align="left">%s</td></tr>' % (sample, _html(text)))
-        table = (
-            '<<table border="0" cellborder="0" cellspacing="2">'
-            '<tr><td colspan="2"><b>%s</b></td></tr>%s</table>>'
-            % (_html(labels.text("Legend", self.language)), "".join(cells))
-        )
-        legend = gv.Digraph("cluster_legend")
-        legend.attr(label="", style="rounded", color="#999999")
-        legend.node("minitf:legend", label=table, shape="plaintext", style="")
-        return legend
-
     # -- SVG and HTML ----------------------------------------------------------------------
     def to_svg(self):
         """The picture as SVG text (laid out by Graphviz once, then cached)."""
         if self._svg is None:
-            self._svg, self.renderer_used = render_svg(self.to_dot(), self.renderer)
+            svg, self.renderer_used = render_svg(self.to_dot(), self.renderer)
+            self._svg = add_legend(
+                svg,
+                self._legend_rows(),
+                labels.text("Legend", self.language),
+                labels.text("copy", self.language),
+            )
         return self._svg
 
     def to_html(self):
@@ -623,19 +608,6 @@ def _dot_edge_attrs(kind, cross, tensors, language="en"):
         attrs["label"] = labels.text("copy", language)
     attrs["tooltip"] = _text(", ".join(tensors))
     return attrs
-
-
-def _legend_sample(kind, color, language="en"):
-    """The legend's sample cell for a row of ``kind`` (None: a note spanning the row)."""
-    return {
-        "swatch": '<td bgcolor="%s" width="24"> </td>' % color,
-        "edge": '<td><font color="%s">&#8212;&#8212;</font></td>' % color,
-        "edge-dashed": '<td><font color="%s">- - -</font></td>' % color,
-        "edge-copy": '<td><font color="%s"><b>&#8212;%s&#8212;</b></font></td>'
-        % (color, _html(labels.text("copy", language))),
-        "cylinder": "<td>%s</td>" % _html(labels.text("(cylinder)", language)),
-        "box3d": "<td>%s</td>" % _html(labels.text("(3-d box)", language)),
-    }.get(kind)
 
 
 def _darker(color):

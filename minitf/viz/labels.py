@@ -27,8 +27,6 @@ ZH: Dict[str, str] = {
     "copy": "复制",
     "variable": "变量",
     "name scope (collapsed)": "名称作用域（折叠）",
-    "(cylinder)": "（圆柱）",
-    "(3-d box)": "（立体框）",
     "devices: the session's placement": "设备：会话实际的放置",
     "devices: the placement given": "设备：给定的放置",
     "devices: requested only (graph not placed yet)": "设备：仅为请求的设备（图尚未放置）",
