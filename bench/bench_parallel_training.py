@@ -37,10 +37,13 @@ server's), and each worker task of the cluster pinned to a core of its own
    time they took (median of rounds that alternate the three set-ups; each ratio the median
    of the rounds' own ratios, ``bench/ratios.py``, which it prints).  Goals: >= 1.5x
    asynchronous, >= 1.3x synchronous.  Under each: the CPU milliseconds that one run costs in
-   each process, read while every replica was in its timed runs (a thread reads the tasks'
-   CPU every 20 ms; set-up and traced runs left out), and from them the most that two idle
-   cores could give: 2 core-seconds a second over the CPU one run takes with 2 workers is the
-   most runs a second 2 workers can make, which is divided by the runs a second of 1 worker.
+   each process in the last round, read while every replica was in its timed runs (a thread
+   reads the tasks' CPU every 20 ms; set-up and traced runs left out), and from them, round by
+   round, the most that two idle cores could give: 2 core-seconds a second over the CPU one
+   run takes with 2 workers is the most runs a second 2 workers can make, which is divided by
+   the runs a second of 1 worker in the same round (a ceiling pairs with its own round's
+   ratio; until the fourteenth session the bench printed the last round's ceiling under the
+   median ratio, and a median from a quieter round could stand above it).
    (Until 2026-11-27 the bench divided 2 x the CPU of a 1-worker run by that of a 2-worker run,
    measured over the whole training with its set-up: that assumed one worker keeps exactly one
    core busy, and it keeps more, the ps working beside it.)
@@ -424,6 +427,22 @@ def _cpu_per_run(cpu):
     return per_run["ps"] + float(np.mean(workers)) + per_run["client"]
 
 
+def _print_ceiling(twos, ones):
+    """The most two idle cores allow, round by round: 2 core-seconds a second over a round's
+    CPU per run with 2 workers, divided by the same round's runs a second of 1 worker (each
+    ceiling pairs with its own round's ratio: the machine's load drifts between rounds)."""
+    rounds = []
+    for two, one in zip(twos, ones, strict=True):
+        per_run, runs_one = _cpu_per_run(two[3]) / 1000, one[0] / BATCH
+        rounds.append(
+            "%.2f (%.1f ms, %.1f/s)" % (2 / (per_run * runs_one), 1000 * per_run, runs_one)
+        )
+    print(
+        "      on 2 idle cores at most 2 / (CPU a run takes with 2 workers x runs a second of "
+        "1 worker), per round: %s" % ", ".join(rounds)
+    )
+
+
 def bench_cluster(steps, model, rounds, tf_python=None):
     """Rounds of (1 worker, 2 async, 2 sync), alternating, TensorFlow's after minitf's in each
     round with ``tf_python``; medians."""
@@ -441,7 +460,6 @@ def bench_cluster(steps, model, rounds, tf_python=None):
     ones = [r[0] for r in got[("async", 1)]]
     print("   1 worker          : %8.0f samples/s" % one)
     print("      " + _cpu_line(got[("async", 1)][-1][3]))
-    runs_one = got[("async", 1)][-1][0] / BATCH  # runs a second of the last 1-worker round
     for mode, goal in (("async", 1.5), ("sync", 1.3)):
         two, cpu = rate[(mode, 2)], got[(mode, 2)][-1][3]
         ratio, each = paired_ratio([r[0] for r in got[(mode, 2)]], ones)
@@ -450,12 +468,7 @@ def bench_cluster(steps, model, rounds, tf_python=None):
             % (mode, two, ratio, goal, each)
         )
         print("      " + _cpu_line(cpu))
-        per_run = _cpu_per_run(cpu) / 1000
-        print(
-            "      on 2 idle cores at most 2 / (%.1f ms x %.1f runs/s) = %.2fx (CPU a run takes "
-            "with 2 workers; runs a second of 1 worker)"
-            % (1000 * per_run, runs_one, 2 / (per_run * runs_one))
-        )
+        _print_ceiling(got[(mode, 2)], got[("async", 1)])
     if tf_python:
         _print_tf(tf_got, one)
     _, ps_bytes, var_bytes, _ = got[("async", 1)][-1]
