@@ -1,5 +1,7 @@
 import os
 import socket
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -10,14 +12,52 @@ from minitf.distributed import local_cluster
 from minitf.viz import MemoryView, StackView
 
 
+def _listens(port):
+    """Whether a server's socket (SO_REUSEADDR, as gRPC sets it) binds ``port`` and listens."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port))
+        s.listen()
+        return True
+
+
+def _taken_by_a_draw(port, elsewhere=False):
+    """Whether a plain bind of ``port`` (what another draw tries) is refused, here or in a
+    process of its own."""
+    code = "import socket; socket.socket().bind(('127.0.0.1', %d))" % port
+    if elsewhere:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True).returncode != 0
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
 def test_local_addresses_are_bindable_loopback_ports():
     addresses = teaching.local_addresses(3)
     assert len(addresses) == 3
     for address in addresses:
         host, port = address.rsplit(":", 1)
         assert host == "127.0.0.1"
-        with socket.socket() as s:
-            s.bind((host, int(port)))
+        assert _listens(int(port))
+
+
+@pytest.mark.skipif(not local_cluster.HOLDS_PORTS, reason="ports are held on Linux only")
+def test_a_port_handed_out_stays_held_from_other_draws_until_many_later_ones(monkeypatch):
+    """A notebook draws its cluster's ports cells before it starts the servers; meanwhile no
+    other draw, in this process or another (a second notebook, a LocalCluster), may take
+    them (CI's notebook run once failed "Could not start gRPC server" so)."""
+    monkeypatch.setattr(local_cluster, "_held", local_cluster.OrderedDict())
+    monkeypatch.setattr(local_cluster, "HELD_PORTS", 3)
+    first = local_cluster.free_port()
+    assert _taken_by_a_draw(first) and _taken_by_a_draw(first, elsewhere=True)
+    assert _listens(first)  # a server binds beside the held socket
+    later = [local_cluster.free_port() for _ in range(3)]
+    assert first not in later and all(_taken_by_a_draw(p) for p in later)
+    assert not _taken_by_a_draw(first)  # the oldest was let go
+    assert len(local_cluster._held) == 3
 
 
 def test_free_port_draws_below_the_ephemeral_range():
@@ -28,9 +68,7 @@ def test_free_port_draws_below_the_ephemeral_range():
     ports = {local_cluster.free_port() for _ in range(20)}
     assert all(local_cluster.LOWEST_PICKED_PORT <= p < low for p in ports)
     assert len(ports) > 1  # drawn, not the same port every time
-    p = ports.pop()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", p))  # free when handed out
+    assert _listens(ports.pop())  # free for a server when handed out
 
 
 def test_free_port_skips_a_port_something_holds(monkeypatch):

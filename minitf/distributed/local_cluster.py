@@ -3,12 +3,13 @@
 Book section: "Multiple Devices Across Multiple Servers" (a cluster of real processes on one
 machine; minitf only: TF leaves starting its tasks to you).
 
-How the tasks find each other: the parent picks a free port per task on 127.0.0.1 (bind to
-port 0, read it, close), writes the whole cluster into every child's command line, and each
-child binds its own entry (``python -m minitf.server --cluster <json> --job j --task i``).
-Each child prints its bound address on one stdout line, which the parent waits for.  (The
-small window between the parent freeing a port and the child binding it is retried: a child
-that cannot bind exits and the cluster is started again on fresh ports.)
+How the tasks find each other: the parent picks a free port per task on 127.0.0.1
+(:func:`free_port`: drawn at random and held by a socket that does not listen, so that no other
+draw takes it), writes the whole cluster into every child's command line, and each child binds
+its own entry (``python -m minitf.server --cluster <json> --job j --task i``) beside the held
+socket.  Each child prints its bound address on one stdout line, which the parent waits for.
+(A child that cannot bind all the same exits, and the cluster is started again on fresh
+ports.)
 
 No orphans: on Linux every child sets ``PR_SET_PDEATHSIG = SIGKILL`` for itself as it starts
 (it dies with its parent; set in the child, not in a ``preexec_fn``, so spawning runs no Python
@@ -32,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any, Literal
@@ -124,31 +125,62 @@ def ephemeral_ports() -> tuple[int, int]:
         return 49152, 65535
 
 
-def _bind_and_release(host: str, port: int) -> int:
-    """Binds a TCP socket to ``host:port`` (0: a port the kernel picks), closes it and returns
-    the port; OSError when something holds it."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+#: ports handed out and still held (oldest first): the sockets that hold them
+_held: OrderedDict[tuple[str, int], socket.socket] = OrderedDict()
+_held_lock = threading.Lock()
+HELD_PORTS = 64  # the oldest is let go when more are held
+#: Linux lets a server bind a port beside a socket that holds it without listening (both with
+#: SO_REUSEADDR); BSD's and Windows' rules differ, so elsewhere a port is let go at once
+HOLDS_PORTS = sys.platform.startswith("linux")
+
+
+def _hold(host: str, port: int) -> int:
+    """Binds a TCP socket to ``host:port`` (0: a port the kernel picks) and keeps it, never
+    listening, among the last :data:`HELD_PORTS` handed out; returns the port, or raises
+    OSError when something else has it.
+
+    The bind is made without ``SO_REUSEADDR``, so it fails while any other socket has the
+    port, a socket held by another process's draw included; the option is set only after
+    it, and then a server, which sets it too (gRPC does), binds and listens beside the held
+    socket, in this process or in a child.  Only on Linux (:data:`HOLDS_PORTS`): elsewhere
+    the socket is closed at once, and the port is free but not kept."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
         s.bind((host, port))
-        return s.getsockname()[1]
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    except OSError:
+        s.close()
+        raise
+    port = s.getsockname()[1]
+    if not HOLDS_PORTS:
+        s.close()
+        return port
+    with _held_lock:
+        _held[(host, port)] = s
+        while len(_held) > HELD_PORTS:
+            _held.popitem(last=False)[1].close()
+    return port
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on ``host`` that nothing holds now, for a server to bind a moment later.
+    """A TCP port on ``host`` for a server to bind later, kept from every other draw meanwhile.
 
     Drawn at random below the kernel's ephemeral range: a port the kernel hands out for
     ``bind(0)`` may be handed out again, before the server binds it, to another process doing
     the same (a Jupyter kernel's five ports are picked that way) or to an outgoing connection;
-    below the range only another draw like this one can take it.  Where that range leaves no
+    below the range only another draw like this one could take it, and the port stays bound
+    (:func:`_hold`) so that none does, however long the server takes to start (a notebook may
+    draw its cluster's ports cells before it starts the servers).  Where that range leaves no
     room below it, the kernel picks (``bind(0)``)."""
     low = ephemeral_ports()[0]
     if low - LOWEST_PICKED_PORT >= 1000:
         draw = random.SystemRandom()
         for _ in range(_DRAWS):
             try:
-                return _bind_and_release(host, draw.randrange(LOWEST_PICKED_PORT, low))
+                return _hold(host, draw.randrange(LOWEST_PICKED_PORT, low))
             except OSError:  # held: draw again
                 pass
-    return _bind_and_release(host, 0)
+    return _hold(host, 0)
 
 
 class LocalCluster:
