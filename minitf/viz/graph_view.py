@@ -75,6 +75,7 @@ UNPLACED_COLOR = "#d9d9d9"
 COPY_COLOR = "#d62728"
 EDGE_COLOR = "#555555"
 VARIABLE_TYPES = frozenset({"VariableV2", "Variable", "VarHandleOp"})
+SCOPE_PREFIX = "scope "  # a collapsed name scope's node id: this, then the scope
 
 
 def natural_key(text):
@@ -345,9 +346,11 @@ class GraphView(SavesToFile):
         _number_clusters(root, [0])
 
     def _node_id(self, op):
-        """The id of the box ``op`` is drawn in: its name, or ``scope:<scope>`` if collapsed."""
+        """The id of the box ``op`` is drawn in: its name, or ``scope <scope>`` if collapsed
+        (no ``:`` in an id: in an edge, DOT reads ``a:b`` as port ``b`` of a node ``a``, and
+        an op's name has no space)."""
         scope = self.collapsed.get(op.name)
-        return op.name if scope is None else "scope:" + scope
+        return op.name if scope is None else SCOPE_PREFIX + scope
 
     def _node_models(self, root):
         """One node per drawn box, in op order: ``(id, lines, fill, stripes, shape, tooltip,
@@ -365,8 +368,8 @@ class GraphView(SavesToFile):
             if nid in first_seen:
                 continue
             first_seen[nid] = True
-            if nid.startswith("scope:"):
-                scope = nid[len("scope:") :]
+            if nid.startswith(SCOPE_PREFIX):
+                scope = nid[len(SCOPE_PREFIX) :]
                 node = self._scope_node(root, nid, scope, boxes[scope])
             else:
                 node = self._op_node(root, nid, op, op.name in scopes)
