@@ -19,7 +19,8 @@ from xml.sax.saxutils import escape
 
 __all__ = ["add_legend", "legend_svg"]
 
-FONT = 'font-family="Helvetica,sans-Serif" font-size="10.00"'
+FAMILY = 'font-family="Helvetica,sans-Serif"'  # Graphviz's own for the graph's text
+FONT = FAMILY + ' font-size="10.00"'
 ROW = 16.0  # pt from one row's baseline to the next
 PAD = 6.0  # pt inside the legend's box
 SAMPLE = 30.0  # pt of the sample column
@@ -55,9 +56,8 @@ def _sample(kind, color, x, y, copy_text):
     if kind == "edge-copy":
         return (
             '<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>'
-            '<text text-anchor="middle" x="%.1f" y="%.1f" fill="%s" font-family='
-            '"Helvetica,sans-Serif" font-size="7.00">%s</text>'
-            % (x, y, end, y, color, (x + end) / 2, y - 3, color, escape(copy_text))
+            '<text text-anchor="middle" x="%.1f" y="%.1f" fill="%s" %s font-size="7.00">%s</text>'
+            % (x, y, end, y, color, (x + end) / 2, y - 3, color, FAMILY, escape(copy_text))
         )
     if kind == "cylinder":  # the body, then the top's ellipse
         return (
@@ -111,7 +111,7 @@ def add_legend(svg, rows, title, copy_text="copy"):
     m = _HEADER.search(svg)
     if m is None:
         raise ValueError("not an SVG picture as Graphviz writes it: %r" % svg[:80])
-    width_pt, height_pt, vx, vy, vw, vh = (float(v) for v in m.groups())
+    width_pt, _, vx, vy, vw, vh = (float(v) for v in m.groups())  # height: scaled as width
     scale = width_pt / vw if vw else 1.0
     group, width, height = legend_svg(rows, title, copy_text, x=vx + vw + GAP, y=vy + 4)
     new_w, new_h = vw + GAP + width + 4, max(vh, height + 8)
