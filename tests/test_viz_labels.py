@@ -174,3 +174,24 @@ def test_widgets_controls_in_chinese():
     st = StepThrough(tf.Session(), [ops["D"], ops["E"]], language="zh")
     assert [b.description for b in st.buttons] == ["下一事件", "播放", "重置"]
     assert "单步时间线" in st.html()
+
+
+def test_text_width_counts_a_chinese_character_as_a_full_em():
+    """Boxes sized by ``labels.text_width`` hold Chinese text: a wide or full-width character
+    is one em, any other the Latin share asked for."""
+    assert labels.text_width("图例", 10) == 20
+    assert labels.text_width("会话（gRPC）", 11, 0.5) == 4 * 11 + 4 * 5.5
+    assert labels.text_width("gRPC", 10) == pytest.approx(4 * 5.6)
+    assert labels.text_width("", 11) == 0
+
+
+def test_a_chinese_arrow_label_gets_a_box_as_wide_as_its_characters():
+    """The cluster picture's session arrow, 会话（gRPC）: its label box holds four characters
+    one em wide (11 px each) beside the Latin ones; counted as Latin letters they overflowed
+    the box into the arrow's bend (notebook zh/06's picture, before)."""
+    spec = {"ps": ["h:1"], "worker": ["h:2", "h:3"]}
+    view = viz.ClusterView(spec, None, StepStats(), master="worker/1", language="zh")
+    ET.fromstring(view.to_svg())
+    (arrow,) = view.arrows
+    assert arrow.label == "会话（gRPC）"
+    assert arrow.label_box[2] >= 4 * 11 + 4 * 11 * 0.6 + 6

@@ -14,13 +14,15 @@ word of ``copy_text``), ``"cylinder"`` (a variable), ``"box3d"`` (a collapsed na
 """
 
 import re
-import unicodedata
 from xml.sax.saxutils import escape
+
+from minitf.viz.labels import text_width
 
 __all__ = ["add_legend", "legend_svg"]
 
 FAMILY = 'font-family="Helvetica,sans-Serif"'  # Graphviz's own for the graph's text
-FONT = FAMILY + ' font-size="10.00"'
+SIZE = 10.0  # pt of the legend's text
+FONT = FAMILY + ' font-size="%.2f"' % SIZE
 ROW = 16.0  # pt from one row's baseline to the next
 PAD = 6.0  # pt inside the legend's box
 SAMPLE = 30.0  # pt of the sample column
@@ -28,11 +30,6 @@ GAP = 8.0  # pt between the graph and the legend
 _HEADER = re.compile(
     r'<svg width="([\d.]+)pt" height="([\d.]+)pt"\s+viewBox="([-\d.]+) ([-\d.]+) ([\d.]+) ([\d.]+)"'
 )
-
-
-def text_width(text, size=10.0):
-    """About how wide ``text`` is in Helvetica at ``size`` pt (CJK characters a full em)."""
-    return sum(size * (1.0 if unicodedata.east_asian_width(c) in "WF" else 0.56) for c in text)
 
 
 def _sample(kind, color, x, y, copy_text):
@@ -77,8 +74,10 @@ def _sample(kind, color, x, y, copy_text):
 def legend_svg(rows, title, copy_text="copy", x=0.0, y=0.0):
     """``(svg, width, height)``: a ``<g>`` drawing the legend's ``rows`` under ``title``, its
     top left corner at ``(x, y)``, and the size it takes."""
-    widths = [text_width(text) + (0 if kind == "note" else SAMPLE + PAD) for kind, text, _ in rows]
-    width = 2 * PAD + max([text_width(title)] + widths)
+    widths = [
+        text_width(text, SIZE) + (0 if kind == "note" else SAMPLE + PAD) for kind, text, _ in rows
+    ]
+    width = 2 * PAD + max([text_width(title, SIZE)] + widths)
     height = 2 * PAD + ROW * (len(rows) + 1) - 4
     out = [
         '<g id="legend" class="legend">',

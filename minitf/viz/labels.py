@@ -12,6 +12,7 @@ What TensorFlow itself prints -- device names, op names, log lines -- is never t
 
 import contextlib
 import re
+import unicodedata
 import warnings
 from typing import Dict, Iterator, List, Optional
 
@@ -241,6 +242,14 @@ def text(english: str, language: Optional[str] = None) -> str:
     """``english`` in ``language`` (the default when None); English where no translation is
     known (a device or op name passes through unchanged)."""
     return TABLES[resolve(language)].get(english, english)
+
+
+def text_width(text: str, size: float, latin: float = 0.56) -> float:
+    """About how wide ``text`` is drawn at font ``size`` (in the size's unit): a wide or
+    full-width character (Chinese, ``（``) one em, any other ``latin`` em (Helvetica's and
+    Arial's letters average about 0.56; a label that must never overflow asks for more).  The
+    pictures drawn by minitf size their boxes with it, in every language."""
+    return sum(size if unicodedata.east_asian_width(c) in "WF" else size * latin for c in text)
 
 
 def thread_name(name: str, language: Optional[str] = None) -> str:

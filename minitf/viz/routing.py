@@ -12,13 +12,16 @@ from __future__ import annotations
 from typing import NamedTuple
 from xml.sax.saxutils import escape
 
+from minitf.viz.labels import text_width
+
 Rect = tuple[float, float, float, float]  # x, y, width, height
 Point = tuple[float, float]
 
 LANE = 12  # px between two lanes of one gap
 PORT = 18  # px between two arrows on one box edge (a label fits between them)
 LABEL_H = 14
-CHAR_W = 6.6  # px per character at font-size 11 (a generous sans-serif estimate)
+LABEL_FONT = 11  # px: the labels' font-size
+LABEL_EM = 0.62  # a Latin character's width in em, generous (Arial's capitals reach 0.72)
 
 
 class Arrow(NamedTuple):
@@ -28,7 +31,8 @@ class Arrow(NamedTuple):
 
 
 def label_size(text: str) -> tuple[float, float]:
-    return len(text) * CHAR_W + 6, LABEL_H
+    """A label's box: its text (Chinese characters a full em wide) with 3 px each side."""
+    return text_width(text, LABEL_FONT, LABEL_EM) + 6, LABEL_H
 
 
 def rects_meet(a: Rect, b: Rect) -> bool:
@@ -178,8 +182,8 @@ def arrows_svg(
             'marker-end="url(#%s)">%s</polyline>' % (pts, colour, marker, title)
         )
         out.append(
-            '<text x="%.0f" y="%.0f" fill="%s" font-size="11">%s</text>'
-            % (lx + 3, ly + lh - 3, colour, escape(arrow.label))
+            '<text x="%.0f" y="%.0f" fill="%s" font-size="%d">%s</text>'
+            % (lx + 3, ly + lh - 3, colour, LABEL_FONT, escape(arrow.label))
         )
     right = max([size[0]] + [a.label_box[0] + a.label_box[2] + pad for a in arrows])
     bottom = max([size[1]] + [a.label_box[1] + a.label_box[3] for a in arrows])
