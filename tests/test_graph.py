@@ -1278,6 +1278,23 @@ def test_cast():
     np.testing.assert_array_equal(rb, [True, True, False])
 
 
+@pytest.mark.parametrize(
+    "value, dtype, text",
+    [([1.0], tf.string, "Cast float to string"), (["7"], tf.int32, "Cast string to int32")],
+)
+def test_cast_to_or_from_string_is_unimplemented_as_in_tf(value, dtype, text):
+    """TF's Cast kernel converts no strings: building it fails at the first run with
+    UnimplementedError naming both types and, as every kernel that refuses its node, the node;
+    the session keeps working."""
+    x = tf.cast(tf.constant(value), dtype)
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.UnimplementedError) as e:
+            sess.run(x)
+        assert e.value.message == "%s is not supported\n\t [[{{node Cast}}]]" % text
+        assert e.value.op is x.op
+        assert sess.run(tf.cast(tf.constant([2.5]), tf.int32)) == [2]
+
+
 def test_random_ops_shapes_dtypes_ranges():
     """random_normal / random_uniform / truncated_normal: shapes, dtypes and ranges."""
     n = tf.random_normal([3, 4], seed=1)

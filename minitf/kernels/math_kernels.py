@@ -153,7 +153,12 @@ register("Square", _map("square"), cpu=NUMERIC, gpu=GPU_MATH, allocates=True, fo
 
 
 def _cast(op, device):
-    f = device.backend.cast(op.get_attr("DstT").as_numpy_dtype)
+    src, dst = op.get_attr("SrcT"), op.get_attr("DstT")
+    if D.string in (src, dst) and src != dst:  # TF's CastOp has no string conversion
+        raise errors.UnimplementedError(
+            None, None, "Cast %s to %s is not supported" % (src.type_string, dst.type_string)
+        )
+    f = device.backend.cast(dst.as_numpy_dtype)
     return lambda ctx, ins: (f(ctx, ins[0]),)
 
 

@@ -300,12 +300,26 @@ def _cached_kernel(node, device, kdef, cache):
     if node.op is not None and node.type != node.op.type:
         # rewritten for this signature (dependency_optimizer: a NoOp), stateless: not cached,
         # so that another signature still gets the op's own kernel
-        return kdef.factory(node, device)
+        return _new_kernel(node, device, kdef)
     kernel = cache.get(node.name, device.name)
     if kernel is None:
-        kernel = kdef.factory(node, device)
+        kernel = _new_kernel(node, device, kdef)
         cache.put(node.name, device.name, kernel)
     return kernel
+
+
+def _new_kernel(node, device, kdef):
+    """``kdef``'s kernel for ``node``.  A kernel that refuses its node (TF's ``OpKernel``
+    constructor failing: ``Cast float to string is not supported``) raises its error with the
+    node named, as TF reports it."""
+    try:
+        return kdef.factory(node, device)
+    except errors.OpError as exc:
+        if "[[" in exc.message:
+            raise
+        op = node.op
+        node_def = op.node_def if op is not None else None
+        raise type(exc)(node_def, op, attach_node(exc.message, node.name)) from None
 
 
 def _is_scalar(node):
