@@ -63,6 +63,7 @@ from minitf.ops.array_ops import (
     ones_like,
     placeholder,
     placeholder_with_default,
+    rank,
     reshape,
     shape,
     size,

@@ -508,8 +508,8 @@ def test_a_step_takes_the_tensors_of_each_peer_in_one_call(monkeypatch):
         with tf.Session(_target(spec, "worker", 0)) as sess:
             sess.run(tf.global_variables_initializer())
             del requests[:]
-            for _ in range(3):
-                sess.run(train)
+            for _ in range(3):  # the loss too: the step then reads both variables
+                sess.run([train, loss])
             np.testing.assert_allclose(sess.run(b), [-3.0, -3.0, -3.0])
             np.testing.assert_allclose(sess.run(w)[:, 0], 1 - 3 * 0.5 * np.array([4, 6, 8, 10]))
         # the worker's call to the ps waits open for the next step; stopping the server ends it

@@ -341,6 +341,46 @@ def test_shape_ops_values_and_names():
     assert got[4].tolist() == [[1, 2, 1, 2, 1, 2]] * 2 and got[5] == 24
 
 
+def test_shape_size_and_rank_known_when_the_graph_is_built_are_constants_as_in_tf():
+    """TF 1.15's ``shape``, ``size`` and ``rank`` (``optimize=True``) return a ``Const`` of the
+    op's name when the static shape answers; otherwise the op runs (recorded with TF 2.21's
+    compat.v1, which does the same: ``input_producer/Size`` is a Const)."""
+    known = tf.zeros([2, 3])
+    s, n, r = tf.shape(known), tf.size(known), tf.rank(known)
+    s64 = tf.shape(known, out_type=tf.int64)
+    assert [t.op.type for t in (s, n, r, s64)] == ["Const"] * 4
+    assert (s.op.name, n.op.name, r.op.name, s64.dtype) == ("Shape", "Size", "Rank", tf.int64)
+    batch, empty = tf.placeholder(tf.float32, [None, 3]), tf.placeholder(tf.float32, [None, 0])
+    anything = tf.placeholder(tf.float32)
+    ops = [tf.shape(batch), tf.size(batch), tf.rank(batch), tf.size(empty), tf.rank(anything)]
+    assert [t.op.type for t in ops] == ["Shape", "Size", "Const", "Const", "Rank"]
+    assert ops[4].op.name == "Rank_2" and ops[4].dtype == tf.int32 and ops[4].shape.ndims == 0
+    feed = {batch: np.ones((4, 3)), empty: np.ones((5, 0)), anything: np.ones((2, 2, 2))}
+    got = run(s, n, r, *ops, feed=feed)
+    assert [np.asarray(g).tolist() for g in got] == [[2, 3], 6, 2, [4, 3], 12, 2, 0, 3]
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reducing_a_tensor_of_unknown_rank_counts_its_axes_at_run_time(keepdims):
+    """``reduce_sum`` over every axis of a placeholder with no shape: as TF's
+    ``_ReductionDims``, the axes are ``range(0, Rank(x))`` (ops ``Rank``, ``range``)."""
+    x = tf.placeholder(tf.float32)
+    total = tf.reduce_sum(x, keepdims=keepdims)
+    assert [(op.name, op.type) for op in tf.get_default_graph().get_operations()] == [
+        ("Placeholder", "Placeholder"),
+        ("Rank", "Rank"),
+        ("range/start", "Const"),
+        ("range/delta", "Const"),
+        ("range", "Range"),
+        ("Sum", "Sum"),
+    ]
+    assert total.shape.ndims is None
+    for value in (np.arange(6.0), np.ones((2, 3, 4)), np.float32(7.0)):
+        want = np.sum(value, keepdims=keepdims)
+        (got,) = run(total, feed={x: value})
+        assert np.shape(got) == np.shape(want) and np.allclose(got, want)
+
+
 @pytest.mark.parametrize(
     "a, b, ra, rb",
     [  # what TF 2.21's BroadcastGradientArgs answered

@@ -71,7 +71,7 @@ def test_string_input_producer_graph():
     q = tf.train.string_input_producer(["a.csv", "b.csv"], num_epochs=1, shuffle=False)
     assert ops_of_graph() == [
         ("input_producer/Const", "Const"),
-        ("input_producer/Size", "Size"),
+        ("input_producer/Size", "Const"),  # TF 1.15 folds a known size
         ("input_producer/Greater/y", "Const"),
         ("input_producer/Greater", "Greater"),
         ("input_producer/Assert/Const", "Const"),

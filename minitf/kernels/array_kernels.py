@@ -153,8 +153,11 @@ register("Fill", _fill, cpu=ALL, gpu=GPU_ARRAY)
 
 
 def _shape(op, device):
-    """``Shape`` and ``Size`` read a tensor's shape where it is, without copying it."""
-    backend, np_dtype = device.backend, op.get_attr("out_type").as_numpy_dtype
+    """``Shape``, ``Size`` and ``Rank`` read a tensor's shape where it is, without copying it."""
+    backend = device.backend
+    np_dtype = np.int32 if op.type == "Rank" else op.get_attr("out_type").as_numpy_dtype
+    if op.type == "Rank":
+        return lambda ctx, ins: (backend.from_host(np.int32(len(backend.shape(ins[0])))),)
     if op.type == "Size":
         return lambda ctx, ins: (
             backend.from_host(np_dtype(int(np.prod(backend.shape(ins[0]), dtype=np.int64)))),
@@ -237,6 +240,7 @@ _KNOWN_SHAPES = 64  # pairs of shapes a BroadcastGradientArgs kernel remembers
 
 register("Shape", _shape, cpu=ALL, gpu=GPU_ARRAY)
 register("Size", _shape, cpu=ALL, gpu=GPU_ARRAY)
+register("Rank", _shape, cpu=ALL, gpu=GPU_ARRAY)
 register("ZerosLike", _filled_like, cpu=ALL, gpu=GPU_ARRAY)
 register("OnesLike", _filled_like, cpu=ALL, gpu=GPU_ARRAY)
 register("Tile", _tile, cpu=ALL, gpu=GPU_ARRAY)

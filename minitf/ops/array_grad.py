@@ -10,7 +10,15 @@ from __future__ import annotations
 from minitf.ops import array_ops, math_ops
 from minitf.ops.op_def import NotDifferentiable, RegisterGradient
 
-for _t in ("Shape", "Size", "ZerosLike", "OnesLike", "BroadcastGradientArgs", "StopGradient"):
+for _t in (
+    "Shape",
+    "Size",
+    "Rank",
+    "ZerosLike",
+    "OnesLike",
+    "BroadcastGradientArgs",
+    "StopGradient",
+):
     NotDifferentiable(_t)
 NotDifferentiable("Const")
 NotDifferentiable("LogicalNot")

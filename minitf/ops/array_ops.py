@@ -35,7 +35,16 @@ register_op("ConcatV2")
 register_op("Reshape")
 register_op("Fill")
 register_op("Pack")
-for _t in ("Shape", "Size", "ZerosLike", "OnesLike", "Tile", "StopGradient", "PreventGradient"):
+for _t in (
+    "Shape",
+    "Size",
+    "Rank",
+    "ZerosLike",
+    "OnesLike",
+    "Tile",
+    "StopGradient",
+    "PreventGradient",
+):
     register_op(_t)
 register_op("BroadcastGradientArgs")
 for _t in ("LogicalNot", "Where", "Squeeze"):
@@ -471,10 +480,14 @@ def shape(
     name: str | None = None,
     out_type: DTypeLike = dtypes.int32,
 ) -> Tensor:
-    """``Shape``: the run-time shape of ``input`` as a 1-D int32 (or int64) tensor."""
+    """``Shape``: the run-time shape of ``input`` as a 1-D int32 (or int64) tensor.  As in TF 1.15
+    (``shape_internal(optimize=True)``), a shape known in full when the graph is built is a
+    ``Const`` of that name instead: nothing is left to compute at run time."""
     with name_scope(name, "Shape", [input]) as scope:
         x = convert_to_tensor(input, name="input")
         out_type = dtypes.as_dtype(out_type).base_dtype
+        if x.shape.is_fully_defined():
+            return constant(x.shape.as_list(), dtype=out_type, name=scope)
         dims = tensor_shape.TensorShape([x.shape.ndims])
         attrs = {"T": x.dtype.base_dtype, "out_type": out_type}
         return apply_op("Shape", [x], [(out_type, dims)], scope, attrs).outputs[0]
@@ -485,12 +498,27 @@ def size(
     name: str | None = None,
     out_type: DTypeLike = dtypes.int32,
 ) -> Tensor:
-    """``Size``: the number of elements of ``input`` (an int32 scalar by default)."""
+    """``Size``: the number of elements of ``input`` (an int32 scalar by default); a ``Const``
+    when the graph already knows it (every dimension known, or one of them 0), as in TF 1.15."""
     with name_scope(name, "Size", [input]) as scope:
         x = convert_to_tensor(input, name="input")
         out_type = dtypes.as_dtype(out_type).base_dtype
+        dims = x.shape.as_list() if x.shape.ndims is not None else [None]
+        if 0 in dims or None not in dims:
+            return constant(x.shape.num_elements() or 0, dtype=out_type, name=scope)
         attrs = {"T": x.dtype.base_dtype, "out_type": out_type}
         return apply_op("Size", [x], [(out_type, tensor_shape.scalar())], scope, attrs).outputs[0]
+
+
+def rank(input: TensorLike, name: str | None = None) -> Tensor:  # noqa: A002 - TF's name
+    """``Rank``: how many dimensions ``input`` has, an int32 scalar; a ``Const`` when the graph
+    knows it, as in TF 1.15."""
+    with name_scope(name, "Rank", [input]) as scope:
+        x = convert_to_tensor(input, name="input")
+        if x.shape.ndims is not None:
+            return constant(x.shape.ndims, dtype=dtypes.int32, name=scope)
+        out = (dtypes.int32, tensor_shape.scalar())
+        return apply_op("Rank", [x], [out], scope, {"T": x.dtype.base_dtype}).outputs[0]
 
 
 def _like(op_type, default_name, tensor, dtype, name):

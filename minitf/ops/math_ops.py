@@ -218,8 +218,8 @@ def _reduction(op_type, input_tensor, axis, keepdims, name):
         return apply_op(op_type, [x, axis], [(dt, shape)], name or op_type, attrs).outputs[0]
     rank = x.shape.ndims
     if axis is None:
-        if rank is None:
-            raise ValueError("reduce with axis=None needs a tensor of known rank in minitf")
+        if rank is None:  # TF's _ReductionDims: every axis, counted at run time
+            return _reduction(op_type, x, range_(0, array_ops.rank(x)), keepdims, name)
         axes = list(range(rank))
     else:
         axes = [int(a) for a in _const_array(axis, dtypes.int32, None, False)[0].reshape(-1)]
