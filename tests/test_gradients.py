@@ -375,7 +375,14 @@ def test_reducing_a_tensor_of_unknown_rank_counts_its_axes_at_run_time(keepdims)
         ("Sum", "Sum"),
     ]
     assert total.shape.ndims is None
+    with tf.device("/gpu:0"):  # TF 1.15 has GPU kernels for both (host memory): placed there
+        on_card = tf.reduce_sum(x, keepdims=keepdims, name="on_card")
+    (rank_op, range_op) = on_card.op.inputs[1].op.inputs[1].op, on_card.op.inputs[1].op
+    assert (rank_op.type, range_op.type) == ("Rank", "Range")
     for value in (np.arange(6.0), np.ones((2, 3, 4)), np.float32(7.0)):
+        with tf.Session() as sess:
+            assert np.allclose(sess.run(on_card, {x: value}), np.sum(value, keepdims=keepdims))
+        assert "GPU:0" in rank_op.device and "GPU:0" in range_op.device
         want = np.sum(value, keepdims=keepdims)
         (got,) = run(total, feed={x: value})
         assert np.shape(got) == np.shape(want) and np.allclose(got, want)

@@ -415,8 +415,10 @@ def _pow(op, device):
 register("Pow", _pow, cpu=FLOATS + (D.int32, D.int64), gpu=FLOATS + (D.int64,))
 
 
+@host_kernel
 def _range(op, device):
-    """``Range``: TF's checks, then ``numpy.arange``."""
+    """``Range``: TF's checks, then ``numpy.arange`` (on a GPU too: TF 1.15's GPU kernel keeps
+    its inputs and output in host memory)."""
     out = op.get_attr("Tidx").as_numpy_dtype
 
     def compute(ctx, ins):
@@ -433,4 +435,5 @@ def _range(op, device):
     return compute
 
 
-register("Range", _range, cpu=(D.int32, D.int64, D.float32, D.float64))
+_RANGE = (D.int32, D.int64, D.float32, D.float64)
+register("Range", _range, cpu=_RANGE, gpu=_RANGE)
