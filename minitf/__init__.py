@@ -99,6 +99,7 @@ from minitf.ops.math_ops import (
     add,
     add_n,
     cast,
+    clip_by_value,
     divide,
     floordiv,
     matmul,
@@ -237,6 +238,7 @@ div = truediv
 # The ops of an MLP (book: "Training"): tf.exp, tf.argmax, tf.sigmoid, tf.one_hot ...
 abs = _math_ops.abs  # noqa: A001 - TF's name
 argmax = _math_ops.argmax
+argmin = _math_ops.argmin
 equal, not_equal = _math_ops.equal, _math_ops.not_equal
 less, less_equal = _math_ops.less, _math_ops.less_equal
 greater, greater_equal = _math_ops.greater, _math_ops.greater_equal
@@ -245,5 +247,6 @@ floor = _math_ops.floor
 maximum, minimum = _math_ops.maximum, _math_ops.minimum
 pow = _math_ops.pow  # noqa: A001 - TF's name
 reduce_max = _math_ops.reduce_max
+reduce_min = _math_ops.reduce_min
 where = _math_ops.where
 sigmoid, tanh, one_hot = _nn_ops.sigmoid, _nn_ops.tanh, _nn_ops.one_hot

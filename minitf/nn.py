@@ -7,6 +7,7 @@ Book section: "Training".
 from minitf.ops.nn_ops import (
     bias_add,
     dropout,
+    in_top_k,
     l2_loss,
     log_softmax,
     relu,
@@ -21,6 +22,7 @@ from minitf.ops.nn_ops import (
 __all__ = [
     "bias_add",
     "dropout",
+    "in_top_k",
     "l2_loss",
     "log_softmax",
     "relu",

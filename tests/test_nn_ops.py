@@ -179,6 +179,90 @@ def test_reduce_max_matches_numpy(x, data):
     np.testing.assert_array_equal(run(out), expected)
 
 
+@FEW
+@given(floats(), st.data())
+def test_reduce_min_and_argmin_match_numpy(x, data):
+    tf.reset_default_graph()
+    axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
+    keep = data.draw(st.booleans())
+    out = tf.reduce_min(tf.constant(x), axis=axis, keepdims=keep)
+    expected = np.min(x, axis=axis, keepdims=keep)
+    assert out.op.type == "Min" and out.shape.as_list() == list(expected.shape)
+    where = tf.argmin(tf.constant(x), axis=axis or 0, output_type=tf.int32)
+    assert where.op.type == "ArgMin" and where.dtype == tf.int32
+    got, at = run([out, where])
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(at, np.argmin(x, axis=axis or 0))
+
+
+def test_reductions_name_their_axes_as_tf_does():
+    """An axis given is converted in the op's scope (``Sum/reduction_indices``, as given: a
+    scalar stays a scalar); every axis, when none is given, is a ``Const`` built before it."""
+    x = tf.zeros([2, 3])
+    tf.reduce_sum(x, 1)
+    tf.reduce_mean(x, axis=[0, 1])
+    tf.reduce_min(x)
+    tf.reduce_sum(x, 1, name="s")
+    empty = tf.reduce_min(tf.zeros([0, 2]), 0)
+    assert [(op.name, op.type) for op in tf.get_default_graph().get_operations()][1:11] == [
+        ("Sum/reduction_indices", "Const"),
+        ("Sum", "Sum"),
+        ("Mean/reduction_indices", "Const"),
+        ("Mean", "Mean"),
+        ("Const", "Const"),
+        ("Min", "Min"),
+        ("s/reduction_indices", "Const"),
+        ("s", "Sum"),
+        ("zeros_1", "Const"),
+        ("Min_1/reduction_indices", "Const"),
+    ]
+    indices = tf.get_default_graph().get_operation_by_name("Sum/reduction_indices")
+    assert indices.get_attr("value").shape == ()
+    assert run(empty).tolist() == [np.inf, np.inf]  # Min's identity over no element
+
+
+def test_in_top_k_names_values_and_errors():
+    """The book's accuracy op: ``in_top_k/InTopKV2`` (k a Const in the op's scope); ties at
+    the boundary count as in; a non-finite row or a target out of range is False (TF's
+    functor, the same in TF 2.21)."""
+    logits, y = tf.placeholder(tf.float32, [None, 3]), tf.placeholder(tf.int32, [None])
+    top1, top2 = tf.nn.in_top_k(logits, y, 1), tf.nn.in_top_k(logits, y, 2, name="top2")
+    assert (top1.name, top2.name, top1.dtype) == ("in_top_k/InTopKV2:0", "top2/top2:0", tf.bool)
+    assert top1.op.inputs[2].op.name == "in_top_k/InTopKV2/k" and top1.shape.as_list() == [None]
+    scores = np.array([[1, 2, 2], [np.nan, 1, 0], [3, 1, 0], [0, 5, 1]], np.float32)
+    got = run([top1, top2], {logits: scores, y: [1, 1, 0, 2]})
+    assert [g.tolist() for g in got] == [[True, False, True, False], [True, False, True, True]]
+    assert run(top1, {logits: scores, y: [5, -1, 0, 1]}).tolist() == [False, False, True, True]
+    with pytest.raises(ValueError) as e:
+        tf.nn.in_top_k(tf.zeros([2, 3]), [1, 2, 0], 1)
+    assert str(e.value) == (
+        "Dimensions must be equal, but are 2 and 3 for 'in_top_k_1/InTopKV2' (op: 'InTopKV2') "
+        "with input shapes: [2,3], [3], []."
+    )
+    with pytest.raises(ValueError, match="Shape must be rank 2 but is rank 1"):
+        tf.nn.in_top_k(tf.zeros([3]), [1, 2, 0], 1)
+    with pytest.raises(TypeError, match="'predictions' has DataType float64"):
+        tf.nn.in_top_k(tf.zeros([2, 3], tf.float64), [1, 2], 1)
+    p, t = tf.placeholder(tf.float32), tf.placeholder(tf.int32)
+    with pytest.raises(errors.InvalidArgumentError, match="First dimension of predictions 2"):
+        run(tf.nn.in_top_k(p, t, 1), {p: np.zeros((2, 3)), t: [0, 1, 2]})
+    assert tf.gradients(tf.cast(top1, tf.float32), logits) == [None]
+
+
+def test_clip_by_value_names_values_and_shapes():
+    """``Minimum`` then the ``Maximum`` named after the scope; bounds may not grow t."""
+    t = tf.constant([[-3.0, 0.5], [2.0, 9.0]])
+    c = tf.clip_by_value(t, -1.0, 1.0)
+    assert (c.op.name, c.op.type, c.op.inputs[0].op.name) == (
+        "clip_by_value",
+        "Maximum",
+        "clip_by_value/Minimum",
+    )
+    assert run(c).tolist() == [[-1.0, 0.5], [1.0, 1.0]]
+    with pytest.raises(ValueError, match=r"Shapes \(2,\) and \(2, 2\) are not compatible"):
+        tf.clip_by_value(tf.zeros([2]), tf.zeros([2, 2]), 1.0)
+
+
 def test_where_selects_and_finds():
     c = tf.constant([[True, False], [False, True]])
     x, y = tf.constant([[1, 2], [3, 4]]), tf.constant([[10, 20], [30, 40]])
@@ -545,6 +629,10 @@ def _gpu_graph():
             "l2": tf.nn.l2_loss(x),
             "less": tf.less(x, 0.5),
             "max": tf.reduce_max(x, 0),
+            "min": tf.reduce_min(x, 1),
+            "argmin": tf.argmin(x, 0),
+            "in_top_k": tf.nn.in_top_k(x, [2, 1], 2),
+            "clip": tf.clip_by_value(x, -0.75, 1.0),
             "select": tf.where(tf.greater(x, 0.0), x, -x),
             "log": tf.log(tf.abs(x)),
             "sqrt": tf.sqrt(tf.abs(x)),
@@ -568,6 +656,10 @@ def _gpu_graph():
         "l2": (xs**2).sum() / 2,
         "less": xs < 0.5,
         "max": xs.max(0),
+        "min": xs.min(1),
+        "argmin": xs.argmin(0),
+        "in_top_k": [True, True],
+        "clip": np.clip(xs, -0.75, 1.0),
         "select": np.abs(xs),
         "log": np.log(np.abs(xs)),
         "sqrt": np.sqrt(np.abs(xs)),

@@ -306,8 +306,10 @@ for _op, _ufunc in (
 
 
 @host_kernel
-def _argmax(op, device):
+def _arg_reduction(op, device):
+    """``ArgMax`` / ``ArgMin``: the index of the largest / smallest value along an axis."""
     out_type = op.get_attr("output_type").as_numpy_dtype
+    pick = np.argmax if op.type == "ArgMax" else np.argmin
 
     def compute(ctx, ins):
         x, axis = ins
@@ -323,36 +325,44 @@ def _argmax(op, device):
             raise errors.InvalidArgumentError(
                 None, None, "Reduction axis %d is empty in shape %s" % (axis, shape_text(x.shape))
             )
-        return (scalarize(np.argmax(x, axis=axis).astype(out_type)),)
+        return (scalarize(pick(x, axis=axis).astype(out_type)),)
 
     return compute
 
 
 @host_kernel
-def _max(op, device):
-    keep = op.get_attr("keep_dims")
+def _max_or_min(op, device):
+    """``Max`` / ``Min`` over the given axes; over no element, TF's identity of the reduction
+    (the dtype's lowest value for Max, its highest for Min)."""
+    keep, is_max = op.get_attr("keep_dims"), op.type == "Max"
+    reduce = np.max if is_max else np.min
 
     def compute(ctx, ins):
         x, axes = ins
         x = np.asarray(x)
         rank = max(x.ndim, 1)
         axis = tuple(sorted({int(a) % rank for a in np.reshape(axes, -1)})) if x.ndim else ()
-        if x.size == 0:  # TF's identity of max: the lowest value of the dtype
-            low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        if x.size == 0:
+            if x.dtype.kind == "f":
+                identity = -np.inf if is_max else np.inf
+            else:
+                identity = np.iinfo(x.dtype).min if is_max else np.iinfo(x.dtype).max
             dims = enumerate(x.shape)
             shape = (
                 [1 if i in axis else d for i, d in dims]
                 if keep
                 else [d for i, d in dims if i not in axis]
             )
-            return (scalarize(np.full(shape, low, x.dtype)),)
-        return (scalarize(np.max(x, axis=axis, keepdims=keep)),)
+            return (scalarize(np.full(shape, identity, x.dtype)),)
+        return (scalarize(reduce(x, axis=axis, keepdims=keep)),)
 
     return compute
 
 
-register("ArgMax", _argmax, cpu=_REAL, gpu=FLOATS + (D.int32, D.int64), allocates=True)
-register("Max", _max, cpu=_REAL, gpu=FLOATS + (D.int32, D.int64), allocates=True)
+for _t, _f in (("ArgMax", _arg_reduction), ("ArgMin", _arg_reduction)):
+    register(_t, _f, cpu=_REAL, gpu=FLOATS + (D.int32, D.int64), allocates=True)
+for _t in ("Max", "Min"):
+    register(_t, _max_or_min, cpu=_REAL, gpu=FLOATS + (D.int32, D.int64), allocates=True)
 
 
 @host_kernel

@@ -227,3 +227,43 @@ def _one_hot(op, device):
 
 
 register("OneHot", _one_hot, cpu=ALL, gpu=GPU_ARRAY, allocates=True)
+
+
+@host_kernel
+def _in_top_k(op, device):
+    """``InTopKV2``: a row is in when fewer than k classes score strictly higher than its
+    target and every score of the row is finite (TF's functor)."""
+
+    def compute(ctx, ins):
+        predictions, targets, k = (np.asarray(v) for v in ins)
+        if k.ndim:
+            raise errors.InvalidArgumentError(
+                None, None, "k must be 0-D, got shape %s" % shape_text(k.shape)
+            )
+        _check_in_top_k_shapes(predictions, targets)
+        classes = predictions.shape[1]
+        inside = (targets >= 0) & (targets < classes)
+        rows = np.arange(len(targets))
+        scores = predictions[rows, np.where(inside, targets, 0)]
+        higher = np.count_nonzero(predictions > scores[:, None], axis=1)
+        finite = np.isfinite(predictions).all(axis=1)
+        return (inside & finite & (higher < int(k)),)
+
+    return compute
+
+
+def _check_in_top_k_shapes(predictions, targets):
+    if predictions.ndim != 2:
+        raise errors.InvalidArgumentError(None, None, "predictions must be 2-dimensional")
+    if targets.ndim != 1:
+        raise errors.InvalidArgumentError(None, None, "targets must be 1-dimensional")
+    if predictions.shape[0] != targets.shape[0]:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            "First dimension of predictions %d must match length of targets %d"
+            % (predictions.shape[0], targets.shape[0]),
+        )
+
+
+register("InTopKV2", _in_top_k, cpu=(D.int32, D.int64), gpu=(D.int32, D.int64), allocates=True)

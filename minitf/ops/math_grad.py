@@ -191,6 +191,7 @@ def _mean_grad(op, grad):
 
 for _t in (
     "ArgMax",
+    "ArgMin",
     "Equal",
     "NotEqual",
     "Less",
@@ -277,8 +278,10 @@ def _minimum_grad(op, grad):
 
 
 @RegisterGradient("Max")
-def _max_grad(op, grad):
-    """The gradient shared equally by the elements equal to the maximum they reduced to."""
+@RegisterGradient("Min")
+def _min_or_max_grad(op, grad):
+    """The gradient shared equally by the elements equal to the maximum (minimum) they reduced
+    to."""
     x = op.inputs[0]
     rank, axes, kept = _kept_dims_and_axes(op)
     if None in kept:

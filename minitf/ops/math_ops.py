@@ -221,8 +221,10 @@ def _reduction(op_type, input_tensor, axis, keepdims, name):
         if rank is None:  # TF's _ReductionDims: every axis, counted at run time
             return _reduction(op_type, x, range_(0, array_ops.rank(x)), keepdims, name)
         axes = list(range(rank))
+        axis_t = constant(axes, dtype=dtypes.int32)  # TF's _ReductionDims: "Const", outside
     else:
-        axes = [int(a) for a in _const_array(axis, dtypes.int32, None, False)[0].reshape(-1)]
+        given = _const_array(axis, dtypes.int32, None, False)[0]
+        axes = [int(a) for a in given.reshape(-1)]
     if rank is not None:
         for a in axes:
             if not -rank <= a < max(rank, 1):
@@ -239,10 +241,12 @@ def _reduction(op_type, input_tensor, axis, keepdims, name):
         shape = tensor_shape.TensorShape(out)
     else:
         shape = tensor_shape.unknown_shape()
-    axis_t = constant(axes, dtype=dtypes.int32)
     dt = x.dtype.base_dtype
     attrs = {"T": dt, "Tidx": dtypes.int32, "keep_dims": bool(keepdims)}
-    return apply_op(op_type, [x, axis_t], [(dt, shape)], name or op_type, attrs).outputs[0]
+    with name_scope(name, op_type) as scope:
+        if axis is not None:  # the axes as given, converted in the op's scope
+            axis_t = constant(given, dtype=dtypes.int32, name="reduction_indices")
+        return apply_op(op_type, [x, axis_t], [(dt, shape)], scope, attrs).outputs[0]
 
 
 def _reduction_fn(op_type: str, what: str) -> Callable[..., Tensor]:
@@ -327,7 +331,9 @@ for _t in (
     "Greater",
     "GreaterEqual",
     "ArgMax",
+    "ArgMin",
     "Max",
+    "Min",
     "Select",
 ):
     register_op(_t)
@@ -399,21 +405,13 @@ greater = _comparison_fn("Greater")
 greater_equal = _comparison_fn("GreaterEqual")
 
 
-def argmax(
-    input: TensorLike,  # noqa: A002 - TF's name
-    axis: int | TensorLike | None = None,
-    name: str | None = None,
-    dimension: int | TensorLike | None = None,
-    output_type: DTypeLike = dtypes.int64,
-) -> Tensor:
-    """``ArgMax``: the index of the largest value along ``axis`` (0 when neither ``axis`` nor
-    its old name ``dimension`` is given); ``output_type`` int64 (default) or int32."""
+def _arg_reduction(op_type, input, axis, name, dimension, output_type):  # noqa: A002
     if axis is not None and dimension is not None:
         raise ValueError("Cannot specify both 'axis' and 'dimension'")
     axis = dimension if axis is None else axis
     axis = 0 if axis is None else axis
     output_type = dtypes.as_dtype(output_type).base_dtype
-    with name_scope(name, "ArgMax", [input]) as scope:
+    with name_scope(name, op_type, [input]) as scope:
         x = convert_to_tensor(input, name="input")
         axis_t = convert_to_tensor(axis, dtype=dtypes.int32, name="dimension")
         shape = tensor_shape.unknown_shape()
@@ -422,7 +420,7 @@ def argmax(
         if rank is not None and static_axis is not None:
             if not -max(rank, 1) <= static_axis < max(rank, 1):
                 raise shape_error(
-                    "ArgMax",
+                    op_type,
                     scope,
                     [x, axis_t],
                     "Expected dimension in the range [%d, %d), but got %d"
@@ -434,7 +432,30 @@ def argmax(
         elif rank is not None:
             shape = tensor_shape.unknown_shape(rank=max(rank - 1, 0))
         attrs = {"T": x.dtype.base_dtype, "Tidx": dtypes.int32, "output_type": output_type}
-        return apply_op("ArgMax", [x, axis_t], [(output_type, shape)], scope, attrs).outputs[0]
+        return apply_op(op_type, [x, axis_t], [(output_type, shape)], scope, attrs).outputs[0]
+
+
+def argmax(
+    input: TensorLike,  # noqa: A002 - TF's name
+    axis: int | TensorLike | None = None,
+    name: str | None = None,
+    dimension: int | TensorLike | None = None,
+    output_type: DTypeLike = dtypes.int64,
+) -> Tensor:
+    """``ArgMax``: the index of the largest value along ``axis`` (0 when neither ``axis`` nor
+    its old name ``dimension`` is given); ``output_type`` int64 (default) or int32."""
+    return _arg_reduction("ArgMax", input, axis, name, dimension, output_type)
+
+
+def argmin(
+    input: TensorLike,  # noqa: A002 - TF's name
+    axis: int | TensorLike | None = None,
+    name: str | None = None,
+    dimension: int | TensorLike | None = None,
+    output_type: DTypeLike = dtypes.int64,
+) -> Tensor:
+    """``ArgMin``: the index of the smallest value along ``axis``, as :func:`argmax`."""
+    return _arg_reduction("ArgMin", input, axis, name, dimension, output_type)
 
 
 def _static_int(t):
@@ -443,6 +464,26 @@ def _static_int(t):
 
 
 reduce_max = _reduction_fn("Max", "max")
+reduce_min = _reduction_fn("Min", "min")
+
+
+def clip_by_value(
+    t: TensorLike,
+    clip_value_min: TensorLike,
+    clip_value_max: TensorLike,
+    name: str | None = None,
+) -> Tensor:
+    """``t`` held between ``clip_value_min`` and ``clip_value_max``: ``Minimum`` then a
+    ``Maximum`` named after the scope (``clip_by_value``), as TF builds it (book: gradient
+    clipping, ``(tf.clip_by_value(g, -1., 1.), v)``).  The bounds may not broadcast ``t`` to a
+    larger shape."""
+    with name_scope(name, "clip_by_value", [t, clip_value_min, clip_value_max]) as scope:
+        values = convert_to_tensor(t, name="t")
+        lower = minimum(values, clip_value_max)
+        values.shape.merge_with(lower.shape)
+        out = maximum(lower, clip_value_min, name=scope)
+        values.shape.merge_with(out.shape)
+        return out
 
 
 def where(

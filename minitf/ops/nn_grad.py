@@ -14,6 +14,7 @@ from minitf.ops import array_ops, math_ops, nn_ops
 from minitf.ops.op_def import NotDifferentiable, RegisterGradient
 
 NotDifferentiable("OneHot")
+NotDifferentiable("InTopKV2")
 
 _SPARSE_XENT_SECOND_DERIVATIVE = (
     "Currently there is no way to take the second derivative of "

@@ -33,6 +33,7 @@ for _t in (
     "SparseSoftmaxCrossEntropyWithLogits",
     "SoftmaxCrossEntropyWithLogits",
     "OneHot",
+    "InTopKV2",
 ):
     register_op(_t)
 
@@ -197,6 +198,42 @@ def l2_loss(t: TensorLike, name: str | None = None) -> Tensor:
         check_allowed_dtype("t", t, ("float16", "bfloat16", "float32", "float64"))
         dt = t.dtype.base_dtype
         return apply_op("L2Loss", [t], [(dt, tensor_shape.scalar())], scope, {"T": dt}).outputs[0]
+
+
+def in_top_k(
+    predictions: TensorLike, targets: TensorLike, k: TensorLike, name: str | None = None
+) -> Tensor:
+    """``InTopKV2``: for each row, whether ``targets`` (class indices) is among the ``k`` largest
+    of ``predictions`` [batch, classes] (ties at the boundary count as in; a row with a
+    non-finite prediction, or a target out of range, is False).  The book's accuracy:
+    ``tf.reduce_mean(tf.cast(tf.nn.in_top_k(logits, y, 1), tf.float32))``."""
+    with name_scope(name, "in_top_k"):
+        with name_scope(name, "InTopKV2", [predictions, targets, k]) as scope:
+            p = convert_to_tensor(predictions, name="predictions")
+            t = convert_to_tensor(targets, name="targets")
+            check_allowed_dtype("predictions", p, ("float32",))
+            check_allowed_dtype("targets", t, ("int32", "int64"))
+            k = convert_to_tensor(k, dtype=t.dtype.base_dtype, name="k")
+            batch = _in_top_k_batch(p, t, k, scope)
+            attrs = {"T": t.dtype.base_dtype}
+            out = [(dtypes.bool, tensor_shape.TensorShape([batch]))]
+            return apply_op("InTopKV2", [p, t, k], out, scope, attrs).outputs[0]
+
+
+def _in_top_k_batch(p, t, k, scope):
+    """InTopKV2's shape function: predictions of rank 2, targets of rank 1 as long, k a
+    scalar; the rows."""
+    for x, rank in ((p, 2), (t, 1), (k, 0)):
+        if x.shape.ndims is not None and x.shape.ndims != rank:
+            reason = "Shape must be rank %d but is rank %d" % (rank, x.shape.ndims)
+            raise shape_error("InTopKV2", scope, [p, t, k], reason)
+    rows = p.shape[0] if p.shape.ndims is not None else tensor_shape.Dimension(None)
+    if t.shape.ndims is not None:
+        if not rows.is_compatible_with(t.shape[0]):
+            reason = "Dimensions must be equal, but are %s and %s" % (rows, t.shape[0])
+            raise shape_error("InTopKV2", scope, [p, t, k], reason)
+        rows = rows.merge_with(t.shape[0])
+    return rows
 
 
 # -- cross-entropy losses -------------------------------------------------------------------
