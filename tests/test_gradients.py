@@ -75,6 +75,29 @@ def test_contributions_meet_in_one_addn_in_tf_order():
     assert run(g) == [pytest.approx(12.0)]
 
 
+@pytest.mark.parametrize("dtype", [tf.float32, tf.float64])
+def test_mul_gradient_takes_tfs_shortcut_only_for_float32_and_int32(dtype):
+    """TF's ``_MulGrad``: x, y and g of one known shape and g float32 (or int32): ``g*y`` and
+    ``g*x`` with nothing reduced; any other dtype builds the reduction (Shape Consts,
+    BroadcastGradientArgs, Sum, Reshape) with ``x*g`` second."""
+    a, b = tf.placeholder(dtype, [2], name="a"), tf.placeholder(dtype, [2], name="b")
+    ga, gb = tf.gradients(a * b, [a, b])
+    ops = {op.name: op for op in tf.get_default_graph().get_operations()}
+    mul_1 = [t.op.name for t in ops["gradients/mul_grad/Mul_1"].inputs]
+    if dtype == tf.float32:
+        assert mul_1 == ["gradients/grad_ys_0", "a"] and (ga.op.type, gb.op.type) == ("Mul", "Mul")
+        assert "gradients/mul_grad/BroadcastGradientArgs" not in ops
+    else:
+        assert mul_1 == ["a", "gradients/grad_ys_0"]
+        assert (ga.op.name, gb.op.name) == (
+            "gradients/mul_grad/Reshape",
+            "gradients/mul_grad/Reshape_1",
+        )
+        assert ops["gradients/mul_grad/Shape"].type == "Const"
+    got = run(ga, gb, feed={a: [1.0, 2.0], b: [3.0, 5.0]})
+    assert [g.tolist() for g in got] == [[3.0, 5.0], [1.0, 2.0]]
+
+
 def test_tree_aggregation_sums_pairwise_in_its_own_scope():
     x = tf.constant(2.0)
     y = x * x + tf.square(x)

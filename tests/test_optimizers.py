@@ -319,6 +319,20 @@ def test_adam_non_slot_variables_once_per_graph():
         assert opt.variables() == []
 
 
+def test_adam_in_a_name_scope_names_its_powers_there_and_its_slots_by_variable():
+    """TF's init_scope keeps the name scope (TF 2.21 compat.v1 shows the same): the book's
+    ``with tf.name_scope("train"): optimizer.minimize(loss)`` makes ``train/beta1_power``,
+    while the slots are named by their variable, ``w/Adam``."""
+    w, b, loss = _model()
+    with tf.name_scope("train"):
+        with tf.control_dependencies([tf.no_op(name="before")]):
+            tf.train.AdamOptimizer(0.01).minimize(loss)
+    names = {v.op.name for v in tf.global_variables()}
+    assert {"train/beta1_power", "train/beta2_power", "w/Adam", "w/Adam_1", "b/Adam"} <= names
+    power = tf.get_default_graph().get_operation_by_name("train/beta1_power")
+    assert power.control_inputs == []  # made outside the control dependency
+
+
 def test_placement_under_replica_device_setter():
     """§17.5: variables round-robin over 2 ps tasks; slots and beta powers follow their
     variable by colocation (the device setter is not asked); updates run on the ps tasks."""

@@ -56,10 +56,13 @@ def _sub_grad(op, grad):
 
 @RegisterGradient("Mul")
 def _mul_grad(op, grad):
-    """d(x·y) = g·y and x·g (``Mul``, ``Mul_1``), reduced when the inputs broadcast."""
+    """d(x·y) = g·y and x·g (``Mul``, ``Mul_1``), reduced to each input's shape.  TF's shortcut
+    (one known shape for x, y and g, and a float32 or int32 g) skips the reduction and builds
+    g·x for the second (its operands in that order); otherwise the reduction is built even
+    where nothing is reduced."""
     x, y = op.inputs
-    if _same_static_shapes(x, y, grad):
-        return math_ops.multiply(grad, y), math_ops.multiply(x, grad)
+    if _same_static_shapes(x, y, grad) and grad.dtype.base_dtype in (dtypes.float32, dtypes.int32):
+        return math_ops.multiply(grad, y), math_ops.multiply(grad, x)
     return _reduced_to_inputs(op, math_ops.multiply(grad, y), math_ops.multiply(x, grad))
 
 

@@ -6,8 +6,8 @@ Parameter Servers".  TF's ``python/training/optimizer.py``, reference part 2 §1
 
 * ``compute_gradients`` is ``tf.gradients`` of the loss with respect to the trainable
   variables, gated by ``gate_gradients``;
-* ``apply_gradients`` first creates the slots (``_create_slots``, outside any name scope and
-  control dependency: TF's ``init_scope``), then, in name scope ``<name>`` (the optimizer's
+* ``apply_gradients`` first creates the slots (``_create_slots``, outside any control
+  dependency: TF's ``init_scope``), then, in name scope ``<name>`` (the optimizer's
   name, uniquified), runs ``_prepare`` (hyperparameters as constants) and builds, per variable,
   ``<name>/update_<var>/Apply...`` inside ``colocate_with(var)``: the update runs where the
   variable lives (its ps task).  The updates are grouped (one NoOp per device first); with a
@@ -45,10 +45,12 @@ def _var_key(var):
 
 @contextlib.contextmanager
 def init_scope() -> Iterator[None]:
-    """TF's ``init_scope`` in graph mode: no name scope and no control dependencies, so that
-    variables made inside (slots, Adam's beta powers) are named and initialised on their own."""
-    g = get_default_graph()
-    with g.control_dependencies(None), g.name_scope(None):
+    """TF's ``init_scope`` in graph mode: no control dependencies, so that variables made
+    inside (slots, Adam's beta powers) are initialised on their own; the name scope stays (TF:
+    "entering an init_scope preserves the name scope"), so ``minimize`` called in scope
+    ``train`` makes ``train/beta1_power``.  Slots are named by their variable, whatever the
+    scope (``w/Adam``)."""
+    with get_default_graph().control_dependencies(None):
         yield
 
 
