@@ -98,6 +98,28 @@ def test_mul_gradient_takes_tfs_shortcut_only_for_float32_and_int32(dtype):
     assert [g.tolist() for g in got] == [[3.0, 5.0], [1.0, 2.0]]
 
 
+def test_broadcast_sub_and_div_gradients_are_wired_as_tf_1_15_builds_them():
+    """TF 1.15's ``_SubGrad`` negates the summed gradient before reshaping it to y
+    (``Reshape_1(Neg(Sum_1))``); ``_RealDivGrad`` builds y's with the ``*`` operator (``mul``)."""
+    a, b = (
+        tf.placeholder(tf.float32, [None, 3], name="a"),
+        tf.placeholder(tf.float32, [3], name="b"),
+    )
+    _, gb = tf.gradients(a - b, [a, b])
+    assert gb.op.name == "gradients/sub_grad/Reshape_1"
+    assert [t.op.name for t in gb.op.inputs] == [
+        "gradients/sub_grad/Neg",
+        "gradients/sub_grad/Shape_1",
+    ]
+    assert gb.op.inputs[0].op.inputs[0].op.name == "gradients/sub_grad/Sum_1"
+    _, qb = tf.gradients(a / b, [a, b], name="div")
+    assert qb.op.inputs[0].op.inputs[0].op.name == "div/truediv_grad/mul"
+    ones = np.ones((2, 3), np.float32)
+    got = run(gb, qb, feed={a: ones * 4, b: [1.0, 2.0, 4.0]})
+    np.testing.assert_allclose(got[0], [-2.0] * 3)
+    np.testing.assert_allclose(got[1], [-8.0, -2.0, -0.5])
+
+
 def test_tree_aggregation_sums_pairwise_in_its_own_scope():
     x = tf.constant(2.0)
     y = x * x + tf.square(x)

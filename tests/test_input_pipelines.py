@@ -240,6 +240,50 @@ def test_batch_graph_and_return_types():
     assert tf.get_default_graph().get_operation_by_name("batch_4/padding_fifo_queue")
 
 
+def test_every_batching_function_lists_its_ops_in_tfs_order():
+    """The whole graph of ``batch`` and ``shuffle_batch``, recorded from TF 2.21 compat.v1
+    (the same functions as 1.15's): the bool ``Const`` TF makes of ``keep_input`` comes
+    first, then the queue, its enqueue, runner ops, fullness summary, and the dequeue."""
+    x = tf.constant([1.0, 2.0], name="x")
+    tf.train.batch([x], 2)
+    tf.train.shuffle_batch([x], 2, capacity=10, min_after_dequeue=4)
+    assert ops_of_graph() == [
+        ("x", "Const"),
+        ("batch/Const", "Const"),
+        ("batch/fifo_queue", "FIFOQueueV2"),
+        ("batch/fifo_queue_enqueue", "QueueEnqueueV2"),
+        ("batch/fifo_queue_Close", "QueueCloseV2"),
+        ("batch/fifo_queue_Close_1", "QueueCloseV2"),
+        ("batch/fifo_queue_Size", "QueueSizeV2"),
+        ("batch/Cast", "Cast"),
+        ("batch/mul/y", "Const"),
+        ("batch/mul", "Mul"),
+        ("batch/fraction_of_32_full/tags", "Const"),
+        ("batch/fraction_of_32_full", "ScalarSummary"),
+        ("batch/n", "Const"),
+        ("batch", "QueueDequeueManyV2"),
+        ("shuffle_batch/Const", "Const"),
+        ("shuffle_batch/random_shuffle_queue", "RandomShuffleQueueV2"),
+        ("shuffle_batch/random_shuffle_queue_enqueue", "QueueEnqueueV2"),
+        ("shuffle_batch/random_shuffle_queue_Close", "QueueCloseV2"),
+        ("shuffle_batch/random_shuffle_queue_Close_1", "QueueCloseV2"),
+        ("shuffle_batch/random_shuffle_queue_Size", "QueueSizeV2"),
+        ("shuffle_batch/sub/y", "Const"),
+        ("shuffle_batch/sub", "Sub"),
+        ("shuffle_batch/Maximum/x", "Const"),
+        ("shuffle_batch/Maximum", "Maximum"),
+        ("shuffle_batch/Cast", "Cast"),
+        ("shuffle_batch/mul/y", "Const"),
+        ("shuffle_batch/mul", "Mul"),
+        ("shuffle_batch/fraction_over_4_of_6_full/tags", "Const"),
+        ("shuffle_batch/fraction_over_4_of_6_full", "ScalarSummary"),
+        ("shuffle_batch/n", "Const"),
+        ("shuffle_batch", "QueueDequeueManyV2"),
+    ]
+    keep = tf.get_default_graph().get_operation_by_name("batch/Const")
+    assert keep.outputs[0].dtype == tf.bool and keep.outputs[0].consumers() == []
+
+
 def test_shuffle_batch_graph_and_checks():
     x = tf.constant([1.0, 2.0])
     y = tf.constant(3)

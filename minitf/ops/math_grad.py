@@ -25,16 +25,19 @@ def _same_static_shapes(x, y, grad):
     )
 
 
-def _reduced_to_inputs(op, gx, gy):
+def _reduced_to_inputs(op, gx, gy, negate_y=False):
     """``gx`` and ``gy`` (gradients of the broadcast result) summed over the axes each input
     was broadcast along and reshaped to that input: ``Shape``, ``Shape_1``,
-    ``BroadcastGradientArgs``, ``Sum`` + ``Reshape``, ``Sum_1`` + ``Reshape_1``."""
+    ``BroadcastGradientArgs``, ``Sum`` + ``Reshape``, ``Sum_1`` + ``Reshape_1`` (with
+    ``negate_y``, Sub's: a ``Neg`` of the sum, before its reshape)."""
     x, y = op.inputs
     sx, sy = array_ops.shape(x), array_ops.shape(y)
     rx, ry = array_ops.broadcast_gradient_args(sx, sy)
     out_x = array_ops.reshape(math_ops.reduce_sum(gx, rx), sx)
-    out_y = array_ops.reshape(math_ops.reduce_sum(gy, ry), sy) if gy is not None else None
-    return out_x, out_y
+    if gy is None:
+        return out_x, None
+    sum_y = math_ops.reduce_sum(gy, ry)
+    return out_x, array_ops.reshape(math_ops.negative(sum_y) if negate_y else sum_y, sy)
 
 
 @RegisterGradient("AddV2")
@@ -50,8 +53,7 @@ def _sub_grad(op, grad):
     x, y = op.inputs
     if _same_static_shapes(x, y, grad):
         return grad, math_ops.negative(grad)
-    gx, gy = _reduced_to_inputs(op, grad, grad)
-    return gx, math_ops.negative(gy)
+    return _reduced_to_inputs(op, grad, grad, negate_y=True)
 
 
 @RegisterGradient("Mul")
@@ -76,7 +78,7 @@ def _realdiv_grad(op, grad):
     """d(x/y) = g/y and -g·x/y²."""
     x, y = op.inputs
     gx = _realdiv(grad, y)
-    gy = math_ops.multiply(grad, _realdiv(_realdiv(math_ops.negative(x), y), y))
+    gy = grad * _realdiv(_realdiv(math_ops.negative(x), y), y)  # TF's operator: "mul"
     return _reduced_to_inputs(op, gx, gy)
 
 
@@ -293,8 +295,8 @@ def _min_or_max_grad(op, grad):
     y = array_ops.reshape(op.outputs[0], kept)
     grad = array_ops.reshape(grad, kept)
     indicators = math_ops.cast(math_ops.equal(y, x), grad.dtype.base_dtype)
-    selected = array_ops.reshape(math_ops.reduce_sum(indicators, axes), kept)
-    return math_ops.multiply(math_ops.divide(indicators, selected), grad), None
+    selected = array_ops.reshape(math_ops.reduce_sum(indicators, op.inputs[1]), kept)
+    return math_ops.divide(indicators, selected) * grad, None  # "truediv", then "mul"
 
 
 @RegisterGradient("Select")

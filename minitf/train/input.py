@@ -301,6 +301,9 @@ def _batch(tensors, default_name, join, name, **spec):
                     "capacity %d must be bigger than min_after_dequeue %d." % (capacity, floor)
                 )
         lists = [_validate(tl) for tl in lists]
+        # TF converts its keep_input=True to a tensor here: a bool Const, <scope>/Const, that
+        # nothing reads (maybe_batch's filter; minitf has no maybe_batch)
+        array_ops.constant(True)
         threads = None if join else spec.pop("num_threads")
         dequeued = _batch_graph(lists, threads, dict(spec, scope=scope))
         return _as_original_type(tensors[0] if join else tensors, dequeued)
