@@ -206,6 +206,9 @@ def test_slice_input_producer_keeps_the_slices_together(no_thread_left):
     labels = np.arange(5) * 10
     image, label = tf.train.slice_input_producer([images, labels], num_epochs=1, seed=1)
     assert image.shape.as_list() == [2] and label.shape.as_list() == []
+    # the range's size is the first tensor's first dimension, tf.shape(t)[0] as in TF
+    size = tf.get_default_graph().get_operation_by_name("input_producer/strided_slice")
+    assert size.type == "StridedSlice" and size.inputs[0].op.name == "input_producer/Shape"
     with tf.Session() as s:
         s.run(tf.local_variables_initializer())
         values, _ = run_loop(s, [image, label])

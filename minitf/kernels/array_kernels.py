@@ -16,6 +16,7 @@ from minitf.framework import dtypes as D
 from minitf.framework import errors
 from minitf.kernels.registry import ALL, FLOATS, GPU_ARRAY, NUMERIC, register
 from minitf.kernels.tensor_ops import host_kernel, shape_text
+from minitf.lib.strided_slice import SliceError, masks_of, numpy_index
 
 
 def _const(op, device):
@@ -299,10 +300,43 @@ def _gather(op, device):
     return compute
 
 
+def _slice_index(shape, begin, end, strides, masks):
+    try:
+        return numpy_index(
+            shape, *(np.reshape(v, -1).tolist() for v in (begin, end, strides)), masks
+        )
+    except SliceError as e:
+        raise errors.InvalidArgumentError(None, None, str(e)) from None
+
+
+@host_kernel
+def _strided_slice(op, device):
+    """``StridedSlice``: numpy's indexing of ``lib/strided_slice.py``'s index, copied (the
+    output never shares the input's buffer); ``StridedSliceGrad``: the gradient put where
+    the slice took its values, zeros elsewhere."""
+    masks = masks_of(op)
+
+    def forward(ctx, ins):
+        x = np.asarray(ins[0])
+        index = _slice_index(x.shape, *ins[1:4], masks)
+        return (np.array(x[index]),)
+
+    def backward(ctx, ins):
+        shape, dy = np.reshape(ins[0], -1).tolist(), np.asarray(ins[4])
+        out = np.zeros(shape, dy.dtype)
+        index = _slice_index(out.shape, *ins[1:4], masks)
+        out[index] = dy.reshape(out[index].shape)
+        return (out,)
+
+    return forward if op.type == "StridedSlice" else backward
+
+
 register("LogicalNot", _logical_not, cpu="any", gpu="any")
 register("Where", _where, cpu=NUMERIC + (D.bool,), gpu=FLOATS + (D.int32, D.int64, D.bool))
 register("Squeeze", _squeeze, cpu=ALL, gpu=GPU_ARRAY)
 register("GatherV2", _gather, cpu=ALL, gpu=GPU_ARRAY)
+register("StridedSlice", _strided_slice, cpu=ALL, gpu=GPU_ARRAY, allocates=True)
+register("StridedSliceGrad", _strided_slice, cpu=ALL, gpu=GPU_ARRAY, allocates=True)
 # PlaceholderWithDefault: its input, unless fed (a fed tensor is cut from the step graph)
 register(
     "PlaceholderWithDefault",

@@ -7,8 +7,10 @@ or reshaped; ops that read only a shape (``Shape``, ``ZerosLike``) pass no gradi
 
 from __future__ import annotations
 
+from minitf.lib.strided_slice import masks_of
 from minitf.ops import array_ops, math_ops
 from minitf.ops.op_def import NotDifferentiable, RegisterGradient
+from minitf.ops.slicing import strided_slice_grad
 
 for _t in (
     "Shape",
@@ -91,3 +93,15 @@ def _concat_grad(op, grad):
         grads.append(array_ops.gather(grad, list(range(start, start + size)), axis=axis))
         start += size
     return grads + [None]
+
+
+@RegisterGradient("StridedSlice")
+def _strided_slice_grad(op, grad):
+    """The gradient scattered back into zeros of the input's shape (``StridedSliceGrad``,
+    the input's shape a Const when known); none for begin, end and strides."""
+    begin, end, strides = op.inputs[1:]
+    shape = array_ops.shape(op.inputs[0], out_type=begin.dtype.base_dtype)
+    return strided_slice_grad(shape, begin, end, strides, grad, masks_of(op)), None, None, None
+
+
+NotDifferentiable("StridedSliceGrad")

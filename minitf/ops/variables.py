@@ -28,7 +28,7 @@ from minitf.framework.graph import (
 )
 from minitf.framework.tensor_shape import TensorShape
 from minitf.lib.tensor_slice import TensorSlice
-from minitf.ops import array_ops, control_flow_ops, math_ops, state_ops
+from minitf.ops import array_ops, control_flow_ops, math_ops, slicing, state_ops
 from minitf.ops.array_ops import TensorLike
 
 
@@ -208,6 +208,7 @@ def _variable_to_tensor(v, dtype=None, name=None, as_ref=False):
 
 register_tensor_conversion_function(Variable, _variable_to_tensor)
 math_ops._install_operators(Variable)
+Variable.__getitem__ = lambda self, spec: slicing.slice_helper(self, spec)  # the value read
 math_ops._install_comparisons(Variable)
 
 

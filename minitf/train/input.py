@@ -177,7 +177,7 @@ def slice_input_producer(
         tensor_list = [convert_to_tensor(t) for t in tensor_list]
         if not tensor_list:
             raise ValueError("Expected at least one tensor in slice_input_producer().")
-        range_size = array_ops.gather(array_ops.shape(tensor_list[0]), 0)
+        range_size = array_ops.shape(tensor_list[0])[0]
         queue = range_input_producer(
             range_size,
             num_epochs=num_epochs,
