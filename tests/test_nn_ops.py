@@ -168,31 +168,22 @@ def test_argmax_names_shapes_and_errors():
 
 @FEW
 @given(floats(), st.data())
-def test_reduce_max_matches_numpy(x, data):
+def test_reduce_max_min_and_arg_max_min_match_numpy(x, data):
     tf.reset_default_graph()
     axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
     keep = data.draw(st.booleans())
-    out = tf.reduce_max(tf.constant(x), axis=axis, keepdims=keep)
-    assert out.op.type == "Max"
-    expected = np.max(x, axis=axis, keepdims=keep)
-    assert out.shape.as_list() == list(expected.shape)
-    np.testing.assert_array_equal(run(out), expected)
-
-
-@FEW
-@given(floats(), st.data())
-def test_reduce_min_and_argmin_match_numpy(x, data):
-    tf.reset_default_graph()
-    axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
-    keep = data.draw(st.booleans())
-    out = tf.reduce_min(tf.constant(x), axis=axis, keepdims=keep)
-    expected = np.min(x, axis=axis, keepdims=keep)
-    assert out.op.type == "Min" and out.shape.as_list() == list(expected.shape)
-    where = tf.argmin(tf.constant(x), axis=axis or 0, output_type=tf.int32)
-    assert where.op.type == "ArgMin" and where.dtype == tf.int32
-    got, at = run([out, where])
-    np.testing.assert_array_equal(got, expected)
-    np.testing.assert_array_equal(at, np.argmin(x, axis=axis or 0))
+    for reduce, arg, np_reduce, np_arg, op_type in (
+        (tf.reduce_max, tf.argmax, np.max, np.argmax, "Max"),
+        (tf.reduce_min, tf.argmin, np.min, np.argmin, "Min"),
+    ):
+        out = reduce(tf.constant(x), axis=axis, keepdims=keep)
+        expected = np_reduce(x, axis=axis, keepdims=keep)
+        assert out.op.type == op_type and out.shape.as_list() == list(expected.shape)
+        where = arg(tf.constant(x), axis=axis or 0, output_type=tf.int32)
+        assert where.op.type == "Arg" + op_type and where.dtype == tf.int32
+        got, at = run([out, where])
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(at, np_arg(x, axis=axis or 0))
 
 
 def test_reductions_name_their_axes_as_tf_does():

@@ -435,27 +435,26 @@ def _arg_reduction(op_type, input, axis, name, dimension, output_type):  # noqa:
         return apply_op(op_type, [x, axis_t], [(output_type, shape)], scope, attrs).outputs[0]
 
 
-def argmax(
-    input: TensorLike,  # noqa: A002 - TF's name
-    axis: int | TensorLike | None = None,
-    name: str | None = None,
-    dimension: int | TensorLike | None = None,
-    output_type: DTypeLike = dtypes.int64,
-) -> Tensor:
-    """``ArgMax``: the index of the largest value along ``axis`` (0 when neither ``axis`` nor
+def _arg_reduction_fn(op_type: str, which: str) -> Callable[..., Tensor]:
+    """``tf.argmax`` / ``tf.argmin``: ``op_type`` along ``axis`` (0 when neither ``axis`` nor
     its old name ``dimension`` is given); ``output_type`` int64 (default) or int32."""
-    return _arg_reduction("ArgMax", input, axis, name, dimension, output_type)
+
+    def fn(
+        input: TensorLike,  # noqa: A002 - TF's name
+        axis: int | TensorLike | None = None,
+        name: str | None = None,
+        dimension: int | TensorLike | None = None,
+        output_type: DTypeLike = dtypes.int64,
+    ) -> Tensor:
+        return _arg_reduction(op_type, input, axis, name, dimension, output_type)
+
+    fn.__name__ = op_type.lower()
+    fn.__doc__ = "``%s``: the index of the %s value along ``axis``." % (op_type, which)
+    return fn
 
 
-def argmin(
-    input: TensorLike,  # noqa: A002 - TF's name
-    axis: int | TensorLike | None = None,
-    name: str | None = None,
-    dimension: int | TensorLike | None = None,
-    output_type: DTypeLike = dtypes.int64,
-) -> Tensor:
-    """``ArgMin``: the index of the smallest value along ``axis``, as :func:`argmax`."""
-    return _arg_reduction("ArgMin", input, axis, name, dimension, output_type)
+argmax = _arg_reduction_fn("ArgMax", "largest")
+argmin = _arg_reduction_fn("ArgMin", "smallest")
 
 
 def _static_int(t):
