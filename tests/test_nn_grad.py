@@ -203,6 +203,9 @@ def distinct(x):
 
 UNARY = {
     "relu": (tf.nn.relu, away_from_zero),
+    "elu": (tf.nn.elu, away_from_zero),
+    "selu": (tf.nn.selu, away_from_zero),
+    "leaky_relu": (lambda x: tf.nn.leaky_relu(x, alpha=0.3), away_from_zero),
     "sigmoid": (tf.sigmoid, None),
     "tanh": (tf.tanh, None),
     "exp": (tf.exp, None),

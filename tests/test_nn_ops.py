@@ -240,6 +240,33 @@ def test_in_top_k_names_values_and_errors():
     assert tf.gradients(tf.cast(top1, tf.float32), logits) == [None]
 
 
+def test_chapter_11_activations_as_tf_names_and_computes_them():
+    """``Elu``, ``Selu`` and ``LeakyRelu`` (alpha an attribute, integer features cast to
+    float32); the values TF 2.21 printed for [-1, 0, 2], and their gradients' op names."""
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    ys = [tf.nn.elu(x), tf.nn.leaky_relu(x), tf.nn.leaky_relu(x, alpha=0.1, name="lr")]
+    ys.append(tf.nn.selu(x))
+    assert [y.name for y in ys] == ["Elu:0", "LeakyRelu:0", "lr:0", "Selu:0"]
+    assert ys[2].op.get_attr("alpha") == pytest.approx(0.1) and ys[2].shape.as_list() == [None, 3]
+    (g,) = tf.gradients([tf.reduce_sum(y) for y in ys], x)
+    names = [op.name for op in tf.get_default_graph().get_operations()]
+    for grad_op in ("Elu_grad/EluGrad", "LeakyRelu_grad/LeakyReluGrad", "Selu_grad/SeluGrad"):
+        assert "gradients/" + grad_op in names
+    got = run(ys + [g], {x: [[-1.0, 0.0, 2.0]]})
+    want = [
+        [-0.63212055, 0.0, 2.0],
+        [-0.2, 0.0, 2.0],
+        [-0.1, 0.0, 2.0],
+        [-1.1113307, 0.0, 2.101402],
+        [1.314648, 2.3507009, 4.050701],  # TF's gradients at -1, 0 (EluGrad: 1) and 2
+    ]
+    for got_row, want_row in zip(got, want):
+        np.testing.assert_allclose(got_row[0], want_row, rtol=1e-6)
+    assert tf.nn.leaky_relu(tf.constant([1, 2])).dtype == tf.float32
+    with pytest.raises(TypeError, match="has DataType int32 not in list of allowed values"):
+        tf.nn.elu(tf.constant([1, 2]))
+
+
 def test_clip_by_value_names_values_and_shapes():
     """``Minimum`` then the ``Maximum`` named after the scope; bounds may not grow t."""
     t = tf.constant([[-3.0, 0.5], [2.0, 9.0]])
@@ -624,6 +651,8 @@ def _gpu_graph():
             "argmin": tf.argmin(x, 0),
             "in_top_k": tf.nn.in_top_k(x, [2, 1], 2),
             "clip": tf.clip_by_value(x, -0.75, 1.0),
+            "elu": tf.nn.elu(x),
+            "leaky_relu": tf.nn.leaky_relu(x),
             "select": tf.where(tf.greater(x, 0.0), x, -x),
             "log": tf.log(tf.abs(x)),
             "sqrt": tf.sqrt(tf.abs(x)),
@@ -651,6 +680,8 @@ def _gpu_graph():
         "argmin": xs.argmin(0),
         "in_top_k": [True, True],
         "clip": np.clip(xs, -0.75, 1.0),
+        "elu": np.where(xs > 0, xs, np.expm1(xs)),
+        "leaky_relu": np.where(xs > 0, xs, 0.2 * xs),
         "select": np.abs(xs),
         "log": np.log(np.abs(xs)),
         "sqrt": np.sqrt(np.abs(xs)),

@@ -267,3 +267,36 @@ def _check_in_top_k_shapes(predictions, targets):
 
 
 register("InTopKV2", _in_top_k, cpu=(D.int32, D.int64), gpu=(D.int32, D.int64), allocates=True)
+
+
+# The book's chapter 11 activations (for the exercises' networks): numpy on the host, on any
+# device.  SELU's constants are TF's.
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@host_kernel
+def _elu_family(op, device):
+    """``Elu``, ``Selu``, ``LeakyRelu`` and their gradients, one numpy expression each."""
+    alpha = op.get_attr("alpha") if "LeakyRelu" in op.type else SELU_ALPHA
+    forward = {
+        "Elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
+        "Selu": lambda x: SELU_SCALE * np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0))),
+        "LeakyRelu": lambda x: np.where(x > 0, x, alpha * x),
+    }
+    backward = {  # (gradients, outputs or features)
+        "EluGrad": lambda g, y: np.where(y < 0, g * (y + 1), g),
+        "SeluGrad": lambda g, y: np.where(y < 0, g * (y + SELU_SCALE * alpha), g * SELU_SCALE),
+        "LeakyReluGrad": lambda g, x: np.where(x > 0, g, alpha * g),
+    }
+    if op.type in forward:
+        f = forward[op.type]
+        return lambda ctx, ins: (f(np.asarray(ins[0])).astype(np.asarray(ins[0]).dtype),)
+    b = backward[op.type]
+    return lambda ctx, ins: (
+        b(np.asarray(ins[0]), np.asarray(ins[1])).astype(np.asarray(ins[0]).dtype),
+    )
+
+
+for _t in ("Elu", "Selu", "LeakyRelu", "EluGrad", "SeluGrad", "LeakyReluGrad"):
+    register(_t, _elu_family, cpu=FLOATS, gpu=FLOATS, allocates=True)

@@ -37,6 +37,24 @@ def _relu_grad_grad(op, grad):
     return nn_ops.relu_grad(grad, x), array_ops.zeros_like(x)
 
 
+@RegisterGradient("Elu")
+def _elu_grad(op, grad):
+    """``EluGrad(g, y)``, from the ELU's output."""
+    return nn_ops.elu_grad(grad, op.outputs[0])
+
+
+@RegisterGradient("Selu")
+def _selu_grad(op, grad):
+    """``SeluGrad(g, y)``, from the SELU's output."""
+    return nn_ops.selu_grad(grad, op.outputs[0])
+
+
+@RegisterGradient("LeakyRelu")
+def _leaky_relu_grad(op, grad):
+    """``LeakyReluGrad(g, x)`` with the op's own alpha, from its input."""
+    return nn_ops.leaky_relu_grad(grad, op.inputs[0], alpha=op.get_attr("alpha"))
+
+
 @RegisterGradient("Sigmoid")
 def _sigmoid_grad(op, grad):
     """``SigmoidGrad(y, g)`` = ``g * y * (1 - y)``, under a control dependency on ``g``."""

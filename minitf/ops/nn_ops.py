@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import DTypeLike, Tensor, convert_to_tensor, name_scope
 from minitf.ops import array_ops, math_ops, random_ops
@@ -34,6 +36,12 @@ for _t in (
     "SoftmaxCrossEntropyWithLogits",
     "OneHot",
     "InTopKV2",
+    "Elu",
+    "EluGrad",
+    "Selu",
+    "SeluGrad",
+    "LeakyRelu",
+    "LeakyReluGrad",
 ):
     register_op(_t)
 
@@ -54,6 +62,34 @@ def relu(features: TensorLike, name: str | None = None) -> Tensor:
     """``Relu``: ``max(features, 0)``."""
     with name_scope(name, "Relu", [features]) as scope:
         return _same_shape_op("Relu", features, scope, param="features")
+
+
+_ELU_TYPES = ("float16", "bfloat16", "float32", "float64")  # in TF's op-def order
+
+
+def elu(features: TensorLike, name: str | None = None) -> Tensor:
+    """``Elu``: ``features`` where positive, ``exp(features) - 1`` elsewhere (the book's
+    chapter 11 activation, for the networks of this chapter's exercises)."""
+    with name_scope(name, "Elu", [features]) as scope:
+        return _same_shape_op("Elu", features, scope, _ELU_TYPES, param="features")
+
+
+def selu(features: TensorLike, name: str | None = None) -> Tensor:
+    """``Selu``: the scaled ELU, ``scale * elu(features)`` with TF's alpha and scale."""
+    with name_scope(name, "Selu", [features]) as scope:
+        return _same_shape_op("Selu", features, scope, _ELU_TYPES, param="features")
+
+
+def leaky_relu(features: TensorLike, alpha: float = 0.2, name: str | None = None) -> Tensor:
+    """``LeakyRelu``: ``features`` where positive, ``alpha * features`` elsewhere; ``alpha`` an
+    attribute of the op, integer features cast to float32 first (TF 1.15)."""
+    with name_scope(name, "LeakyRelu", [features]) as scope:
+        x = convert_to_tensor(features, name="features")
+        if x.dtype.is_integer:
+            x = math_ops.cast(x, dtypes.float32)
+        dt = x.dtype.base_dtype
+        attrs = {"T": dt, "alpha": float(np.float32(alpha))}  # a float attr is float32
+        return apply_op("LeakyRelu", [x], [(dt, x.shape)], scope, attrs).outputs[0]
 
 
 def sigmoid(x: TensorLike, name: str | None = None) -> Tensor:
@@ -163,7 +199,7 @@ def bias_add_grad(
         return apply_op("BiasAddGrad", [g], [(dt, shape)], scope, attrs).outputs[0]
 
 
-def _grad_helper(op_type, a, b, name, names):
+def _grad_helper(op_type, a, b, name, names, **attrs):
     a = convert_to_tensor(a, name=names[0])
     b = convert_to_tensor(b, dtype=a.dtype.base_dtype, name=names[1])
     with name_scope(name, op_type, [a, b]) as scope:
@@ -173,7 +209,24 @@ def _grad_helper(op_type, a, b, name, names):
             reason = "Shapes %s and %s are not compatible" % (a.shape, b.shape)
             raise shape_error(op_type, scope, [a, b], reason) from None
         dt = a.dtype.base_dtype
-        return apply_op(op_type, [a, b], [(dt, shape)], scope, {"T": dt}).outputs[0]
+        return apply_op(op_type, [a, b], [(dt, shape)], scope, dict(attrs, T=dt)).outputs[0]
+
+
+def elu_grad(gradients: TensorLike, outputs: TensorLike, name: str | None = None) -> Tensor:
+    """``EluGrad``: ``gradients * (outputs + 1)`` where the output is negative, else as is."""
+    return _grad_helper("EluGrad", gradients, outputs, name, ("gradients", "outputs"))
+
+
+def selu_grad(gradients: TensorLike, outputs: TensorLike, name: str | None = None) -> Tensor:
+    """``SeluGrad``: ``gradients * (outputs + scale * alpha)`` where the output is negative,
+    ``gradients * scale`` elsewhere."""
+    return _grad_helper("SeluGrad", gradients, outputs, name, ("gradients", "outputs"))
+
+
+def leaky_relu_grad(gradients, features, alpha: float = 0.2, name: str | None = None) -> Tensor:
+    """``LeakyReluGrad``: ``gradients`` where ``features > 0``, ``alpha * gradients`` else."""
+    names = ("gradients", "features")
+    return _grad_helper("LeakyReluGrad", gradients, features, name, names, alpha=alpha)
 
 
 def relu_grad(gradients: TensorLike, features: TensorLike, name: str | None = None) -> Tensor:
