@@ -132,6 +132,7 @@ from minitf.ops.reader_ops import (
 )
 from minitf.ops.state_ops import assign, assign_add, assign_sub, count_up_to
 from minitf.ops.string_ops import string_split
+from minitf.ops.transpose import invert_permutation, transpose
 from minitf.ops.variable_scope import (
     AUTO_REUSE,
     VariableScope,

@@ -249,6 +249,12 @@ def test_tensor_name_dtype_shape():
     assert p.shape.as_list() == [None, 3]
     u = tf.placeholder(tf.int32, name="u")
     assert u.shape.ndims is None
+    # TF prints no shape when not even the rank is known; repr always shows one
+    assert (str(p), str(u)) == (
+        'Tensor("p:0", shape=(?, 3), dtype=float32)',
+        'Tensor("u:0", dtype=int32)',
+    )
+    assert repr(u) == "<tf.Tensor 'u:0' shape=<unknown> dtype=int32>"
 
 
 def test_tensor_repr_and_str():
@@ -1293,6 +1299,40 @@ def test_cast_to_or_from_string_is_unimplemented_as_in_tf(value, dtype, text):
         assert e.value.message == "%s is not supported\n\t [[{{node Cast}}]]" % text
         assert e.value.op is x.op
         assert sess.run(tf.cast(tf.constant([2.5]), tf.int32)) == [2]
+
+
+def test_transpose_names_shapes_values_and_gradient_as_tf():
+    """``transpose/perm`` a Const when the rank is known (reversed by default); unknown rank:
+    TF 1.15's ``(Rank - 1) - Range(0, Rank, 1)``; the gradient transposes back through
+    ``InvertPermutation``; TF's shape and kernel errors."""
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    u = tf.placeholder(tf.float32, name="u")
+    t, t2 = tf.transpose(x), tf.transpose(tf.zeros([2, 3, 4]), [1, 0, 2], name="t2")
+    tu = tf.transpose(u)
+    assert (t.name, t.shape.as_list(), t.op.inputs[1].op.name) == (
+        "transpose:0",
+        [3, None],
+        "transpose/perm",
+    )
+    assert t2.shape.as_list() == [3, 2, 4] and tu.shape.ndims is None
+    ops = {op.name: op.type for op in tf.get_default_graph().get_operations()}
+    for name, kind in (
+        ("transpose_1/Rank", "Rank"),
+        ("transpose_1/sub_1", "Sub"),
+        ("transpose_1/Range", "Range"),
+    ):
+        assert ops[name] == kind
+    (g,) = tf.gradients(tf.reduce_sum(t * tf.constant([[1.0], [2.0], [3.0]])), x)
+    assert g.op.inputs[1].op.name == "gradients/transpose_grad/InvertPermutation"
+    a = np.arange(6.0, dtype=np.float32).reshape(1, 2, 3)
+    with tf.Session() as sess:
+        got = sess.run([t, tu, g], {x: a[0], u: a})
+        assert got[0].tolist() == a[0].T.tolist() and got[1].shape == (3, 2, 1)
+        assert got[2].tolist() == [[1.0, 2.0, 3.0]] * 2
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"1 is missing from \{0,0\}\."):
+            sess.run(tf.transpose(x, [0, 0]), {x: a[0]})
+    with pytest.raises(ValueError, match="Dimension must be 2 but is 3 for 'transpose_3'"):
+        tf.transpose(x, [0, 1, 2])
 
 
 def test_random_ops_shapes_dtypes_ranges():

@@ -218,6 +218,7 @@ UNARY = {
     "l2_loss": (tf.nn.l2_loss, None),
     "reduce_max": (lambda x: tf.reduce_max(x, axis=-1), distinct),
     "reduce_max_all": (tf.reduce_max, distinct),
+    "transpose": (tf.transpose, None),
     "reduce_min": (lambda x: tf.reduce_min(x, axis=0), distinct),
     "reduce_min_all": (tf.reduce_min, distinct),
     "clip_by_value": (lambda x: tf.clip_by_value(x, -0.6, 0.7), distinct),

@@ -176,13 +176,10 @@ class Tensor:
         return "<tf.Tensor '%s' shape=%s dtype=%s>" % (self.name, self._shape, self._dtype.name)
 
     def __str__(self) -> str:
+        """TF's: no ``shape=`` part when even the rank is unknown."""
+        shape = ", shape=%s" % self._shape if self._shape.ndims is not None else ""
         dev = ", device=%s" % self._op._device if self._op._device else ""
-        return 'Tensor("%s", shape=%s, dtype=%s%s)' % (
-            self.name,
-            self._shape,
-            self._dtype.name,
-            dev,
-        )
+        return 'Tensor("%s"%s, dtype=%s%s)' % (self.name, shape, self._dtype.name, dev)
 
     def __bool__(self) -> NoReturn:
         raise TypeError(

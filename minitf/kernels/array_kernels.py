@@ -331,10 +331,50 @@ def _strided_slice(op, device):
     return forward if op.type == "StridedSlice" else backward
 
 
+def _permutation(perm, dims):
+    """TF's checks of a permutation of ``dims`` dimensions (Transpose, InvertPermutation)."""
+    perm = [int(p) for p in np.reshape(perm, -1)]
+    if len(perm) != dims:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            "transpose expects a vector of size %d. But input(1) is a vector of size %d"
+            % (dims, len(perm)),
+        )
+    for d in perm:
+        if not 0 <= d < dims:
+            raise errors.InvalidArgumentError(
+                None, None, "%d is out of range [0 .. %d)" % (d, dims)
+            )
+    for i in range(dims):
+        if i not in perm:
+            text = ",".join(str(p) for p in perm)
+            raise errors.InvalidArgumentError(None, None, "%d is missing from {%s}." % (i, text))
+    return perm
+
+
+@host_kernel
+def _transpose(op, device):
+    """``Transpose`` (a contiguous copy, never a view of the input) and
+    ``InvertPermutation``."""
+    if op.type == "InvertPermutation":
+        return lambda ctx, ins: (
+            np.argsort(_permutation(ins[0], np.size(ins[0]))).astype(np.asarray(ins[0]).dtype),
+        )
+
+    def compute(ctx, ins):
+        x = np.asarray(ins[0])
+        return (np.ascontiguousarray(np.transpose(x, _permutation(ins[1], x.ndim))),)
+
+    return compute
+
+
 register("LogicalNot", _logical_not, cpu="any", gpu="any")
 register("Where", _where, cpu=NUMERIC + (D.bool,), gpu=FLOATS + (D.int32, D.int64, D.bool))
 register("Squeeze", _squeeze, cpu=ALL, gpu=GPU_ARRAY)
 register("GatherV2", _gather, cpu=ALL, gpu=GPU_ARRAY)
+register("Transpose", _transpose, cpu=ALL, gpu=GPU_ARRAY, allocates=True)
+register("InvertPermutation", _transpose, cpu=(D.int32, D.int64), gpu=(D.int32, D.int64))
 register("StridedSlice", _strided_slice, cpu=ALL, gpu=GPU_ARRAY, allocates=True)
 register("StridedSliceGrad", _strided_slice, cpu=ALL, gpu=GPU_ARRAY, allocates=True)
 # PlaceholderWithDefault: its input, unless fed (a fed tensor is cut from the step graph)

@@ -11,6 +11,7 @@ from minitf.lib.strided_slice import masks_of
 from minitf.ops import array_ops, math_ops
 from minitf.ops.op_def import NotDifferentiable, RegisterGradient
 from minitf.ops.slicing import strided_slice_grad
+from minitf.ops.transpose import invert_permutation, transpose
 
 for _t in (
     "Shape",
@@ -105,3 +106,12 @@ def _strided_slice_grad(op, grad):
 
 
 NotDifferentiable("StridedSliceGrad")
+
+
+@RegisterGradient("Transpose")
+def _transpose_grad(op, grad):
+    """The gradient transposed back (``InvertPermutation`` of the op's perm)."""
+    return transpose(grad, invert_permutation(op.inputs[1])), None
+
+
+NotDifferentiable("InvertPermutation")
