@@ -130,6 +130,7 @@ from minitf.ops.reader_ops import (
     TFRecordReader,
     WholeFileReader,
 )
+from minitf.ops.split_ops import split, unstack
 from minitf.ops.state_ops import assign, assign_add, assign_sub, count_up_to
 from minitf.ops.string_ops import string_split
 from minitf.ops.transpose import invert_permutation, transpose

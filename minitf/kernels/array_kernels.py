@@ -369,12 +369,68 @@ def _transpose(op, device):
     return compute
 
 
+def _invalid(text):
+    return errors.InvalidArgumentError(None, None, text)
+
+
+@host_kernel
+def _split(op, device):
+    """``Split`` (equal pieces), ``SplitV`` (given sizes, one may be -1) and ``Unpack`` (the
+    slices along an axis); every piece a copy, never a view of the input."""
+    if op.type == "Unpack":
+        num, axis = op.get_attr("num"), op.get_attr("axis")
+
+        def unpack(ctx, ins):
+            x = np.asarray(ins[0])
+            if x.shape[axis] != num:
+                raise _invalid(
+                    "Input shape axis %d must equal %d, got shape %s"
+                    % (axis, num, shape_text(x.shape))
+                )
+            return tuple(np.array(p) for p in np.moveaxis(x, axis, 0))
+
+        return unpack
+    num = op.get_attr("num_split")
+
+    def compute(ctx, ins):
+        if op.type == "Split":
+            axis, x = int(ins[0]), np.asarray(ins[1])
+            size = x.shape[axis % x.ndim]
+            if size % num:
+                raise _invalid(
+                    "Number of ways to split should evenly divide the split dimension, but got "
+                    "split_dim %d (size = %d) and num_split %d" % (axis, size, num)
+                )
+            cuts = [size // num * i for i in range(1, num)]
+        else:
+            x, axis = np.asarray(ins[0]), int(ins[2])
+            cuts = _split_v_cuts(np.reshape(ins[1], -1).tolist(), x.shape[axis % x.ndim])
+        return tuple(np.array(p) for p in np.split(x, cuts, axis=axis))
+
+    return compute
+
+
+def _split_v_cuts(sizes, total):
+    if sizes.count(-1) == 1:
+        sizes[sizes.index(-1)] = total - (sum(sizes) + 1)
+    if sum(sizes) != total or min(sizes) < 0:
+        raise _invalid(
+            "Determined shape must either match input shape along split_dim exactly if fully "
+            "specified, or be less than the size of the input along split_dim if not fully "
+            "specified.  Got: %d" % sum(sizes)
+        )
+    return np.cumsum(sizes)[:-1].tolist()
+
+
 register("LogicalNot", _logical_not, cpu="any", gpu="any")
 register("Where", _where, cpu=NUMERIC + (D.bool,), gpu=FLOATS + (D.int32, D.int64, D.bool))
 register("Squeeze", _squeeze, cpu=ALL, gpu=GPU_ARRAY)
 register("GatherV2", _gather, cpu=ALL, gpu=GPU_ARRAY)
 register("Transpose", _transpose, cpu=ALL, gpu=GPU_ARRAY, allocates=True)
 register("InvertPermutation", _transpose, cpu=(D.int32, D.int64), gpu=(D.int32, D.int64))
+register("Split", _split, cpu=ALL, gpu=GPU_ARRAY, allocates=True)
+register("SplitV", _split, cpu=ALL, gpu=GPU_ARRAY, allocates=True)
+register("Unpack", _split, cpu=ALL, gpu=GPU_ARRAY, allocates=True)
 register("StridedSlice", _strided_slice, cpu=ALL, gpu=GPU_ARRAY, allocates=True)
 register("StridedSliceGrad", _strided_slice, cpu=ALL, gpu=GPU_ARRAY, allocates=True)
 # PlaceholderWithDefault: its input, unless fed (a fed tensor is cut from the step graph)
