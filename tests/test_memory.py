@@ -525,8 +525,12 @@ def test_two_processes_fit_a_third_fails(registry_dir):
         # smi shows both programs, in-process and from the command line
         (card0, card1) = smi_mod.smi_data()
         assert card0["memory_used"] == 2 * SHARE and card0["memory_total"] == CARD
+        # listed in the order they reserved (not by pid: pids wrap, and a notebook's listing
+        # must not change with them)
+        created = {e["pid"]: e["created"] for e in card_registry.usage(0)}
+        want = [(p1.pid, "program-1", SHARE), (p2.pid, "program-2", SHARE)]
         assert [(p["pid"], p["name"], p["memory"]) for p in card0["processes"]] == sorted(
-            [(p1.pid, "program-1", SHARE), (p2.pid, "program-2", SHARE)]
+            want, key=lambda row: created[row[0]]
         )
         assert card1["processes"] == [] and card1["memory_used"] == 0
         out = subprocess.run(

@@ -301,7 +301,7 @@ def _describe_holders(entries: list[dict[str, Any]]) -> str:
         return "nobody holds any of it"
     parts = [
         "pid %d (%s) %s" % (e["pid"], e.get("name", "?"), human_readable_num_bytes(e["bytes"]))
-        for e in sorted(entries, key=lambda e: (e["pid"], e.get("created", 0)))
+        for e in sorted(entries, key=lambda e: (e.get("created", 0), e["pid"]))  # oldest first
     ]
     return "held by " + ", ".join(parts)
 

@@ -9,6 +9,7 @@ of one session further.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from collections.abc import Iterable
@@ -397,6 +398,7 @@ def card_usage() -> list[dict[str, Any]]:
     cards = []
     for card in machine_gpus():
         per_pid: dict[int, dict[str, Any]] = {}
+        first: dict[int, float] = {}  # when each process first reserved (its place in the list)
         for e in card_registry.usage(card.physical_id) if card.emulated else _on_real_card(card):
             p = per_pid.setdefault(
                 e["pid"],
@@ -404,7 +406,8 @@ def card_usage() -> list[dict[str, Any]]:
             )
             p["memory"] += int(e["bytes"])
             p["sessions"] += int(e.get("sessions", 0))
-        procs = [per_pid[pid] for pid in sorted(per_pid)]
+            first[e["pid"]] = min(first.get(e["pid"], math.inf), e.get("created", 0))
+        procs = [per_pid[pid] for pid in sorted(per_pid, key=lambda pid: (first[pid], pid))]
         used = sum(p["memory"] for p in procs)
         cards.append(
             {
