@@ -267,6 +267,30 @@ def test_chapter_11_activations_as_tf_names_and_computes_them():
         tf.nn.elu(tf.constant([1, 2]))
 
 
+def test_logical_and_or_and_any_all_as_tf():
+    """``LogicalAnd``/``LogicalOr`` broadcast bool tensors; ``Any``/``All`` reduce them (the
+    graph and values recorded from TF 2.21 compat.v1); non-bool inputs get TF's TypeError."""
+    a = tf.placeholder(tf.bool, [None, 3], name="a")
+    b = tf.constant([True, False, True])
+    ys = [tf.logical_and(a, b), tf.logical_or(a, b, name="o"), tf.reduce_any(a)]
+    ys += [tf.reduce_all(a, axis=1), tf.reduce_any(a, 0, keepdims=True)]
+    assert [y.name for y in ys] == ["LogicalAnd:0", "o:0", "Any:0", "All:0", "Any_1:0"]
+    assert [y.shape.as_list() for y in ys] == [[None, 3], [None, 3], [], [None], [1, 3]]
+    assert ys[3].op.inputs[1].op.name == "All/reduction_indices"
+    got = run(ys, {a: [[True, True, False], [False, False, False]]})
+    assert [np.asarray(g).tolist() for g in got] == [
+        [[True, False, False], [False, False, False]],
+        [[True, True, True], [True, False, True]],
+        True,
+        [False, False],
+        [[True, True, False]],
+    ]
+    with pytest.raises(TypeError, match="Input 'x' of 'LogicalAnd' Op has type float32"):
+        tf.logical_and(tf.constant(1.0), b)
+    with pytest.raises(TypeError, match="Input 'input' of 'Any' Op has type float32"):
+        tf.reduce_any(tf.constant([1.0]))
+
+
 def test_clip_by_value_names_values_and_shapes():
     """``Minimum`` then the ``Maximum`` named after the scope; bounds may not grow t."""
     t = tf.constant([[-3.0, 0.5], [2.0, 9.0]])

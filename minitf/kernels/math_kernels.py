@@ -286,6 +286,27 @@ def _comparison(ufunc):
     return factory
 
 
+for _op, _ufunc in (("LogicalAnd", np.logical_and), ("LogicalOr", np.logical_or)):
+    register(_op, _comparison(_ufunc), cpu=(D.bool,), gpu=(D.bool,), allocates=True)
+
+
+@host_kernel
+def _any_or_all(op, device):
+    """``Any`` / ``All`` over the given axes (over no element: False / True, numpy's too)."""
+    keep, reduce = op.get_attr("keep_dims"), (np.any if op.type == "Any" else np.all)
+
+    def compute(ctx, ins):
+        x = np.asarray(ins[0])
+        rank = max(x.ndim, 1)
+        axis = tuple(sorted({int(a) % rank for a in np.reshape(ins[1], -1)})) if x.ndim else ()
+        return (reduce(x, axis=axis, keepdims=keep),)
+
+    return compute
+
+
+register("Any", _any_or_all, cpu=(D.bool,), gpu=(D.bool,), allocates=True)
+register("All", _any_or_all, cpu=(D.bool,), gpu=(D.bool,), allocates=True)
+
 _GPU_COMPARE = FLOATS + (D.int32, D.int64)
 for _op, _ufunc in (
     ("Equal", np.equal),

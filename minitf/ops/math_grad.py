@@ -195,6 +195,10 @@ def _mean_grad(op, grad):
 # -- the math of a small MLP (the nn engineer's ops) --------------------------------------------
 
 for _t in (
+    "Any",
+    "All",
+    "LogicalAnd",
+    "LogicalOr",
     "ArgMax",
     "ArgMin",
     "Equal",

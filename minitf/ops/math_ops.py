@@ -211,6 +211,11 @@ def add_n(inputs: Sequence[TensorLike], name: str | None = None) -> Tensor:
 
 def _reduction(op_type, input_tensor, axis, keepdims, name):
     x = convert_to_tensor(input_tensor, name="input_tensor")
+    if op_type in ("Any", "All") and x.dtype.base_dtype != dtypes.bool:
+        raise TypeError(
+            "Input 'input' of '%s' Op has type %s that does not match expected type of bool."
+            % (op_type, x.dtype.base_dtype.name)
+        )
     if isinstance(axis, Tensor):  # axes known only at run time (a gradient's, say)
         dt = x.dtype.base_dtype
         shape = tensor_shape.unknown_shape(x.shape.ndims if keepdims else None)
@@ -334,6 +339,10 @@ for _t in (
     "ArgMin",
     "Max",
     "Min",
+    "Any",
+    "All",
+    "LogicalAnd",
+    "LogicalOr",
     "Select",
 ):
     register_op(_t)
@@ -401,6 +410,29 @@ equal = _comparison_fn("Equal")
 not_equal = _comparison_fn("NotEqual")
 less = _comparison_fn("Less")
 less_equal = _comparison_fn("LessEqual")
+
+
+def _logical_fn(op_type: str) -> Callable[..., Tensor]:
+    """``LogicalAnd`` / ``LogicalOr``: elementwise on bool tensors, with broadcasting."""
+
+    def fn(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+        with name_scope(name, op_type, [x, y]) as scope:
+            x, y = convert_to_tensor(x, name="x"), convert_to_tensor(y, name="y")
+            for t, arg in ((x, "x"), (y, "y")):
+                if t.dtype.base_dtype != dtypes.bool:
+                    raise TypeError(
+                        "Input '%s' of '%s' Op has type %s that does not match expected type "
+                        "of bool." % (arg, op_type, t.dtype.base_dtype.name)
+                    )
+            return _binary(op_type, x, y, scope)
+
+    fn.__name__ = "logical_" + op_type[len("Logical") :].lower()
+    fn.__doc__ = "``%s``: elementwise on bool tensors, with broadcasting." % op_type
+    return fn
+
+
+logical_and = _logical_fn("LogicalAnd")
+logical_or = _logical_fn("LogicalOr")
 greater = _comparison_fn("Greater")
 greater_equal = _comparison_fn("GreaterEqual")
 
@@ -463,6 +495,8 @@ def _static_int(t):
 
 
 reduce_max = _reduction_fn("Max", "max")
+reduce_any = _reduction_fn("Any", "any")
+reduce_all = _reduction_fn("All", "all")
 reduce_min = _reduction_fn("Min", "min")
 
 
