@@ -20,20 +20,17 @@ import numpy as np
 from minitf.framework import errors
 from minitf.framework.accumulator_resource import ConditionalAccumulator
 from minitf.kernels.registry import FLOATS, register
+from minitf.kernels.tensor_ops import invalid_argument
 
 _private_ids = itertools.count()  # private resource names: _<n>_<op name>
 _CONTAINER = re.compile(r"[A-Za-z0-9.][A-Za-z0-9.\-/]*\Z")
-
-
-def _invalid(text):
-    return errors.InvalidArgumentError(None, None, text)
 
 
 def _find_or_make(op, device):
     container = op.get_attr("container")
     shared = op.get_attr("shared_name")
     if container and not _CONTAINER.match(container):
-        raise _invalid("container contains invalid characters: %s" % container)
+        raise invalid_argument("container contains invalid characters: %s" % container)
     shape = op.get_attr("shape")
     shape = None if shape.ndims is None else tuple(shape.as_list())
 
@@ -44,7 +41,7 @@ def _find_or_make(op, device):
     if not shared:
         return make("_%d_%s" % (next(_private_ids), op.name))
     if shared.startswith("_"):
-        raise _invalid("shared_name cannot start with '_':%s" % shared)
+        raise invalid_argument("shared_name cannot start with '_':%s" % shared)
     # TF's MatchesNodeDef checks nothing: a later op shares the first one's accumulator as is
     return device.resource_manager.lookup_or_create(container, shared, lambda: make(shared))
 
@@ -66,7 +63,7 @@ def _accumulator_op(op, device):
 def _check_signature(acc, have_inputs, dtype, outputs=""):
     """TF's ``MatchSignature``: the op's gradient dtype must be the accumulator's."""
     if dtype != acc.dtype:
-        raise _invalid(
+        raise invalid_argument(
             "Signature mismatch, have: %s%s->%s expected: %s%s->%s"
             % (
                 have_inputs,
@@ -81,7 +78,7 @@ def _check_signature(acc, have_inputs, dtype, outputs=""):
 
 def _check_scalar(what, value):
     if np.ndim(value) != 0:
-        raise _invalid(
+        raise invalid_argument(
             "Argument %s must be scalar, but had bad shape [%s]"
             % (what, ",".join(str(d) for d in np.shape(value)))
         )

@@ -15,7 +15,7 @@ import numpy as np
 from minitf.framework import dtypes as D
 from minitf.framework import errors
 from minitf.kernels.registry import ALL, FLOATS, GPU_ARRAY, NUMERIC, register
-from minitf.kernels.tensor_ops import host_kernel, shape_text
+from minitf.kernels.tensor_ops import host_kernel, invalid_argument, shape_text
 from minitf.lib.strided_slice import SliceError, masks_of, numpy_index
 
 
@@ -306,7 +306,7 @@ def _slice_index(shape, begin, end, strides, masks):
             shape, *(np.reshape(v, -1).tolist() for v in (begin, end, strides)), masks
         )
     except SliceError as e:
-        raise errors.InvalidArgumentError(None, None, str(e)) from None
+        raise invalid_argument(str(e)) from None
 
 
 @host_kernel
@@ -335,21 +335,17 @@ def _permutation(perm, dims):
     """TF's checks of a permutation of ``dims`` dimensions (Transpose, InvertPermutation)."""
     perm = [int(p) for p in np.reshape(perm, -1)]
     if len(perm) != dims:
-        raise errors.InvalidArgumentError(
-            None,
-            None,
+        raise invalid_argument(
             "transpose expects a vector of size %d. But input(1) is a vector of size %d"
-            % (dims, len(perm)),
+            % (dims, len(perm))
         )
     for d in perm:
         if not 0 <= d < dims:
-            raise errors.InvalidArgumentError(
-                None, None, "%d is out of range [0 .. %d)" % (d, dims)
-            )
+            raise invalid_argument("%d is out of range [0 .. %d)" % (d, dims))
     for i in range(dims):
         if i not in perm:
             text = ",".join(str(p) for p in perm)
-            raise errors.InvalidArgumentError(None, None, "%d is missing from {%s}." % (i, text))
+            raise invalid_argument("%d is missing from {%s}." % (i, text))
     return perm
 
 
@@ -369,10 +365,6 @@ def _transpose(op, device):
     return compute
 
 
-def _invalid(text):
-    return errors.InvalidArgumentError(None, None, text)
-
-
 @host_kernel
 def _split(op, device):
     """``Split`` (equal pieces), ``SplitV`` (given sizes, one may be -1) and ``Unpack`` (the
@@ -383,7 +375,7 @@ def _split(op, device):
         def unpack(ctx, ins):
             x = np.asarray(ins[0])
             if x.shape[axis] != num:
-                raise _invalid(
+                raise invalid_argument(
                     "Input shape axis %d must equal %d, got shape %s"
                     % (axis, num, shape_text(x.shape))
                 )
@@ -397,7 +389,7 @@ def _split(op, device):
             axis, x = int(ins[0]), np.asarray(ins[1])
             size = x.shape[axis % x.ndim]
             if size % num:
-                raise _invalid(
+                raise invalid_argument(
                     "Number of ways to split should evenly divide the split dimension, but got "
                     "split_dim %d (size = %d) and num_split %d" % (axis, size, num)
                 )
@@ -414,7 +406,7 @@ def _split_v_cuts(sizes, total):
     if sizes.count(-1) == 1:
         sizes[sizes.index(-1)] = total - (sum(sizes) + 1)
     if sum(sizes) != total or min(sizes) < 0:
-        raise _invalid(
+        raise invalid_argument(
             "Determined shape must either match input shape along split_dim exactly if fully "
             "specified, or be less than the size of the input along split_dim if not fully "
             "specified.  Got: %d" % sum(sizes)

@@ -298,7 +298,7 @@ def _any_or_all(op, device):
     def compute(ctx, ins):
         x = np.asarray(ins[0])
         rank = max(x.ndim, 1)
-        axis = tuple(sorted({int(a) % rank for a in np.reshape(ins[1], -1)})) if x.ndim else ()
+        axis = tuple(_axes(ins[1], rank)) if x.ndim else ()
         return (reduce(x, axis=axis, keepdims=keep),)
 
     return compute
@@ -362,7 +362,7 @@ def _max_or_min(op, device):
         x, axes = ins
         x = np.asarray(x)
         rank = max(x.ndim, 1)
-        axis = tuple(sorted({int(a) % rank for a in np.reshape(axes, -1)})) if x.ndim else ()
+        axis = tuple(_axes(axes, rank)) if x.ndim else ()
         if x.size == 0:
             if x.dtype.kind == "f":
                 identity = -np.inf if is_max else np.inf

@@ -15,7 +15,7 @@ from minitf.framework import errors
 from minitf.kernels.math_kernels import _map, _zip
 from minitf.kernels.numpy_ops import scalarize
 from minitf.kernels.registry import ALL, FLOATS, GPU_ARRAY, INTS, register
-from minitf.kernels.tensor_ops import host_kernel, shape_text
+from minitf.kernels.tensor_ops import host_kernel, invalid_argument, shape_text
 
 _UNARY = {"allocates": True, "forwards": (0,)}
 _SAME_SHAPE = {"allocates": True, "forwards": (0, 1)}
@@ -237,9 +237,7 @@ def _in_top_k(op, device):
     def compute(ctx, ins):
         predictions, targets, k = (np.asarray(v) for v in ins)
         if k.ndim:
-            raise errors.InvalidArgumentError(
-                None, None, "k must be 0-D, got shape %s" % shape_text(k.shape)
-            )
+            raise invalid_argument("k must be 0-D, got shape %s" % shape_text(k.shape))
         _check_in_top_k_shapes(predictions, targets)
         classes = predictions.shape[1]
         inside = (targets >= 0) & (targets < classes)
@@ -254,15 +252,13 @@ def _in_top_k(op, device):
 
 def _check_in_top_k_shapes(predictions, targets):
     if predictions.ndim != 2:
-        raise errors.InvalidArgumentError(None, None, "predictions must be 2-dimensional")
+        raise invalid_argument("predictions must be 2-dimensional")
     if targets.ndim != 1:
-        raise errors.InvalidArgumentError(None, None, "targets must be 1-dimensional")
+        raise invalid_argument("targets must be 1-dimensional")
     if predictions.shape[0] != targets.shape[0]:
-        raise errors.InvalidArgumentError(
-            None,
-            None,
+        raise invalid_argument(
             "First dimension of predictions %d must match length of targets %d"
-            % (predictions.shape[0], targets.shape[0]),
+            % (predictions.shape[0], targets.shape[0])
         )
 
 

@@ -15,12 +15,9 @@ import re
 
 import numpy as np
 
-from minitf.framework import dtypes, errors
+from minitf.framework import dtypes
 from minitf.kernels.registry import register
-
-
-def _invalid(text):
-    return errors.InvalidArgumentError(None, None, text)
+from minitf.kernels.tensor_ops import invalid_argument
 
 
 def _text(b):
@@ -42,9 +39,9 @@ def _quoted_field(record, i, delim):
             field.append(0x22)
             i += 2
         else:
-            raise _invalid("Quote inside a string has to be escaped by another quote")
+            raise invalid_argument("Quote inside a string has to be escaped by another quote")
     if not (i <= last and record[i] == 0x22 and (i == last or record[i + 1] == delim)):
-        raise _invalid("Quoted field has to end with quote followed by delim or end")
+        raise invalid_argument("Quoted field has to end with quote followed by delim or end")
     return bytes(field), i + 2
 
 
@@ -54,7 +51,7 @@ def _plain_field(record, i, delim, quotes):
     end = len(record) if end < 0 else end
     body = record[i:end]
     if (quotes and b'"' in body) or b"\n" in body or b"\r" in body:
-        raise _invalid("Unquoted fields cannot have quotes/CRLFs inside")
+        raise invalid_argument("Unquoted fields cannot have quotes/CRLFs inside")
     return body, end + 1
 
 
@@ -140,7 +137,7 @@ def _convert(field, dtype, f, i):
     else:
         value = parse_float(field)
     if value is None:
-        raise _invalid(
+        raise invalid_argument(
             "Field %d in record %d is not a valid %s: %s" % (f, i, _TYPE_NAMES[dtype], _text(field))
         )
     return value
@@ -158,13 +155,13 @@ def _csv_settings(op):
     na_value = op.get_attr("na_value")
     na_value = na_value.encode() if isinstance(na_value, str) else na_value
     if cols and len(cols) != len(types):
-        raise _invalid("select_cols should match output size")
+        raise invalid_argument("select_cols should match output size")
     if any(a >= b for a, b in zip(cols, cols[1:])):
-        raise _invalid("select_cols should be strictly increasing indices")
+        raise invalid_argument("select_cols should be strictly increasing indices")
     if cols and cols[0] < 0:
-        raise _invalid("select_cols should be non-negative indices")
+        raise invalid_argument("select_cols should be non-negative indices")
     if len(delim) != 1:
-        raise _invalid("field_delim should be only 1 char")
+        raise invalid_argument("field_delim should be only 1 char")
     return types, cols, delim[0], bool(op.get_attr("use_quote_delim")), na_value
 
 
@@ -174,9 +171,9 @@ def _column_defaults(defaults):
     for f, d in enumerate(defaults):
         d = np.asarray(d)
         if d.ndim > 1:
-            raise _invalid("Each record default should be at most rank 1")
+            raise invalid_argument("Each record default should be at most rank 1")
         if d.size > 1:
-            raise _invalid(
+            raise invalid_argument(
                 "There should only be 1 default per field but field %d has %d" % (f, d.size)
             )
         out.append(d.reshape(-1)[0] if d.size else None)
@@ -197,13 +194,15 @@ def _decode_csv(op, device):
         for i, record in enumerate(records.reshape(-1)):
             fields = split_fields(_as_record(record), delim, quotes, cols)
             if len(fields) != len(types):
-                raise _invalid(
+                raise invalid_argument(
                     "Expect %d fields but have %d in record %d" % (len(types), len(fields), i)
                 )
             for f, field in enumerate(fields):
                 if not field or field == na_value:
                     if defaults[f] is None:
-                        raise _invalid("Field %d is required but missing in record %d!" % (f, i))
+                        raise invalid_argument(
+                            "Field %d is required but missing in record %d!" % (f, i)
+                        )
                     columns[f].append(defaults[f])
                 else:
                     columns[f].append(_convert(field, types[f], f, i))
@@ -237,13 +236,13 @@ def _decode_raw(op, device):
         flat = [_as_record(s) for s in strings.reshape(-1)]
         size = len(flat[0]) if flat else 0
         if size % np_type.itemsize:
-            raise _invalid(
+            raise invalid_argument(
                 "Input to DecodeRaw has length %d that is not a multiple of %d, the size of %s"
                 % (size, np_type.itemsize, out_type.name)
             )
         for i, s in enumerate(flat):
             if len(s) != size:
-                raise _invalid(
+                raise invalid_argument(
                     "DecodeRaw requires input strings to all be the same size, but element %d "
                     "has size %d != %d" % (i, len(s), size)
                 )
@@ -273,9 +272,11 @@ def _string_split(op, device):
     def compute(ctx, ins):
         source, delimiter = np.asarray(ins[0], dtype=object), ins[1]
         if source.ndim != 1:
-            raise _invalid("input must be a vector, got shape: %s" % _shape_text(source.shape))
+            raise invalid_argument(
+                "input must be a vector, got shape: %s" % _shape_text(source.shape)
+            )
         if np.ndim(delimiter) != 0:
-            raise _invalid(
+            raise invalid_argument(
                 "delimiter must be a scalar, got shape: %s" % _shape_text(np.shape(delimiter))
             )
         delimiter = _as_record(np.asarray(delimiter, dtype=object)[()])

@@ -25,12 +25,9 @@ from minitf.framework.queue_resource import (
 )
 from minitf.framework.resource_mgr import check_container_name
 from minitf.kernels.registry import register
+from minitf.kernels.tensor_ops import invalid_argument
 
 _private_ids = itertools.count()  # the process-wide counter of private resource names
-
-
-def _invalid(text):
-    return errors.InvalidArgumentError(None, None, text)
 
 
 def _shape_text(shape):
@@ -57,10 +54,10 @@ def _check_match(queue, op, name):
     """A shared queue found by name must be the one this op asks for (TF's MatchesNodeDef:
     type, capacity, a RandomShuffleQueue's floor and seeds, component types, shapes)."""
     if queue.type_name + "V2" != op.type:
-        raise _invalid("Expected %s, found %s" % (queue.type_name, op.type))
+        raise invalid_argument("Expected %s, found %s" % (queue.type_name, op.type))
     types, shapes, capacity = _requested_queue(op)
     if queue.capacity != capacity:
-        raise _invalid(
+        raise invalid_argument(
             "Shared queue '%s' has capacity %d but requested capacity was %d"
             % (name, queue.capacity, capacity)
         )
@@ -69,12 +66,12 @@ def _check_match(queue, op, name):
     have = [dt.type_string for dt in queue.component_types]
     want = [dt.type_string for dt in types]
     if have != want:
-        raise _invalid(
+        raise invalid_argument(
             "Shared queue '%s' has component types %s but requested component types were %s"
             % (name, ", ".join(have), ", ".join(want))
         )
     if queue.shapes != shapes:
-        raise _invalid(
+        raise invalid_argument(
             "Shared queue '%s' has component shapes [%s] but requested component shapes were [%s]"
             % (
                 name,
@@ -87,13 +84,13 @@ def _check_match(queue, op, name):
 def _check_shuffle_match(queue, op, name):
     wanted = op.get_attr("min_after_dequeue")
     if queue.min_after_dequeue != wanted:
-        raise _invalid(
+        raise invalid_argument(
             "Shared queue '%s' has min_after_dequeue %d but requested min_after_dequeue was %d."
             % (name, queue.min_after_dequeue, wanted)
         )
     seeds = _seeds(op)
     if seeds != (0, 0) and seeds != queue.seeds:
-        raise _invalid(
+        raise invalid_argument(
             "Shared queue '%s' has random seeds (%d, %d) but requested seeds are (%d, %d)."
             % ((name,) + queue.seeds + seeds)
         )
@@ -122,9 +119,9 @@ def _check_random_shuffle(op):
     floor = op.get_attr("min_after_dequeue")
     capacity = _requested_queue(op)[2]
     if floor < 0:
-        raise _invalid("min_after_dequeue %d must be >= 0" % floor)
+        raise invalid_argument("min_after_dequeue %d must be >= 0" % floor)
     if floor >= capacity:
-        raise _invalid("min_after_dequeue %d must be < capacity %d" % (floor, capacity))
+        raise invalid_argument("min_after_dequeue %d must be < capacity %d" % (floor, capacity))
 
 
 def _queue_kernel(make, check=None):
@@ -154,7 +151,7 @@ def _find_or_make(op, device, make):
     if not shared:
         return make("_%d_%s" % (next(_private_ids), op.name))
     if shared.startswith("_"):
-        raise _invalid("shared_name cannot start with '_':%s" % shared)
+        raise invalid_argument("shared_name cannot start with '_':%s" % shared)
     queue = device.resource_manager.lookup_or_create(container, shared, lambda: make(shared))
     _check_match(queue, op, shared)
     return queue
@@ -190,7 +187,7 @@ def _value(v):
 def _check_shape(queue, i, expected, got):
     """A component's shape against the queue's (None: any size, a PaddingFIFOQueue's)."""
     if len(expected) != len(got) or any(e is not None and e != g for e, g in zip(expected, got)):
-        raise _invalid(
+        raise invalid_argument(
             "Shape mismatch in tuple component %d. Expected %s, got %s"
             % (i, _shape_text(expected), _shape_text(got))
         )
@@ -202,7 +199,7 @@ def _elements(queue, comps, many):
     if isinstance(queue, PriorityQueue):
         priority = comps[0].shape[1:] if many else comps[0].shape
         if priority:
-            raise _invalid(
+            raise invalid_argument(
                 "Expected the priority element to be a scalar, but received shape: %s"
                 % _shape_text(priority)
             )
@@ -216,7 +213,7 @@ def _elements(queue, comps, many):
         if queue.shapes:
             _check_shape(queue, i, (batch,) + queue.shapes[i], c.shape)
         elif not c.ndim or c.shape[0] != batch:
-            raise _invalid(
+            raise invalid_argument(
                 "All input tensors must have the same size in the 0th dimension. Component "
                 "%d has %d, and should have %d" % (i, c.shape[0] if c.ndim else 0, batch)
             )
@@ -268,10 +265,10 @@ def _dequeue_many(up_to):
         def compute(ctx, ins, done):
             queue, n = ins[0], int(ins[1])
             if n < 0:
-                done(None, _invalid("%s requested %d < 0 elements" % (what, n)))
+                done(None, invalid_argument("%s requested %d < 0 elements" % (what, n)))
                 return
             if not queue.shapes:
-                done(None, _invalid(_unshaped_text(queue)))
+                done(None, invalid_argument(_unshaped_text(queue)))
                 return
 
             def start(callback):

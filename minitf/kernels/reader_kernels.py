@@ -26,11 +26,8 @@ from minitf.framework import dtypes, errors
 from minitf.framework.resource_mgr import check_container_name
 from minitf.kernels.queue_kernels import _private_ids
 from minitf.kernels.registry import register
+from minitf.kernels.tensor_ops import invalid_argument
 from minitf.lib import tf_record
-
-
-def _invalid(text):
-    return errors.InvalidArgumentError(None, None, text)
 
 
 def _load(path):
@@ -319,12 +316,12 @@ class Reader:
         if error is not None:
             return error
         if len(result) != 1:
-            return _invalid("Expected single component queue")
+            return invalid_argument("Expected single component queue")
         if request.queue.component_types[0] != dtypes.string:
-            return _invalid("Expected queue with single string component")
+            return invalid_argument("Expected queue with single string component")
         item = np.asarray(result[0], dtype=object)
         if item.size != 1:
-            return _invalid("Expected to dequeue a one-element string tensor")
+            return invalid_argument("Expected to dequeue a one-element string tensor")
         work = item.reshape(-1)[0]
         if isinstance(work, bytes):
             work = work.decode("utf-8", "surrogateescape")
@@ -351,7 +348,7 @@ def _non_negative(op, *attrs):
     for attr in attrs:
         value = op.get_attr(attr)
         if value < 0:
-            raise _invalid("%s must be >= 0 not %d" % (attr, value))
+            raise invalid_argument("%s must be >= 0 not %d" % (attr, value))
 
 
 def _uncompressed(op, attr):
@@ -438,7 +435,7 @@ def _read(up_to):
                 if n == 0:
                     done((_as_strings([]), _as_strings([])))
                 else:
-                    done(None, _invalid("num_records must be >= 0, not %d" % n))
+                    done(None, invalid_argument("num_records must be >= 0, not %d" % n))
                 return
             token, ended = [], []
 
@@ -566,7 +563,7 @@ def _restore_state(op, device):
             state = decode_state(data)
         except ValueError:
             reader.reset()
-            raise _invalid(
+            raise invalid_argument(
                 "Could not parse state for %s: %s" % (reader.op_name, c_escape(data))
             ) from None
         _check_state(reader, state)
@@ -586,7 +583,7 @@ def _check_state(reader, state):
     else:
         return
     reader.reset()
-    raise _invalid("%s %s: %s" % (what, reader.op_name, _state_text(state)))
+    raise invalid_argument("%s %s: %s" % (what, reader.op_name, _state_text(state)))
 
 
 for _op_type in _SOURCES:

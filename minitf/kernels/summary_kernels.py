@@ -16,8 +16,8 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from minitf.framework import dtypes as D
-from minitf.framework import errors
 from minitf.kernels.registry import register
+from minitf.kernels.tensor_ops import invalid_argument
 from minitf.lib.histogram import Histogram
 from minitf.lib.protobuf import tf_protos_pb2 as pb
 
@@ -56,10 +56,6 @@ def _string_scalar(summary: pb.Summary) -> bytes:
     return summary.SerializeToString()
 
 
-def _invalid(message: str) -> errors.InvalidArgumentError:
-    return errors.InvalidArgumentError(None, None, message)
-
-
 def _scalar_summary(op, device):
     def compute(ctx, ins):
         tags, values = np.asarray(ins[0], dtype=object), np.asarray(ins[1])
@@ -67,7 +63,7 @@ def _scalar_summary(op, device):
             _legacy_scalar(tags.shape) and _legacy_scalar(values.shape)
         ):
             single = " (tag '%s')" % _text(tags.flat[0]) if tags.size == 1 else ""
-            raise _invalid(
+            raise invalid_argument(
                 "tags and values not the same shape: %s != %s%s"
                 % (_shape_text(tags.shape), _shape_text(values.shape), single)
             )
@@ -85,9 +81,9 @@ def histogram_value(tag: str, values: np.ndarray, node_name: str) -> pb.Summary.
     histo = Histogram()
     for v in np.asarray(values, dtype=np.float64).flat:
         if math.isnan(v):
-            raise _invalid("Nan in summary histogram for: %s" % node_name)
+            raise invalid_argument("Nan in summary histogram for: %s" % node_name)
         if math.isinf(v):
-            raise _invalid("Infinity in summary histogram for: %s" % node_name)
+            raise invalid_argument("Infinity in summary histogram for: %s" % node_name)
         histo.add(float(v))
     limits, counts = histo.encoded_buckets()
     value = pb.Summary.Value(tag=tag)
@@ -108,7 +104,7 @@ def _histogram_summary(op, device):
     def compute(ctx, ins):
         tag = np.asarray(ins[0], dtype=object)
         if not _legacy_scalar(tag.shape):
-            raise _invalid("tags must be scalar")
+            raise invalid_argument("tags must be scalar")
         summary = pb.Summary()
         summary.value.append(histogram_value(_text(tag.flat[0]), ins[1], op.name))
         return (_string_scalar(summary),)
@@ -125,10 +121,12 @@ def _merge_summary(op, device):
                 try:
                     part.ParseFromString(bytes(serialized))
                 except DecodeError:
-                    raise _invalid("Could not parse one of the summary inputs") from None
+                    raise invalid_argument("Could not parse one of the summary inputs") from None
                 for value in part.value:
                     if value.tag in seen:
-                        raise _invalid("Duplicate tag %s found in summary inputs" % value.tag)
+                        raise invalid_argument(
+                            "Duplicate tag %s found in summary inputs" % value.tag
+                        )
                     seen.add(value.tag)
                     merged.value.append(value)
         return (_string_scalar(merged),)

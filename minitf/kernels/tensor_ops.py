@@ -47,6 +47,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from minitf.framework import errors
+
 ZIP_FNS = (
     "add",
     "sub",
@@ -131,6 +133,11 @@ def host_kernel(factory: Callable[[Any, Any], Compute]) -> Callable[[Any, Any], 
 def is_device_array(value: Any) -> bool:
     """Whether ``value`` is a device array (numba's, or the simulator's), not a host value."""
     return hasattr(value, "copy_to_host")
+
+
+def invalid_argument(text: str) -> errors.InvalidArgumentError:
+    """The ``InvalidArgumentError`` a kernel raises (the executor names the node)."""
+    return errors.InvalidArgumentError(None, None, text)
 
 
 def shape_text(shape: Sequence[int]) -> str:
