@@ -209,13 +209,19 @@ def add_n(inputs: Sequence[TensorLike], name: str | None = None) -> Tensor:
     ).outputs[0]
 
 
+def _check_bool(op_type: str, arg: str, t: Tensor) -> None:
+    """TF's graph-time TypeError for an input of a bool-only op (Any, All, LogicalAnd, ...)."""
+    if t.dtype.base_dtype != dtypes.bool:
+        raise TypeError(
+            "Input '%s' of '%s' Op has type %s that does not match expected type of bool."
+            % (arg, op_type, t.dtype.base_dtype.name)
+        )
+
+
 def _reduction(op_type, input_tensor, axis, keepdims, name):
     x = convert_to_tensor(input_tensor, name="input_tensor")
-    if op_type in ("Any", "All") and x.dtype.base_dtype != dtypes.bool:
-        raise TypeError(
-            "Input 'input' of '%s' Op has type %s that does not match expected type of bool."
-            % (op_type, x.dtype.base_dtype.name)
-        )
+    if op_type in ("Any", "All"):
+        _check_bool(op_type, "input", x)
     if isinstance(axis, Tensor):  # axes known only at run time (a gradient's, say)
         dt = x.dtype.base_dtype
         shape = tensor_shape.unknown_shape(x.shape.ndims if keepdims else None)
@@ -418,12 +424,8 @@ def _logical_fn(op_type: str) -> Callable[..., Tensor]:
     def fn(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
         with name_scope(name, op_type, [x, y]) as scope:
             x, y = convert_to_tensor(x, name="x"), convert_to_tensor(y, name="y")
-            for t, arg in ((x, "x"), (y, "y")):
-                if t.dtype.base_dtype != dtypes.bool:
-                    raise TypeError(
-                        "Input '%s' of '%s' Op has type %s that does not match expected type "
-                        "of bool." % (arg, op_type, t.dtype.base_dtype.name)
-                    )
+            _check_bool(op_type, "x", x)
+            _check_bool(op_type, "y", y)
             return _binary(op_type, x, y, scope)
 
     fn.__name__ = "logical_" + op_type[len("Logical") :].lower()
