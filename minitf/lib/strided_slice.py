@@ -39,6 +39,34 @@ class SliceError(ValueError):
     """A spec that selects nothing valid; its text is TF's (callers add the op's context)."""
 
 
+class _RunTimeRange:
+    """A range whose bounds are known only when the op runs."""
+
+
+#: in :func:`index_form`, a range of a length unknown until the op runs
+RUN_TIME = _RunTimeRange()
+
+
+def index_form(n: int, masks: Masks) -> tuple:
+    """What each of the spec's ``n`` positions is, from the masks alone: the ellipsis, None (a
+    new axis), 0 (an index: the dimension goes) or :data:`RUN_TIME` (a range)."""
+    return tuple(
+        Ellipsis
+        if masks.ellipsis >> i & 1
+        else None
+        if masks.new_axis >> i & 1
+        else 0
+        if masks.shrink_axis >> i & 1
+        else RUN_TIME
+        for i in range(n)
+    )
+
+
+def named_dims(index) -> int:
+    """How many input dimensions the positions of ``index`` name (not the ellipsis's)."""
+    return sum(1 for x in index if x is not None and x is not Ellipsis)
+
+
 def numpy_index(
     shape: Sequence[int | None],
     begin: Sequence[int],
@@ -53,28 +81,27 @@ def numpy_index(
         raise SliceError("Expected begin, end, and strides to be 1D equal size tensors")
     if masks.ellipsis & (masks.ellipsis - 1):
         raise SliceError("Multiple ellipses in slice spec not allowed")
-    named = sum(1 for i in range(n) if not (masks.ellipsis | masks.new_axis) >> i & 1)
+    form = index_form(n, masks)
+    named = named_dims(form)
     if named > len(shape):
         raise SliceError(
             "Index out of range using input dim %d; input has only %d dims"
             % (len(shape), len(shape))
         )
     index = []
-    for i in range(n):
-        if masks.ellipsis >> i & 1:  # every dimension the other positions leave
-            index.append(Ellipsis)
-        elif masks.new_axis >> i & 1:
-            index.append(None)
+    for i, kind in enumerate(form):
+        if kind is Ellipsis or kind is None:  # the ellipsis: every dimension the others leave
+            index.append(kind)
         else:
-            dim = _dimension_of(i, index, len(shape), named)
+            dim = _dimension_of(i, form, len(shape), named)
             index.append(_one_dimension(shape, dim, i, begin, end, strides, masks))
     return tuple(index)
 
 
-def _dimension_of(i, index, rank, named):
+def _dimension_of(i, form, rank, named):
     """The input dimension position ``i`` indexes, given the positions before it."""
-    before = sum(1 for x in index if x is not None and x is not Ellipsis)
-    if Ellipsis in index:
+    before = named_dims(form[:i])
+    if Ellipsis in form[:i]:
         return before + rank - named
     return before
 
@@ -95,9 +122,10 @@ def _one_dimension(shape, dim, i, begin, end, strides, masks):
 
 
 def result_shape(shape: Sequence[int | None], index: tuple) -> list[int | None]:
-    """The shape ``index`` (from :func:`numpy_index`) gives an array of ``shape``; a range
-    over an unknown dimension has an unknown length."""
-    named = sum(1 for x in index if x is not None and x is not Ellipsis)
+    """The shape ``index`` (from :func:`numpy_index`, or :func:`index_form`) gives an array of
+    ``shape``; a range over an unknown dimension, or a :data:`RUN_TIME` one, has an unknown
+    length."""
+    named = named_dims(index)
     out, dim = [], 0
     for x in index:
         if x is Ellipsis:
@@ -105,6 +133,9 @@ def result_shape(shape: Sequence[int | None], index: tuple) -> list[int | None]:
             dim += len(shape) - named
         elif x is None:
             out.append(1)
+        elif x is RUN_TIME:
+            out.append(None)
+            dim += 1
         elif isinstance(x, slice):
             n = shape[dim]
             out.append(None if n is None else len(range(n)[x]))

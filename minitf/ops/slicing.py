@@ -16,7 +16,15 @@ import numpy as np
 
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import Tensor, convert_to_tensor, name_scope
-from minitf.lib.strided_slice import MASK_ATTRS, Masks, SliceError, numpy_index, result_shape
+from minitf.lib.strided_slice import (
+    MASK_ATTRS,
+    Masks,
+    SliceError,
+    index_form,
+    named_dims,
+    numpy_index,
+    result_shape,
+)
 from minitf.ops import array_ops
 from minitf.ops.array_ops import TensorLike, _static_value
 from minitf.ops.op_def import apply_op, register_op, shape_error
@@ -138,26 +146,15 @@ def _static_shape(x, vectors, masks, scope):
 
 
 def _shape_from_masks(dims, spec_shape, masks):
-    """The static shape when the bounds are tensors: a shrunk dimension goes, a new axis is
-    1, the ellipsis passes its dimensions through, a range's length is unknown."""
+    """The static shape when the bounds are tensors: what the masks alone say (a shrunk
+    dimension goes, a new axis is 1, the ellipsis passes its dimensions through, a range's
+    length is unknown)."""
     if spec_shape.ndims != 1 or spec_shape[0].value is None:
         return tensor_shape.unknown_shape()
-    n = spec_shape[0].value
-    named = sum(1 for i in range(n) if not (masks.ellipsis | masks.new_axis) >> i & 1)
-    out, dim = [], 0
-    for i in range(n):
-        if masks.ellipsis >> i & 1:
-            out += dims[dim : dim + len(dims) - named]
-            dim += len(dims) - named
-        elif masks.new_axis >> i & 1:
-            out.append(1)
-        else:
-            if not masks.shrink_axis >> i & 1:
-                out.append(None)
-            dim += 1
-    if dim > len(dims):
+    form = index_form(spec_shape[0].value, masks)
+    if named_dims(form) > len(dims):
         return tensor_shape.unknown_shape()
-    return tensor_shape.TensorShape(out + dims[dim:])
+    return tensor_shape.TensorShape(result_shape(dims, form))
 
 
 def strided_slice_grad(shape, begin, end, strides, dy, masks: Masks, name=None) -> Tensor:
