@@ -517,8 +517,13 @@ def rank(input: TensorLike, name: str | None = None) -> Tensor:  # noqa: A002 - 
         x = convert_to_tensor(input, name="input")
         if x.shape.ndims is not None:
             return constant(x.shape.ndims, dtype=dtypes.int32, name=scope)
-        out = (dtypes.int32, tensor_shape.scalar())
-        return apply_op("Rank", [x], [out], scope, {"T": x.dtype.base_dtype}).outputs[0]
+        return rank_op(x, scope)
+
+
+def rank_op(x: Tensor, name: str = "Rank") -> Tensor:
+    """The ``Rank`` op itself, never folded (TF's ``gen_array_ops.rank``)."""
+    out = (dtypes.int32, tensor_shape.scalar())
+    return apply_op("Rank", [x], [out], name, {"T": x.dtype.base_dtype}).outputs[0]
 
 
 def _like(op_type, default_name, tensor, dtype, name):

@@ -93,10 +93,14 @@ def _split_dims(x, axis_t):
     dims, axis = x.shape.as_list(), _static_value(axis_t)
     if axis is None:
         return dims, None
-    rank = len(dims)
-    if not -rank <= int(axis) < rank:
-        raise ValueError("axis = %d not in [%d, %d)" % (int(axis), -rank, rank))
-    return dims, int(axis) % rank
+    return dims, _axis_in(int(axis), len(dims))
+
+
+def _axis_in(axis, rank):
+    """``axis`` counted from 0 (a negative one from the end), or 1.15's ValueError."""
+    if not -rank <= axis < rank:
+        raise ValueError("axis = %d not in [%d, %d)" % (axis, -rank, rank))
+    return axis % rank
 
 
 def unstack(value: TensorLike, num=None, axis: int = 0, name: str = "unstack") -> list[Tensor]:
@@ -104,10 +108,7 @@ def unstack(value: TensorLike, num=None, axis: int = 0, name: str = "unstack") -
     x = convert_to_tensor(value)
     if num is None:
         if x.shape.ndims is not None:
-            rank = x.shape.ndims
-            if not -rank <= axis < rank:
-                raise ValueError("axis = %d not in [%d, %d)" % (axis, -rank, rank))
-            num = x.shape.as_list()[axis]
+            num = x.shape.as_list()[_axis_in(axis, x.shape.ndims)]
         if num is None:
             raise ValueError("Cannot infer num from shape %s" % (x.shape,))
     with name_scope(name, "Unpack", [x]) as scope:

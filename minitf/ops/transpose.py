@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from minitf.framework import dtypes, tensor_shape
+from minitf.framework import tensor_shape
 from minitf.framework.graph import Tensor, convert_to_tensor, name_scope
 from minitf.ops import math_ops
-from minitf.ops.array_ops import TensorLike, _static_value
+from minitf.ops.array_ops import TensorLike, _static_value, rank_op
 from minitf.ops.op_def import apply_op, register_op, shape_error
 
 register_op("Transpose")
@@ -26,13 +26,7 @@ def transpose(a: TensorLike, perm: TensorLike = None, name: str = "transpose") -
     with name_scope(name, "transpose", [a]) as scope:
         x = convert_to_tensor(a, name="a")
         if perm is None and not x.shape.ndims:
-            rank = apply_op(
-                "Rank",
-                [x],
-                [(dtypes.int32, tensor_shape.scalar())],
-                "Rank",
-                {"T": x.dtype.base_dtype},
-            ).outputs[0]
+            rank = rank_op(x)
             perm = (rank - 1) - math_ops.range_(0, rank, 1, name="Range")
         elif perm is None:
             perm = np.arange(x.shape.ndims - 1, -1, -1, dtype=np.int32)
@@ -48,9 +42,8 @@ def transpose(a: TensorLike, perm: TensorLike = None, name: str = "transpose") -
             if sorted(order) == list(range(len(order))):
                 out = tensor_shape.TensorShape([dims[i] for i in order])
         attrs = {"T": x.dtype.base_dtype, "Tperm": perm.dtype.base_dtype}
-        return apply_op("Transpose", [x, perm], [(x.dtype.base_dtype, out)], scope, attrs).outputs[
-            0
-        ]
+        outs = [(x.dtype.base_dtype, out)]
+        return apply_op("Transpose", [x, perm], outs, scope, attrs).outputs[0]
 
 
 def invert_permutation(x: TensorLike, name: str | None = None) -> Tensor:
