@@ -267,25 +267,26 @@ def in_top_k(
             check_allowed_dtype("predictions", p, ("float32",))
             check_allowed_dtype("targets", t, ("int32", "int64"))
             k = convert_to_tensor(k, dtype=t.dtype.base_dtype, name="k")
-            batch = _in_top_k_batch(p, t, k, scope)
+            batch = _checked_rows("InTopKV2", scope, [p, t, k], (2, 1, 0))
             attrs = {"T": t.dtype.base_dtype}
             out = [(dtypes.bool, tensor_shape.TensorShape([batch]))]
             return apply_op("InTopKV2", [p, t, k], out, scope, attrs).outputs[0]
 
 
-def _in_top_k_batch(p, t, k, scope):
-    """InTopKV2's shape function: predictions of rank 2, targets of rank 1 as long, k a
-    scalar; the rows."""
-    for x, rank in ((p, 2), (t, 1), (k, 0)):
-        if x.shape.ndims is not None and x.shape.ndims != rank:
-            reason = "Shape must be rank %d but is rank %d" % (rank, x.shape.ndims)
-            raise shape_error("InTopKV2", scope, [p, t, k], reason)
-    rows = p.shape[0] if p.shape.ndims is not None else tensor_shape.Dimension(None)
-    if t.shape.ndims is not None:
-        if not rows.is_compatible_with(t.shape[0]):
-            reason = "Dimensions must be equal, but are %s and %s" % (rows, t.shape[0])
-            raise shape_error("InTopKV2", scope, [p, t, k], reason)
-        rows = rows.merge_with(t.shape[0])
+def _checked_rows(op_type, scope, inputs, ranks):
+    """A shape function's checks: each input of known rank has the rank given, and the first
+    two agree on their first dimension (the rows), which is returned."""
+    for t, rank in zip(inputs, ranks):
+        if t.shape.ndims is not None and t.shape.ndims != rank:
+            reason = "Shape must be rank %d but is rank %d" % (rank, t.shape.ndims)
+            raise shape_error(op_type, scope, inputs, reason)
+    a, b = inputs[0].shape, inputs[1].shape
+    rows = a[0] if a.ndims is not None else tensor_shape.Dimension(None)
+    if b.ndims is not None:
+        if not rows.is_compatible_with(b[0]):
+            reason = "Dimensions must be equal, but are %s and %s" % (rows, b[0])
+            raise shape_error(op_type, scope, inputs, reason)
+        rows = rows.merge_with(b[0])
     return rows
 
 
@@ -306,25 +307,8 @@ def _sparse_xent_op(logits, labels, name):
 
 
 def _sparse_xent_in_scope(logits, labels, op_name):
-    fs, ls = logits.shape, labels.shape
-    for t, rank in ((logits, 2), (labels, 1)):
-        if t.shape.ndims is not None and t.shape.ndims != rank:
-            raise shape_error(
-                "SparseSoftmaxCrossEntropyWithLogits",
-                op_name,
-                [logits, labels],
-                "Shape must be rank %d but is rank %d" % (rank, t.shape.ndims),
-            )
-    batch = fs[0] if fs.ndims is not None else tensor_shape.Dimension(None)
-    if ls.ndims is not None:
-        if not batch.is_compatible_with(ls[0]):
-            raise shape_error(
-                "SparseSoftmaxCrossEntropyWithLogits",
-                op_name,
-                [logits, labels],
-                "Dimensions must be equal, but are %s and %s" % (batch, ls[0]),
-            )
-        batch = batch.merge_with(ls[0])
+    fs = logits.shape
+    batch = _checked_rows("SparseSoftmaxCrossEntropyWithLogits", op_name, [logits, labels], (2, 1))
     classes = fs[1].value if fs.ndims is not None else None
     dt = logits.dtype.base_dtype
     op = apply_op(
