@@ -296,12 +296,18 @@ def _store(path: str, state: dict[str, Any], directory: str) -> None:
         raise _os_error("write", directory, e) from None
 
 
+def oldest_first(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Reservations in the order they were made (not by pid: pids wrap, and a listing a
+    notebook shows must not change with them)."""
+    return sorted(entries, key=lambda e: (e.get("created", 0), e["pid"]))
+
+
 def _describe_holders(entries: list[dict[str, Any]]) -> str:
     if not entries:
         return "nobody holds any of it"
     parts = [
         "pid %d (%s) %s" % (e["pid"], e.get("name", "?"), human_readable_num_bytes(e["bytes"]))
-        for e in sorted(entries, key=lambda e: (e.get("created", 0), e["pid"]))  # oldest first
+        for e in oldest_first(entries)
     ]
     return "held by " + ", ".join(parts)
 

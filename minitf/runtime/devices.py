@@ -9,7 +9,6 @@ of one session further.
 
 from __future__ import annotations
 
-import math
 import os
 import random
 from collections.abc import Iterable
@@ -397,17 +396,16 @@ def card_usage() -> list[dict[str, Any]]:
     """
     cards = []
     for card in machine_gpus():
-        per_pid: dict[int, dict[str, Any]] = {}
-        first: dict[int, float] = {}  # when each process first reserved (its place in the list)
-        for e in card_registry.usage(card.physical_id) if card.emulated else _on_real_card(card):
+        per_pid: dict[int, dict[str, Any]] = {}  # in the order the processes first reserved
+        usage = card_registry.usage(card.physical_id) if card.emulated else _on_real_card(card)
+        for e in card_registry.oldest_first(usage):
             p = per_pid.setdefault(
                 e["pid"],
                 {"pid": e["pid"], "name": e.get("name") or "?", "memory": 0, "sessions": 0},
             )
             p["memory"] += int(e["bytes"])
             p["sessions"] += int(e.get("sessions", 0))
-            first[e["pid"]] = min(first.get(e["pid"], math.inf), e.get("created", 0))
-        procs = [per_pid[pid] for pid in sorted(per_pid, key=lambda pid: (first[pid], pid))]
+        procs = list(per_pid.values())
         used = sum(p["memory"] for p in procs)
         cards.append(
             {
