@@ -74,6 +74,7 @@ from minitf.ops.array_ops import (
     zeros,
     zeros_like,
 )
+from minitf.ops.cond import cond
 from minitf.ops.control_flow_ops import Assert, group, no_op, with_dependencies
 from minitf.ops.control_flow_ops import tuple_ as tuple  # noqa: A004 - TF's name
 from minitf.ops.data_flow_ops import (

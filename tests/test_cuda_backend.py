@@ -57,7 +57,7 @@ def test_tensors_cross_between_card_and_host():
     assert isinstance(gv, np.ndarray) and isinstance(hv, np.ndarray)
     moved = {t.tensor_name: (t.src_device[-5:], t.dst_device[-5:]) for t in md.step_stats.transfers}
     # the feed goes up to the card, g comes down once: for h and for the fetch
-    assert moved == {"_arg_p_0:0": ("CPU:0", "GPU:0"), "g:0": ("GPU:0", "CPU:0")}
+    assert moved == {"_arg_p_0_0:0": ("CPU:0", "GPU:0"), "g:0": ("GPU:0", "CPU:0")}
 
 
 def test_variables_live_on_the_card():

@@ -116,11 +116,11 @@ def test_feeds_become_arg_nodes_and_prune_stops_at_them():
     names = [n.name for n in step.nodes]
     assert "p" not in names and "add" not in names  # cut at the fed tensor
     (arg,) = step.args
-    assert (arg.name, arg.type, arg.device) == ("_arg_add_0", "_Arg", CPU0)
+    assert (arg.name, arg.type, arg.device) == ("_arg_add_0_0", "_Arg", CPU0)
     assert (arg.get_attr("index"), arg.get_attr("tensor_name")) == (0, "add:0")
     parts = _split(step)
     (recv,) = _by_type(parts, "_Recv")
-    assert recv.get_attr("tensor_name") == "_arg_add_0:0" and recv.device == GPU0
+    assert recv.get_attr("tensor_name") == "_arg_add_0_0:0" and recv.device == GPU0
 
 
 def test_split_by_task_puts_the_recv_on_its_first_consumer_s_device():

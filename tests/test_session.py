@@ -976,3 +976,15 @@ def test_session_factories_choose_the_implementation_by_target(monkeypatch):
         "Registered factories are {DIRECT_SESSION, FAKE_SESSION, GRPC_SESSION}."
         in info.value.message
     )
+
+
+def test_a_run_feeding_fewer_tensors_after_one_feeding_more_gets_its_own_arg_nodes():
+    """Each signature's ``_Arg`` nodes are named as TF names them, ``_arg_<op>_<output>_<index>``:
+    ``p`` fed second, then alone, is two nodes with two kernels (one name for both made the
+    second run read its feed from the wrong place)."""
+    x = tf.placeholder(tf.float32, [], name="x")
+    p = tf.placeholder(tf.float32, [], name="p")
+    with tf.Session() as sess:
+        assert sess.run(x + p, {x: 1.0, p: 2.0}) == 3.0
+        assert sess.run(p * 2.0, {p: 3.0}) == 6.0
+        assert sess.run(x - p, {p: 5.0, x: 1.0}) == -4.0

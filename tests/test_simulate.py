@@ -498,18 +498,18 @@ def test_feeds_are_arg_nodes_on_the_client_device():
     feed = {x: np.ones((2, 3)), u: np.ones((5, 3))}
     stats = simulate(sess, [y, w], feed_dict=feed, inter_op_threads=1, intra_op_threads=1)
     nodes = nodes_of(stats)
-    arg = nodes["_arg_x_0"][0]
-    assert nodes["_arg_x_0"][1] == CPU0
+    arg = nodes["_arg_x_0_0"][0]
+    assert nodes["_arg_x_0_0"][1] == CPU0
     assert arg.op_type == "_Arg" and arg.pool == "inline" and arg.thread_name == "caller"
-    assert arg.timeline_label == "_arg_x_0 = _Arg()"
+    assert arg.timeline_label == "_arg_x_0_0 = _Arg()"
     assert [(o.dtype, o.shape, o.requested_bytes) for o in arg.output] == [("float32", (2, 3), 24)]
     # unknown static dimension: zero bytes in the record
     assert nodes["w"][0].output[0].shape == (None, 3)
     assert nodes["w"][0].output[0].requested_bytes == 0
     # the fed value crosses to y's GPU through a _Send/_Recv pair, as every cross-device edge
     trs = {t.tensor_name: t for t in stats.transfers}
-    fed = trs["_arg_x_0:0"]
-    assert fed.src_node == "_arg_x_0" and fed.bytes == 24
+    fed = trs["_arg_x_0_0:0"]
+    assert fed.src_node == "_arg_x_0_0" and fed.bytes == 24
     assert fed.micros == C.TRANSFER_LATENCY_MICROS + 1
     assert (fed.src_device, fed.dst_device) == (CPU0, GPU0)
     assert nodes["y"][0].timeline_label == "y = Square(%s)" % fed.dst_node

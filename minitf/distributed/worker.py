@@ -24,6 +24,7 @@ from minitf.distributed.graph_mgr import GraphMgr
 from minitf.distributed.rendezvous_mgr import RendezvousMgr, RpcRendezvous, remote_keys
 from minitf.distributed.worker_cache import Channels
 from minitf.framework import errors
+from minitf.framework.dead_tensor import DEAD
 from minitf.runtime import device_name_utils as dnu
 from minitf.runtime import executor, pools, step_run
 from minitf.runtime.placer import attach_node
@@ -246,6 +247,10 @@ class Worker:
     def _answer(header, eplan, vals):
         out = []
         for name, (s, k) in zip(header.recv_key, eplan.fetch_slots):
+            if vals[s][k] is DEAD:  # on the side of a tf.cond not taken (TF's text)
+                raise errors.InvalidArgumentError(
+                    None, None, "The tensor returned for %s was not valid." % name
+                )
             try:
                 out.append((name, executor.host_value(vals[s][k], eplan.device_of_node(s))))
             except errors.OpError as e:

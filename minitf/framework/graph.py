@@ -54,6 +54,7 @@ class GraphKeys:
     SAVERS = "savers"
     TRAIN_OP = "train_op"
     SUMMARIES = "summaries"
+    COND_CONTEXT = "cond_context"
 
 
 def _user_frame():
@@ -257,6 +258,7 @@ class Operation:
         self._id = len(graph._ops)
         self._defined_at = _user_frame()
         self._outputs = [Tensor(self, i, dt, sh) for i, (dt, sh) in enumerate(output_specs)]
+        self._control_flow_context = None  # the tf.cond branch it was built in (ops/cond.py)
 
     # -- read-only views ---------------------------------------------------------------------
     @property
@@ -328,6 +330,18 @@ class Operation:
             self._control_inputs.append(op)
             self._graph._version += 1
 
+    def _update_input(self, index, tensor):
+        """Replaces data input ``index`` (a ``tf.cond`` branch reading a tensor from outside
+        it reads it through a ``Switch`` instead)."""
+        self._inputs[index] = tensor
+        self._graph._version += 1
+
+    def _get_control_flow_context(self):
+        return self._control_flow_context
+
+    def _set_control_flow_context(self, ctx):
+        self._control_flow_context = ctx
+
     def __repr__(self) -> str:
         return "<tf.Operation '%s' type=%s>" % (self._name, self._type)
 
@@ -345,9 +359,11 @@ class _ControlDependencies:
 
     def __enter__(self):
         g = self._graph
-        if self.control_inputs is None:
+        if self.control_inputs is None:  # as TF, it leaves any tf.cond branch too
             self._saved = g._control_dependencies_stack
+            self._saved_context = g._control_flow_context
             g._control_dependencies_stack = []
+            g._control_flow_context = None
         else:
             g._control_dependencies_stack.append(self)
 
@@ -355,6 +371,7 @@ class _ControlDependencies:
         g = self._graph
         if self.control_inputs is None:
             g._control_dependencies_stack = self._saved
+            g._control_flow_context = self._saved_context
         else:
             if not g._control_dependencies_stack or g._control_dependencies_stack[-1] is not self:
                 raise RuntimeError("Control dependencies scopes were not nested properly.")
@@ -416,6 +433,8 @@ class Graph:
         self.seed: int | None = None
         self._lock = threading.RLock()
         self._variable_store = None  # created by variable_scope on first use
+        self._control_flow_context = None  # the tf.cond branch being built (ops/cond.py)
+        self._unfetchable_ops: set[Operation] = set()
 
     # -- default graph -------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -637,7 +656,24 @@ class Graph:
         if self._container and op_def is not None and op_def.has_container:
             if not op._attrs.get("container"):
                 op._attrs["container"] = self._container
+        if self._control_flow_context is not None:
+            self._control_flow_context.add_op(op)
         return op
+
+    # -- control flow (tf.cond, ops/cond.py) ---------------------------------------------------
+    def _get_control_flow_context(self):
+        return self._control_flow_context
+
+    def _set_control_flow_context(self, ctx):
+        self._control_flow_context = ctx
+
+    def prevent_fetching(self, op: Operation) -> None:
+        """Marks ``op`` as not fetchable (an op inside a ``tf.cond`` branch)."""
+        self._unfetchable_ops.add(op)
+
+    def is_fetchable(self, tensor_or_op: Tensor | Operation) -> bool:
+        op = tensor_or_op.op if isinstance(tensor_or_op, Tensor) else tensor_or_op
+        return op not in self._unfetchable_ops
 
     def _new_op_name(self, name):
         """The name of a new op: ``name`` ending in ``/`` as is (less the ``/``), else a

@@ -12,6 +12,7 @@ Book section: "Operations and kernels".
 from minitf.kernels import (  # noqa: F401
     accumulator_kernels,
     array_kernels,
+    control_flow_kernels,
     io_kernels,
     math_kernels,
     nn_kernels,

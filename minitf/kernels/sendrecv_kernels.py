@@ -5,7 +5,8 @@ Book sections: "Placing Operations on Devices" and "The Master and Worker Servic
 ``framework/rendezvous.py``) under the key of its edge, as a host value; the ``_Recv`` of the
 same key is an asynchronous kernel: it asks the rendezvous and completes when the tensor is
 there, holding no thread meanwhile, then puts it on its own device (``backend.from_host``).  A
-control edge that crosses devices sends an empty float.  ``_Arg`` hands over the value fed for
+control edge that crosses devices sends an empty float, and a dead tensor (``DEAD``, the
+untaken side of a ``tf.cond``) crosses as it is.  ``_Arg`` hands over the value fed for
 its index (``ctx.args``).
 """
 
@@ -13,6 +14,7 @@ import time
 
 import numpy as np
 
+from minitf.framework.dead_tensor import DEAD
 from minitf.framework.rendezvous import create_key
 from minitf.kernels.registry import register
 
@@ -32,7 +34,11 @@ def _send(op, device):
     to_host = device.backend.to_host
 
     def compute(ctx, ins):
-        ctx.rendezvous.send(key, to_host(ins[0]) if ins else np.float32(0))
+        if not ins:
+            value = np.float32(0)
+        else:
+            value = ins[0] if ins[0] is DEAD else to_host(ins[0])
+        ctx.rendezvous.send(key, value)
         return ()
 
     return compute
@@ -58,7 +64,7 @@ def _recv(op, device):
                 done(None, error)
                 return
             try:
-                out = from_host(value)
+                out = value if value is DEAD else from_host(value)
             except Exception as e:  # noqa: BLE001 - the step reports it as this node's failure
                 done(None, e)
                 return

@@ -483,10 +483,21 @@ def shape(
     """``Shape``: the run-time shape of ``input`` as a 1-D int32 (or int64) tensor.  As in TF 1.15
     (``shape_internal(optimize=True)``), a shape known in full when the graph is built is a
     ``Const`` of that name instead: nothing is left to compute at run time."""
+    return shape_internal(input, name, optimize=True, out_type=out_type)
+
+
+def shape_internal(
+    input: TensorLike,  # noqa: A002 - TF's argument name
+    name: str | None = None,
+    optimize: bool = True,
+    out_type: DTypeLike = dtypes.int32,
+) -> Tensor:
+    """``tf.shape``; with ``optimize=False`` always the ``Shape`` op, even for a shape known
+    when the graph is built (the zeros of a ``tf.cond`` gradient need it run in the branch)."""
     with name_scope(name, "Shape", [input]) as scope:
         x = convert_to_tensor(input, name="input")
         out_type = dtypes.as_dtype(out_type).base_dtype
-        if x.shape.is_fully_defined():
+        if optimize and x.shape.is_fully_defined():
             return constant(x.shape.as_list(), dtype=out_type, name=scope)
         dims = tensor_shape.TensorShape([x.shape.ndims])
         attrs = {"T": x.dtype.base_dtype, "out_type": out_type}

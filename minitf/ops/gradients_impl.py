@@ -21,10 +21,19 @@ from typing import Any
 
 from minitf.framework import dtypes
 from minitf.framework.graph import Operation, Tensor, convert_to_tensor, name_scope
-from minitf.ops import array_grad, array_ops, control_flow_ops, math_grad, math_ops, nn_grad
+from minitf.ops import (
+    array_grad,
+    array_ops,
+    cond,
+    control_flow_grad,
+    control_flow_ops,
+    math_grad,
+    math_ops,
+    nn_grad,
+)
 from minitf.ops.op_def import get_gradient_function, graph_of
 
-del array_grad, math_grad, nn_grad  # imported for their RegisterGradient calls
+del array_grad, control_flow_grad, math_grad, nn_grad  # imported for their RegisterGradient calls
 
 
 class AggregationMethod:
@@ -131,13 +140,21 @@ class _Walk:
         self.stop_ops = self._stop_ops(stop_gradients)
 
     def _reached(self, from_ops):
+        """The ops a gradient could reach forward from ``from_ops``: through outputs of a
+        differentiable dtype only (an integer or bool result, such as a ``tf.cond``'s
+        predicate, carries none)."""
         reached, stack = set(), list(from_ops)
         while stack:
             op = stack.pop()
             if op not in reached:
                 reached.add(op)
-                stack.extend(self.consumers[op])
+                if any(_is_trainable(t) for t in op.outputs):
+                    stack.extend(self.consumers_through_trainable(op))
         return reached
+
+    def consumers_through_trainable(self, op):
+        trainable = {t for t in op.outputs if _is_trainable(t)}
+        return [c for c in self.consumers[op] if any(t in trainable for t in c.inputs)]
 
     def _between_and_pending(self, reached):
         """The ops both reachable from the xs and leading to the ys, and per op how many input
@@ -204,7 +221,7 @@ def _backprop(op, grads, is_stop, options):
         return
     for i, g in enumerate(out_grads):
         if g is None and _is_trainable(op.outputs[i]):
-            out_grads[i] = array_ops.zeros_like(op.outputs[i])
+            out_grads[i] = cond.zeros_like_outside_loop(op, i)
     with name_scope(op.name + "_grad"):
         in_grads = grad_fn(op, *out_grads)
         in_grads = list(in_grads) if isinstance(in_grads, (list, tuple)) else [in_grads]

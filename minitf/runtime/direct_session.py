@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from minitf.framework import errors
+from minitf.framework.dead_tensor import DEAD
 from minitf.framework.graph import Graph, Operation, Tensor
 from minitf.framework.rendezvous import LocalRendezvous
 from minitf.lib import cpp_log_level
@@ -33,6 +34,7 @@ from minitf.runtime import (
     subgraph,
 )
 from minitf.runtime.config_proto import ConfigProto, RunMetadata, RunOptions
+from minitf.runtime.deadness import dead_fetch_error
 from minitf.runtime.gc_pause import gc_paused
 from minitf.runtime.session import SessionFactory, register_session_factory
 from minitf.runtime.step_stats import Tracer
@@ -220,6 +222,8 @@ class DirectSession:
         out = []
         owned = eplan.fetch_owned
         for n, (t, (s, k)) in enumerate(zip(fetch_tensors, eplan.fetch_slots)):
+            if vals[s][k] is DEAD:  # on the side of a tf.cond not taken
+                raise dead_fetch_error([f.name for f in fetch_tensors], n)
             try:
                 out.append(_fetched(vals[s][k], eplan.device_of_node(s), owned[n]))
             except errors.OpError as e:

@@ -26,10 +26,12 @@ import time
 from itertools import chain
 
 from minitf.framework import errors
+from minitf.framework.dead_tensor import DEAD
 from minitf.framework.resource_mgr import VariableRef
 from minitf.kernels import registry
 from minitf.ops.op_def import get_op_def
 from minitf.runtime.allocator import shape_string, type_string
+from minitf.runtime.deadness import dead_aware, may_see_dead
 from minitf.runtime.gc_pause import gc_paused
 from minitf.runtime.graph_partition import Partitions
 from minitf.runtime.kernel_stats import KernelStats, is_cpu_blas, needs_no_intra_pool
@@ -225,14 +227,16 @@ def _deref_inputs(kernel, positions, is_async):
 
         def compute_async(ctx, ins, done):
             for p in positions:
-                ins[p] = ins[p].read()
+                if ins[p] is not DEAD:  # (a Merge's input from the branch not taken)
+                    ins[p] = ins[p].read()
             return kernel(ctx, ins, done)
 
         return compute_async
 
     def compute(ctx, ins):
         for p in positions:
-            ins[p] = ins[p].read()
+            if ins[p] is not DEAD:
+                ins[p] = ins[p].read()
         return kernel(ctx, ins)
 
     return compute
@@ -343,6 +347,20 @@ def _send_recv_pairs(nodes):
     return pairs
 
 
+def _plan_kernels(nodes, node_devices, kdefs, raw, lifetimes, kernel_cache):
+    """Each node's kernel as a plan calls it (``_wrap``), and its forwarding variant (None
+    where no input may take its result)."""
+    kernels, forwarding = [], []
+    for i, node in enumerate(nodes):
+        device, kdef = node_devices[i], kdefs[i]
+        kernels.append(_wrap(raw[i], node, i, device, kdef, kernel_cache))
+        p = lifetimes.forward[i]
+        forwarding.append(
+            None if p < 0 else _wrap(raw[i].forwarding[p], node, i, device, kdef, kernel_cache)
+        )
+    return kernels, forwarding
+
+
 def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> ExecutionPlan:
     """The :class:`ExecutionPlan` of a split step graph; ``devices`` maps a device name to its
     Device (each node's kernel is made for its device)."""
@@ -376,14 +394,13 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
         [n.type == "Identity" for n in nodes],
     )
     node_devices = [devices[n.device] for n in nodes]
-    kernels, forwarding = [], []
-    for i, node in enumerate(nodes):
-        device, kdef = node_devices[i], kdefs[i]
-        kernels.append(_wrap(raw[i], node, i, device, kdef, kernel_cache))
-        p = lifetimes.forward[i]
-        forwarding.append(
-            None if p < 0 else _wrap(raw[i].forwarding[p], node, i, device, kdef, kernel_cache)
-        )
+    kernels, forwarding = _plan_kernels(nodes, node_devices, kdefs, raw, lifetimes, kernel_cache)
+    if may_see_dead(nodes):  # a tf.cond: kernels that skip the branch not taken
+        for i, node in enumerate(nodes):
+            is_async = kdefs[i].is_async
+            kernels[i] = dead_aware(kernels[i], node, i, controls[i], is_async)
+            if forwarding[i] is not None:
+                forwarding[i] = dead_aware(forwarding[i], node, i, controls[i], is_async)
     eplan = ExecutionPlan(
         Plan(inputs, controls, [n.device for n in nodes]),
         nodes,
@@ -481,6 +498,7 @@ class StepContext:
         "tracer",
         "tracing",
         "memory",
+        "dead",
         "_cancel_fns",
         "cancel_error",
     )
@@ -491,6 +509,7 @@ class StepContext:
         self.tracer = tracer
         self.tracing = tracer is not None
         self.memory = StepMemory()  # this step's tensors on devices with an allocator
+        self.dead = set()  # nodes found dead this step (runtime/deadness.py: tf.cond)
         self._cancel_fns = None  # token -> fn(error): what start_cancel calls (made on use)
         self.cancel_error = None  # the error the step was cancelled with, once it was
 

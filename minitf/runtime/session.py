@@ -112,6 +112,9 @@ class _FetchMapper:
                 "Fetch argument %r cannot be interpreted as a Tensor. (%s)"
                 % (fetch, e.args[0] if e.args else e)
             ) from None
+        op = el if isinstance(el, Operation) else getattr(el, "op", None)
+        if op is not None and not graph.is_fetchable(op):
+            raise ValueError("Operation %r has been marked as not fetchable." % op.name)
         if el not in self._index:
             self._index[el] = len(self.elements)
             self.elements.append(el)

@@ -42,7 +42,8 @@ The rules are those of the executor (``step_run.py``), with the pools of ``pools
 
 A node's ``pool`` in the record is ``"inline"`` when it ran on the caller's thread and
 ``"inter_op"`` when it ran on a pool thread (as the real tracer records it).  Not modelled: the
-hand-off latency between threads, and memory.
+hand-off latency between threads, memory, and dead nodes (with no values to test, both branches
+of a ``tf.cond`` run).
 
 Pool sizes default to the session's ``ConfigProto`` (``0`` means one per schedulable core, as in
 TF) and the thread mode to ``TF_GPU_THREAD_MODE``.  For figures that must look the same on every

@@ -9,9 +9,11 @@ step-through widget) reads this one record; the simulator produces the same reco
 virtual clock.  :class:`Tracer` is what a real step records with.
 """
 
+from minitf.framework.dead_tensor import DEAD
 from minitf.framework.resource_mgr import VariableRef
 from minitf.runtime import pools
 from minitf.runtime.config_proto import StepStats
+from minitf.runtime.deadness import DeadOutputs
 
 
 class TensorOutput:
@@ -199,6 +201,7 @@ def _outputs(outs):
     return [
         TensorOutput(k, str(getattr(v, "dtype", "")), tuple(getattr(v, "shape", ())), _nbytes(v))
         for k, v in enumerate(outs or ())
+        if v is not DEAD  # a Switch's side not taken
     ]
 
 
@@ -214,6 +217,8 @@ class Tracer:
     def record(self, i, outs, start, end, pool, chunks=(), thread=None):
         """Node ``i`` ran from ``start`` to ``end`` (microseconds) in ``pool`` and gave
         ``outs``, on ``thread`` ((id, name); default: the calling thread)."""
+        if type(outs) is DeadOutputs:  # a dead node did not run (TF records none)
+            return
         ident, tname = thread if thread is not None else pools.current_thread()
         node = self.eplan.nodes[i]
         self.nodes[i] = NodeExecStats(

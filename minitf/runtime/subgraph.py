@@ -6,7 +6,7 @@ rewrites the client's graph for each (fetches, targets, feeds) signature before 
 (``step_graph.py``, re-exported here):
 
 * pruning: only the ops the fetches and targets depend on, stopping at fed tensors;
-* each fed tensor becomes an ``_Arg`` node (named ``_arg_<op>_<output>``) on the device the
+* each fed tensor becomes an ``_Arg`` node (named ``_arg_<op>_<output>_<index>``) on the device the
   caller chooses (a local session: the client's CPU; the master: the device of the fed op), and
   its consumers read it instead.
 
@@ -46,11 +46,12 @@ def prune(fetch_ops: Iterable[Operation], feed_tensors: Iterable[Tensor] | dict)
 
 
 def arg_node(tensor: Tensor, index: int, device: str, name: str | None = None) -> Node:
-    """The ``_Arg`` node that hands a step the value fed for ``tensor`` (named
-    ``_arg_<op>_<output>`` unless ``name`` is given)."""
+    """The ``_Arg`` node that hands a step the value fed for ``tensor``, its ``index``-th feed
+    (named ``_arg_<op>_<output>_<index>`` as TF names it, unless ``name`` is given: two
+    signatures feeding one tensor at different places have two nodes, and two kernels)."""
     dtype = tensor.dtype.base_dtype
     if name is None:
-        name = "_arg_%s_%d" % (tensor.op.name, tensor.value_index)
+        name = "_arg_%s_%d_%d" % (tensor.op.name, tensor.value_index, index)
     return Node(
         name,
         ARG_OP,

@@ -9,6 +9,7 @@ import numpy as np
 from minitf.distributed import protocol_pb2 as pb
 from minitf.distributed.wire.limits import MAX_RANK, MAX_TENSOR_BYTES
 from minitf.framework import dtypes, errors, tensor_shape
+from minitf.framework.dead_tensor import DEAD
 
 # -- dtype whitelists ------------------------------------------------------------------------
 
@@ -65,7 +66,16 @@ def _dtype_from_name(name):
     return dt
 
 
+#: The wire dtype name of a dead tensor (the side of a ``tf.cond`` not taken, TF's ``is_dead``
+#: bit): shape [0], no content; it decodes to ``DEAD``.
+DEAD_NAME = "dead"
+_DEAD_ENTRY = (None, np.dtype("u1"))
+_DEAD_ARRAY = np.zeros((0,), np.uint8)
+
+
 def _tensor_dtype(name):
+    if name == DEAD_NAME:
+        return _DEAD_ENTRY
     entry = _TENSOR_DTYPES.get(name)
     if entry is None:
         raise _invalid("Unknown or unsupported tensor dtype name %s." % _short(name))
@@ -138,6 +148,8 @@ def _normalize(value):
     a minitf dtype); str/bytes (and arrays of them) become an object array of bytes.  A bare
     str/bytes goes into an object array as it is (numpy's fixed-width ``S`` type would drop its
     trailing NUL bytes, which serialized protos such as summaries can end with)."""
+    if value is DEAD:
+        return DEAD_NAME, _DEAD_ARRAY
     if isinstance(value, (bytes, str)):
         value = np.array(value, dtype=object)
     arr = np.asarray(value)
@@ -176,12 +188,12 @@ def _payload_bytes(name, arr):
     """Bytes the tensor takes on the wire (raw content or the string byte stream)."""
     if name == "string":
         return _string_stream_size(arr)
-    return arr.size * _TENSOR_DTYPES[name][1].itemsize
+    return arr.size * _tensor_dtype(name)[1].itemsize
 
 
 def _wire_bytes(name, arr):
     """A bytes-like view of a numeric/bool array in wire layout (may share arr's memory)."""
-    wire = _TENSOR_DTYPES[name][1]
+    wire = _tensor_dtype(name)[1]
     if name == "bool":
         arr = arr.astype(np.uint8)
     arr = np.ascontiguousarray(arr, dtype=wire)
@@ -214,6 +226,8 @@ def fill_tensor_proto(msg, name, arr):
 
 def _from_wire(buf, name, shape):
     """ndarray of dtype ``name`` and ``shape`` from the raw bytes ``buf`` (length checked)."""
+    if name == DEAD_NAME:
+        return DEAD
     dt, wire = _TENSOR_DTYPES[name]
     flat = np.frombuffer(buf, dtype=wire)
     if name == "bool":
