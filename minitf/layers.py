@@ -1,11 +1,13 @@
 """``tf.layers``: TF 1.15's functional layers; here ``tf.layers.dense``, the layer of the
-chapter's MLPs.
+chapter's MLPs, and ``tf.layers.dropout``.
 
 Book section: "Training" (each replica builds ``tf.layers.dense`` layers).  A call makes the
 variables ``<name>/kernel`` (Glorot uniform unless told otherwise) and ``<name>/bias`` (zeros)
 through ``tf.get_variable`` in a variable scope named after the layer (``dense``, then
 ``dense_1`` ...), and the ops ``<name>/MatMul``, ``<name>/BiasAdd`` and the activation's
-(``<name>/Relu``) in its name scope.
+(``<name>/Relu``) in its name scope.  ``tf.layers.dropout`` drops only while ``training`` is
+true: a Python bool picks at build time, a tensor (chapter 11's ``training`` placeholder with
+default False) builds a ``tf.cond`` (``dropout/cond/...``) that decides at every run.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from minitf.framework.graph import Tensor, convert_to_tensor
-from minitf.ops import init_ops, math_ops, nn_ops
+from minitf.ops import array_ops, init_ops, math_ops, nn_ops
 from minitf.ops.array_ops import TensorLike
+from minitf.ops.cond import smart_cond
 from minitf.ops.variable_scope import get_variable, variable_scope
 
-__all__ = ["dense"]
+__all__ = ["dense", "dropout"]
 
 
 def dense(
@@ -70,6 +73,26 @@ def dense(
         if activation is not None:
             outputs = activation(outputs)
         return outputs
+
+
+def dropout(
+    inputs: TensorLike,
+    rate: float = 0.5,
+    noise_shape: TensorLike = None,
+    seed: int | None = None,
+    training: Any = False,
+    name: str | None = None,
+) -> Tensor:
+    """``tf.nn.dropout(inputs, rate=rate)`` while ``training`` (a Python bool or a bool
+    tensor), else ``inputs`` unchanged (an ``Identity``), in variable scope ``dropout``
+    (``dropout_1`` ...)."""
+    x = convert_to_tensor(inputs)
+    with variable_scope(name, default_name="dropout", values=[x]):
+        return smart_cond(
+            training,
+            lambda: nn_ops.dropout(x, noise_shape=noise_shape, seed=seed, rate=rate),
+            lambda: array_ops.identity(x),
+        )
 
 
 def _check_unsupported(**args: Any) -> None:

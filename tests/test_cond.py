@@ -361,3 +361,35 @@ def test_cond_across_tasks_carries_dead_tensors():
     assert e.value.message.endswith("The tensor returned for Identity:0 was not valid.")
     ran = [n.node_name for n in node_stats(md)]
     assert "cond/add" in ran and "cond/mul" not in ran
+
+
+def test_only_plans_that_can_meet_a_dead_value_check_for_one():
+    """A plan pays for dead-value checks only with a ``Switch`` in it, or a ``_Recv`` whose
+    ``_Send`` is in another task's partition (which may hold the Switch)."""
+    from minitf.runtime.deadness import may_see_dead
+
+    class N:
+        def __init__(self, op_type):
+            self.type = op_type
+
+    local = [N("MatMul"), N("_Send"), N("_Recv")]
+    assert not may_see_dead(local, {2})
+    assert may_see_dead(local, set())
+    assert may_see_dead([N("Const"), N("Switch")], set())
+
+
+def test_layers_dropout_drops_only_while_training():
+    """Chapter 11's pattern: ``training`` a placeholder with default False; ``tf.layers.dropout``
+    builds a cond under ``dropout/`` (nn.dropout's ops in ``dropout/cond/dropout``)."""
+    x = tf.placeholder(tf.float32, [None, 50], name="X")
+    training = tf.placeholder_with_default(False, shape=(), name="training")
+    d = tf.layers.dropout(x, 0.5, training=training, seed=7)
+    fixed = tf.layers.dropout(x, 0.5)  # training=False: just an Identity
+    names = [op.name for op in tf.get_default_graph().get_operations()]
+    assert d.name == "dropout/cond/Merge:0" and fixed.name == "dropout_1/Identity:0"
+    assert "dropout/cond/dropout/Shape/Switch" in names and "dropout/cond/Identity/Switch" in names
+    xv = np.ones((40, 50), np.float32)
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(d, {x: xv}), xv)
+        dropped = sess.run(d, {x: xv, training: True})
+    assert set(np.unique(dropped)) == {0.0, 2.0} and 0.4 < (dropped == 0).mean() < 0.6

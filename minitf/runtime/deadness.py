@@ -7,9 +7,9 @@ run: its outputs are ``DEAD`` and it leaves no trace in the step stats (TF recor
 nodes that ran).  ``_Send`` and ``_Recv`` are transfer nodes: they run dead or alive, carrying
 ``DEAD`` to the other side.
 
-Only a plan with control flow pays for this: :func:`wrap_plan_kernels` wraps each kernel of a
-plan that has a ``Switch`` (or a ``_Recv``, which may receive a dead value from another task
-whose partition has one), and leaves every other plan's kernels as they are.
+Only a plan with control flow pays for this: the executor wraps each kernel (:func:`dead_aware`)
+of a plan that has a ``Switch``, or a ``_Recv`` from another task, whose partition may have one
+(:func:`may_see_dead`), and leaves every other plan's kernels as they are.
 """
 
 from __future__ import annotations
@@ -30,9 +30,14 @@ def dead_outputs(n: int) -> DeadOutputs:
     return DeadOutputs((DEAD,) * n)
 
 
-def may_see_dead(nodes) -> bool:
-    """Whether a plan over ``nodes`` (a step graph's partitions) can meet a dead value."""
-    return any(n.type in SWITCHES or n.type == "_Recv" for n in nodes)
+def may_see_dead(nodes, local_recvs) -> bool:
+    """Whether a plan over ``nodes`` (a step graph's partitions) can meet a dead value: it has
+    a ``Switch``, or a ``_Recv`` (not among the indices ``local_recvs``, whose ``_Send`` is in
+    the plan) that takes a tensor from another task's partition, which may have one."""
+    return any(
+        n.type in SWITCHES or (n.type == "_Recv" and i not in local_recvs)
+        for i, n in enumerate(nodes)
+    )
 
 
 def _is_dead(ins, controls, dead):

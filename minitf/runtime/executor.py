@@ -395,7 +395,7 @@ def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> Execut
     )
     node_devices = [devices[n.device] for n in nodes]
     kernels, forwarding = _plan_kernels(nodes, node_devices, kdefs, raw, lifetimes, kernel_cache)
-    if may_see_dead(nodes):  # a tf.cond: kernels that skip the branch not taken
+    if may_see_dead(nodes, {r for _, r in send_recv}):  # a tf.cond: skip the branch not taken
         for i, node in enumerate(nodes):
             is_async = kdefs[i].is_async
             kernels[i] = dead_aware(kernels[i], node, i, controls[i], is_async)
