@@ -248,6 +248,7 @@ greater, greater_equal = _math_ops.greater, _math_ops.greater_equal
 exp, log, sqrt, rsqrt = _math_ops.exp, _math_ops.log, _math_ops.sqrt, _math_ops.rsqrt
 floor = _math_ops.floor
 maximum, minimum = _math_ops.maximum, _math_ops.minimum
+squared_difference = _math_ops.squared_difference
 pow = _math_ops.pow  # noqa: A001 - TF's name
 reduce_max = _math_ops.reduce_max
 reduce_any = _math_ops.reduce_any

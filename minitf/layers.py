@@ -1,5 +1,5 @@
 """``tf.layers``: TF 1.15's functional layers; here ``tf.layers.dense``, the layer of the
-chapter's MLPs, and ``tf.layers.dropout``.
+chapter's MLPs, ``tf.layers.dropout`` and ``tf.layers.batch_normalization``.
 
 Book section: "Training" (each replica builds ``tf.layers.dense`` layers).  A call makes the
 variables ``<name>/kernel`` (Glorot uniform unless told otherwise) and ``<name>/bias`` (zeros)
@@ -8,6 +8,10 @@ through ``tf.get_variable`` in a variable scope named after the layer (``dense``
 (``<name>/Relu``) in its name scope.  ``tf.layers.dropout`` drops only while ``training`` is
 true: a Python bool picks at build time, a tensor (chapter 11's ``training`` placeholder with
 default False) builds a ``tf.cond`` (``dropout/cond/...``) that decides at every run.
+``tf.layers.batch_normalization`` normalizes with the batch's moments while training and with
+its moving averages otherwise; each training step's updates of those averages are ops in
+``tf.GraphKeys.UPDATE_OPS``, which the training op must run (chapter 11's
+``tf.control_dependencies(update_ops)``).
 """
 
 from __future__ import annotations
@@ -15,13 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from minitf.framework.graph import Tensor, convert_to_tensor
-from minitf.ops import array_ops, init_ops, math_ops, nn_ops
+from minitf.framework.graph import GraphKeys, Tensor, convert_to_tensor
+from minitf.framework.graph import name_scope as _name_scope
+from minitf.ops import array_ops, init_ops, math_ops, nn_impl, nn_ops, state_ops
 from minitf.ops.array_ops import TensorLike
 from minitf.ops.cond import smart_cond
 from minitf.ops.variable_scope import get_variable, variable_scope
 
-__all__ = ["dense", "dropout"]
+__all__ = ["batch_normalization", "dense", "dropout"]
 
 
 def dense(
@@ -93,6 +98,89 @@ def dropout(
             lambda: nn_ops.dropout(x, noise_shape=noise_shape, seed=seed, rate=rate),
             lambda: array_ops.identity(x),
         )
+
+
+def batch_normalization(
+    inputs: TensorLike,
+    axis: int = -1,
+    momentum: float = 0.99,
+    epsilon: float = 1e-3,
+    center: bool = True,
+    scale: bool = True,
+    beta_initializer: Any = init_ops.zeros_initializer(),  # noqa: B008 - TF's default
+    gamma_initializer: Any = init_ops.ones_initializer(),  # noqa: B008 - TF's default
+    moving_mean_initializer: Any = init_ops.zeros_initializer(),  # noqa: B008 - TF's default
+    moving_variance_initializer: Any = init_ops.ones_initializer(),  # noqa: B008
+    training: Any = False,
+    trainable: bool = True,
+    name: str | None = None,
+    reuse: bool | None = None,
+) -> Tensor:
+    """Batch normalization over the last axis: variables ``gamma``, ``beta`` (trainable),
+    ``moving_mean``, ``moving_variance`` (not), in variable scope ``batch_normalization``.
+    While ``training`` (a bool or a bool tensor) it normalizes with the batch's ``moments``
+    and adds the moving averages' updates (``AssignMovingAvg``) to ``UPDATE_OPS``; otherwise it
+    uses the moving averages.  TF's non-fused layer, as it builds it for a 2-D input."""
+    x = convert_to_tensor(inputs)
+    ndims = x.shape.ndims
+    if ndims is None or axis not in (-1, ndims - 1):
+        raise ValueError("minitf: tf.layers.batch_normalization normalizes the last axis only")
+    dtype, size = x.dtype.base_dtype, _input_size(x, name)
+    with variable_scope(name, default_name="batch_normalization", values=[x], reuse=reuse):
+        gamma = _bn_variable("gamma", size, dtype, gamma_initializer, trainable, scale)
+        beta = _bn_variable("beta", size, dtype, beta_initializer, trainable, center)
+        moving_mean = _bn_variable("moving_mean", size, dtype, moving_mean_initializer)
+        moving_variance = _bn_variable("moving_variance", size, dtype, moving_variance_initializer)
+        mean, variance = moving_mean, moving_variance
+        if _constant_value(training) is not False:  # True, or only known at run time
+            mean, variance = _training_moments(x, training, momentum, moving_mean, moving_variance)
+        return nn_impl.batch_normalization(x, mean, variance, beta, gamma, epsilon)
+
+
+def _constant_value(pred):
+    """A predicate's value when the graph is built: a Python bool, a ``Const``; else None."""
+    if isinstance(pred, Tensor):
+        value = array_ops._static_value(pred)
+        return None if value is None else bool(value)
+    return bool(pred)
+
+
+def _bn_variable(name, size, dtype, initializer, trainable=False, wanted=True):
+    if not wanted:
+        return None
+    return get_variable(name, [size], dtype, initializer=initializer, trainable=trainable)
+
+
+def _training_moments(x, training, momentum, moving_mean, moving_variance):
+    """The batch's moments while ``training``, else the moving averages (``cond``,
+    ``cond_1``); the averages' updates while training (``cond_2``, ``cond_3``) go to
+    ``UPDATE_OPS``."""
+    axes = list(range(x.shape.ndims - 1))
+    batch_mean, batch_variance = nn_impl.moments(x, axes)
+    mean = smart_cond(training, lambda: batch_mean, lambda: convert_to_tensor(moving_mean))
+    variance = smart_cond(
+        training, lambda: batch_variance, lambda: convert_to_tensor(moving_variance)
+    )
+    for var, value in ((moving_mean, mean), (moving_variance, variance)):
+        update = smart_cond(
+            training,
+            lambda var=var, value=value: _assign_moving_average(var, value, momentum),
+            lambda var=var: convert_to_tensor(var),
+        )
+        x.graph.add_to_collection(GraphKeys.UPDATE_OPS, update.op)
+    return mean, variance
+
+
+def _assign_moving_average(variable, value, momentum):
+    """``variable -= (variable - value) * (1 - momentum)``, next to the variable
+    (``AssignMovingAvg``)."""
+    with _name_scope(None, "AssignMovingAvg", [variable, value]) as scope:
+        with variable.graph.colocate_with(variable.op):
+            decay = convert_to_tensor(1.0 - momentum, name="decay")
+            if decay.dtype.base_dtype != variable.dtype.base_dtype:
+                decay = math_ops.cast(decay, variable.dtype.base_dtype)
+            delta = (variable - math_ops.cast(value, variable.dtype.base_dtype)) * decay
+            return state_ops.assign_sub(variable, delta, name=scope)
 
 
 def _check_unsupported(**args: Any) -> None:

@@ -4,6 +4,7 @@ TF 1.15 gives them (``tf.nn.relu``, ``tf.nn.sparse_softmax_cross_entropy_with_lo
 Book section: "Training".
 """
 
+from minitf.ops.nn_impl import batch_normalization, moments
 from minitf.ops.nn_ops import (
     bias_add,
     dropout,
@@ -23,6 +24,7 @@ from minitf.ops.nn_ops import (
 )
 
 __all__ = [
+    "batch_normalization",
     "bias_add",
     "dropout",
     "elu",
@@ -30,6 +32,7 @@ __all__ = [
     "l2_loss",
     "leaky_relu",
     "log_softmax",
+    "moments",
     "relu",
     "selu",
     "sigmoid",

@@ -55,6 +55,7 @@ class GraphKeys:
     TRAIN_OP = "train_op"
     SUMMARIES = "summaries"
     COND_CONTEXT = "cond_context"
+    UPDATE_OPS = "update_ops"
 
 
 def _user_frame():

@@ -269,6 +269,30 @@ register("Maximum", _zip("maximum"), cpu=_REAL, gpu=FLOATS + (D.int32, D.int64),
 register("Minimum", _zip("minimum"), cpu=_REAL, gpu=FLOATS + (D.int32, D.int64), **_BINARY)
 
 
+def _squared_difference(op, device):
+    """``(x - y)²`` as two of the backend's binary ops (the square written into the
+    difference, a buffer of the op's own)."""
+    sub, mul = device.backend.zip("sub"), device.backend.zip("mul")
+    shape = op.outputs[0][1]
+
+    def compute(ctx, ins):
+        x, y = ins
+        try:
+            d = sub(ctx, x, y)
+        except ValueError:
+            error = _shape_error(shape, x, y)
+            if error is None:
+                raise
+            raise error from None
+        into = d if type(d) is np.ndarray and d.ndim else None  # (a scalar has no buffer)
+        return (mul(ctx, d, d, into),)
+
+    return compute
+
+
+register("SquaredDifference", _squared_difference, cpu=FLOATS + INTS, gpu=FLOATS, allocates=True)
+
+
 def _comparison(ufunc):
     """A broadcasting comparison's host kernel (bool result), with TF's shape error."""
 

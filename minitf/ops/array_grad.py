@@ -47,6 +47,12 @@ def _expand_dims_grad(op, grad):
     return array_ops.reshape(grad, array_ops.shape(op.inputs[0])), None
 
 
+@RegisterGradient("Squeeze")
+def _squeeze_grad(op, grad):
+    """The dropped size-1 axes put back: the gradient reshaped to the input."""
+    return array_ops.reshape(grad, array_ops.shape(op.inputs[0]))
+
+
 @RegisterGradient("Tile")
 def _tile_grad(op, grad):
     """Each tile's gradient summed back onto the input: the gradient reshaped to

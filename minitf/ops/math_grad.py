@@ -276,6 +276,37 @@ def _maximum_minimum_grad(op, grad, selector):
     return _reduced_to_inputs(op, xgrad, ygrad)
 
 
+@RegisterGradient("SquaredDifference")
+def _squared_difference_grad(op, grad):
+    """d(x-y)² = 2g(x-y) for x, its negation for y, each summed to its input's shape (TF
+    1.15: ``scalar`` and ``Mul``, then ``sub``, ``mul``; y's ``Neg`` after its reshape)."""
+    x, y = op.inputs
+    sx, sy = array_ops.shape(x), array_ops.shape(y)
+    rx, ry = array_ops.broadcast_gradient_args(sx, sy)
+    with op.graph.control_dependencies([grad]):
+        two = array_ops.constant(2.0, dtype=grad.dtype.base_dtype, name="scalar")
+        x_grad = math_ops.multiply(two, grad) * (x - y)
+    gx = array_ops.reshape(math_ops.reduce_sum(x_grad, rx), sx)
+    gy = array_ops.reshape(math_ops.reduce_sum(x_grad, ry), sy)
+    return gx, math_ops.negative(gy)
+
+
+@RegisterGradient("Pow")
+def _pow_grad(op, grad):
+    """d(x^y) = g·y·x^(y-1) for x, g·z·log(x) for y (0 where x <= 0, which has no real log),
+    each summed to its input's shape (TF 1.15's ops and order)."""
+    x, y = op.inputs
+    z = op.outputs[0]
+    sx, sy = array_ops.shape(x), array_ops.shape(y)
+    rx, ry = array_ops.broadcast_gradient_args(sx, sy)
+    gx = array_ops.reshape(math_ops.reduce_sum(grad * y * math_ops.pow(x, y - 1), rx), sx)
+    mask = x > 0
+    safe_x = math_ops.where(mask, x, array_ops.ones_like(x))
+    log_x = math_ops.where(mask, math_ops.log(safe_x), array_ops.zeros_like(x))
+    gy = array_ops.reshape(math_ops.reduce_sum(grad * z * log_x, ry), sy)
+    return gx, gy
+
+
 @RegisterGradient("Maximum")
 def _maximum_grad(op, grad):
     return _maximum_minimum_grad(op, grad, math_ops.greater_equal)

@@ -313,6 +313,7 @@ def _install_operators(cls):
         "truediv": ("truediv", lambda x, y, s: truediv(x, y, name=s)),
         "floordiv": ("floordiv", lambda x, y, s: _binary("FloorDiv", x, y, s)),
         "matmul": ("matmul", lambda x, y, s: matmul(x, y, name=s)),
+        "pow": ("pow", lambda x, y, s: _binary("Pow", x, y, s)),
     }
     for key, (op_name, fn) in table.items():
         fwd, rev = binary(op_name, fn)
@@ -335,6 +336,7 @@ for _t in (
     "Floor",
     "Maximum",
     "Minimum",
+    "SquaredDifference",
     "Equal",
     "NotEqual",
     "Less",
@@ -396,6 +398,8 @@ def abs(x: TensorLike, name: str | None = None) -> Tensor:  # noqa: A001 - TF's 
 
 maximum = _binary_fn("Maximum", "Maximum")
 minimum = _binary_fn("Minimum", "Minimum")
+squared_difference = _binary_fn("SquaredDifference", "SquaredDifference")
+squared_difference.__doc__ = "``SquaredDifference``: ``(x - y)²``, with broadcasting."
 maximum.__doc__ = "``Maximum``: the larger of ``x`` and ``y``, with broadcasting."
 minimum.__doc__ = "``Minimum``: the smaller of ``x`` and ``y``, with broadcasting."
 
