@@ -131,3 +131,37 @@ def test_broadcast_gradients_match_central_differences(xv, yv, op):
                     num[i] = (lu - ld) / 2e-6
                 np.testing.assert_allclose(got[k], num, rtol=1e-5, atol=1e-6)
     assert f.op.type == op and f.op.name == ("SquaredDifference" if op != "Pow" else "pow")
+
+
+def _train_step_on_gpu():
+    """A batch-normalized layer trained on /gpu:0 with ``training`` a tensor (so its conds,
+    Switches of every dtype and Merges run on the card), checked against numpy."""
+    xv = np.random.RandomState(3).rand(8, 5).astype(np.float32) * 4
+    with tf.device("/gpu:0"):
+        x = tf.placeholder(tf.float32, [None, 5])
+        training = tf.placeholder_with_default(False, shape=())
+        out = tf.layers.batch_normalization(x, training=training)
+        loss = tf.reduce_sum(out * out * x)
+        with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+            train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+    sess = tf.Session(config=tf.ConfigProto(allow_soft_placement=True))
+    sess.run(tf.global_variables_initializer())
+    before = sess.run(out, {x: xv})
+    np.testing.assert_allclose(before, xv / np.sqrt(1.001), rtol=1e-5)
+    sess.run(train, {x: xv, training: True})
+    mean = sess.run(tf.global_variables()[2])
+    np.testing.assert_allclose(mean, 0.01 * xv.mean(0), rtol=1e-5)
+    gamma = sess.run(tf.global_variables()[0])
+    norm = (xv - xv.mean(0)) / np.sqrt(xv.var(0) + 1e-3)
+    np.testing.assert_allclose(gamma, 1 - 0.01 * (2 * norm * norm * xv).sum(0), rtol=1e-4)
+    return sess
+
+
+def test_the_layer_trains_on_an_emulated_gpu():
+    assert _train_step_on_gpu()._impl.devices[1].backend.name == "numpy"
+
+
+@pytest.mark.cudasim
+@pytest.mark.usefixtures("cuda_kernels", "fast_thread_switching")
+def test_the_layer_trains_with_cuda_kernels_under_the_simulator():
+    assert _train_step_on_gpu()._impl.devices[1].backend.name == "cuda"
