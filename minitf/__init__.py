@@ -246,6 +246,7 @@ equal, not_equal = _math_ops.equal, _math_ops.not_equal
 less, less_equal = _math_ops.less, _math_ops.less_equal
 greater, greater_equal = _math_ops.greater, _math_ops.greater_equal
 exp, log, sqrt, rsqrt = _math_ops.exp, _math_ops.log, _math_ops.sqrt, _math_ops.rsqrt
+reciprocal = _math_ops.reciprocal
 floor = _math_ops.floor
 maximum, minimum = _math_ops.maximum, _math_ops.minimum
 squared_difference = _math_ops.squared_difference

@@ -496,3 +496,48 @@ def test_placeholder_with_default_passes_its_gradient_to_the_default():
     np.testing.assert_allclose(run(g)[0], [6.0, 12.0])
     # feeding p changes nothing: the gradient reads x, never p
     assert run(g, feed={p: [5.0, 5.0]})[0].tolist() == [6.0, 12.0]
+
+
+def test_unary_gradients_are_tfs_fused_ops():
+    """Log's gradient multiplies by a ``Reciprocal`` once the incoming gradient is there;
+    Sqrt, Rsqrt and Reciprocal have one fused op each (as TF 2.21's compat.v1 and 1.15 build
+    them), with TF's values."""
+    x = tf.placeholder(tf.float32, [3], name="x")
+    (g,) = tf.gradients([tf.log(x), tf.sqrt(x), tf.rsqrt(x), tf.reciprocal(x)], [x])
+    listing = [
+        (op.name, op.type, [t.name for t in op.inputs], [c.name for c in op.control_inputs])
+        for op in tf.get_default_graph().get_operations()
+        if op.name.startswith("gradients/")
+        and "grad_ys" not in op.name
+        and not op.name.startswith("gradients/Shape")
+    ]
+    assert listing == [
+        ("gradients/Log_grad/Reciprocal", "Reciprocal", ["x:0"], ["gradients/grad_ys_0"]),
+        (
+            "gradients/Log_grad/mul",
+            "Mul",
+            ["gradients/grad_ys_0:0", "gradients/Log_grad/Reciprocal:0"],
+            [],
+        ),
+        ("gradients/Sqrt_grad/SqrtGrad", "SqrtGrad", ["Sqrt:0", "gradients/grad_ys_1:0"], []),
+        ("gradients/Rsqrt_grad/RsqrtGrad", "RsqrtGrad", ["Rsqrt:0", "gradients/grad_ys_2:0"], []),
+        (
+            "gradients/Reciprocal_grad/ReciprocalGrad",
+            "ReciprocalGrad",
+            ["Reciprocal:0", "gradients/grad_ys_3:0"],
+            [],
+        ),
+        (
+            "gradients/AddN",
+            "AddN",
+            [
+                "gradients/Log_grad/mul:0",
+                "gradients/Sqrt_grad/SqrtGrad:0",
+                "gradients/Rsqrt_grad/RsqrtGrad:0",
+                "gradients/Reciprocal_grad/ReciprocalGrad:0",
+            ],
+            [],
+        ),
+    ]
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(g, {x: [0.5, 1.0, 4.0]}), [-2.7071066, 0.0, 0.375])

@@ -140,6 +140,11 @@ def assert_numpy_answer(ops, out, expected):
         np.testing.assert_array_equal(value, expected)
 
 
+def _quietly(fn, *args):
+    with np.errstate(divide="ignore", invalid="ignore"):  # x/0 is inf, 0/0 nan, as TF's
+        return fn(*args)
+
+
 def numpy_zip(fn, x, y):
     """numpy's answer for ``zip(fn)``; FloorDiv on floats is TF's floor(x / y)."""
     if fn == "floordiv" and np.result_type(x, y).kind == "f":
@@ -155,6 +160,9 @@ def numpy_zip(fn, x, y):
         "relu_grad": lambda g, f: numpy_ops.scalarize(np.multiply(g, f > 0)),
         "sigmoid_grad": lambda y, g: g * y * (1 - y),
         "tanh_grad": lambda y, g: g * (1 - y * y),
+        "sqrt_grad": lambda y, g: _quietly(np.divide, np.asarray(0.5, np.result_type(y)) * g, y),
+        "rsqrt_grad": lambda y, g: np.asarray(-0.5, np.result_type(y)) * (g * y) * (y * y),
+        "reciprocal_grad": lambda y, g: -g * y * y,
     }[fn](x, y)
 
 
@@ -211,6 +219,7 @@ def numpy_map(fn, x):
         "log": np.log,
         "sqrt": np.sqrt,
         "rsqrt": lambda v: 1 / np.sqrt(v),
+        "reciprocal": lambda v: 1 / v,
         "floor": np.floor,
         "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
         "tanh": np.tanh,
@@ -249,13 +258,16 @@ def test_map_matches_numpy(name):
 @st.composite
 def zip_cases(draw):
     fn = draw(st.sampled_from(tensor_ops.ZIP_FNS))
-    # RealDiv has float kernels only (an integer Div truncates, numpy's true_divide does not)
-    dtype = draw(st.sampled_from(FLOATS if fn == "realdiv" else NUMERIC))
+    # RealDiv has float kernels only (an integer Div truncates, numpy's true_divide does not),
+    # and so have the gradients of Sqrt, Rsqrt and Reciprocal
+    dtype = draw(st.sampled_from(FLOATS if fn in tensor_ops.FLOAT_ZIP_FNS else NUMERIC))
     shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3))
     x = draw(host_values(dtype, shapes.input_shapes[0]))
     y = draw(host_values(dtype, shapes.input_shapes[1]))
     if fn in ("realdiv", "floordiv"):
         y = numpy_ops.scalarize(np.where(np.abs(y) < 0.5, np.ones_like(y), y))
+    if fn in tensor_ops.FLOAT_ZIP_FNS[1:]:  # the op's output y, away from 0 (no 1/0)
+        x = numpy_ops.scalarize(np.where(np.abs(x) < 0.5, np.ones_like(x), x))
     return fn, x, y
 
 
@@ -600,7 +612,7 @@ def large(shape, dtype, seed, bound=50):
     st.integers(0, 2**16),
 )
 def test_numpy_large_zip_same_answer_split(fn, dtype, shape, seed):
-    if fn == "realdiv" and np.dtype(dtype).kind != "f":
+    if fn in tensor_ops.FLOAT_ZIP_FNS and np.dtype(dtype).kind != "f":
         dtype = np.float64
     x, y = large(shape, dtype, seed), large(shape, dtype, seed + 1)
     if fn in ("realdiv", "floordiv"):

@@ -516,13 +516,23 @@ def _binary_fn(op, out_dtype):
     return f
 
 
-_SELECT_BINARY = ("maximum", "minimum", "relu_grad", "sigmoid_grad", "tanh_grad")
+_SELECT_BINARY = (
+    "maximum",
+    "minimum",
+    "relu_grad",
+    "sigmoid_grad",
+    "tanh_grad",
+    "sqrt_grad",
+    "rsqrt_grad",
+    "reciprocal_grad",
+)
 
 
 def _select_binary_fn(op, ctype):
     """The scalar functions of Maximum, Minimum (a NaN operand wins, as in numpy) and of
     tf.nn's gradient helpers ``ReluGrad(g, features)``, ``SigmoidGrad(y, g)``,
-    ``TanhGrad(y, g)``, computing in ``ctype``."""
+    ``TanhGrad(y, g)``, ``SqrtGrad(y, g)``, ``RsqrtGrad(y, g)``, ``ReciprocalGrad(y, g)``,
+    computing in ``ctype``."""
     if op == "maximum":
 
         def f(x, y):
@@ -539,6 +549,18 @@ def _select_binary_fn(op, ctype):
 
         def f(x, y):
             return ctype(y) * ctype(x) * (ctype(1) - ctype(x))
+    elif op == "sqrt_grad":
+
+        def f(x, y):
+            return ctype(0.5) * ctype(y) / ctype(x)
+    elif op == "rsqrt_grad":
+
+        def f(x, y):
+            return ctype(-0.5) * (ctype(y) * ctype(x)) * (ctype(x) * ctype(x))
+    elif op == "reciprocal_grad":
+
+        def f(x, y):
+            return -(ctype(y) * ctype(x) * ctype(x))
     else:  # tanh_grad
 
         def f(x, y):
@@ -578,13 +600,13 @@ def _unary_fn(op, ctype):
     return f
 
 
-_MATH_UNARY = ("exp", "log", "sqrt", "rsqrt", "floor", "sigmoid", "tanh")
+_MATH_UNARY = ("exp", "log", "sqrt", "rsqrt", "reciprocal", "floor", "sigmoid", "tanh")
 
 
 def _math_unary_fn(op, ctype):
-    """The scalar functions of the float-only unary ops (Exp, Log, Sqrt, Rsqrt, Floor,
-    Sigmoid, Tanh).  Domain edges are handled before ``math`` is called (TF gives -inf, inf or
-    nan there, where Python's ``math``, which the simulator runs, would raise)."""
+    """The scalar functions of the float-only unary ops (Exp, Log, Sqrt, Rsqrt, Reciprocal,
+    Floor, Sigmoid, Tanh).  Domain edges are handled before ``math`` is called (TF gives -inf,
+    inf or nan there, where Python's ``math``, which the simulator runs, would raise)."""
     if op == "exp":
 
         def f(x):
@@ -607,6 +629,12 @@ def _math_unary_fn(op, ctype):
             if x == 0:  # 1 / sqrt(-0.0) is -inf
                 return ctype(math.copysign(math.inf, x))
             return ctype(1.0 / math.sqrt(x))
+    elif op == "reciprocal":
+
+        def f(x):
+            if x == 0:  # 1 / -0.0 is -inf
+                return ctype(math.copysign(math.inf, x))
+            return ctype(1.0 / x)
     elif op == "floor":
 
         def f(x):

@@ -262,6 +262,11 @@ register("Prod", _prod, cpu=NUMERIC, gpu=GPU_MATH)
 _UNARY = {"allocates": True, "forwards": (0,)}
 for _op, _fn in (("Exp", "exp"), ("Log", "log"), ("Sqrt", "sqrt"), ("Rsqrt", "rsqrt")):
     register(_op, _map(_fn), cpu=FLOATS + COMPLEX, gpu=FLOATS, **_UNARY)
+register("Reciprocal", _map("reciprocal"), cpu=FLOATS, gpu=FLOATS, **_UNARY)
+_SAME_SHAPE = {"allocates": True, "forwards": (0, 1)}
+register("SqrtGrad", _zip("sqrt_grad"), cpu=FLOATS, gpu=FLOATS, **_SAME_SHAPE)
+register("RsqrtGrad", _zip("rsqrt_grad"), cpu=FLOATS, gpu=FLOATS, **_SAME_SHAPE)
+register("ReciprocalGrad", _zip("reciprocal_grad"), cpu=FLOATS, gpu=FLOATS, **_SAME_SHAPE)
 register("Floor", _map("floor"), cpu=FLOATS, gpu=FLOATS, **_UNARY)
 register("Abs", _map("abs"), cpu=FLOATS + INTS, gpu=FLOATS + (D.int32, D.int64), **_UNARY)
 _REAL = FLOATS + INTS

@@ -94,6 +94,22 @@ def _tanh_grad(y, g, out=None):
     return _into(g * (1 - y * y), out)
 
 
+def _sqrt_grad(y, g, out=None):
+    """TF's ``SqrtGrad(y, g)``: ``0.5 * g / y`` (y = sqrt(x))."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _into(y.dtype.type(0.5) * g / y, out)
+
+
+def _rsqrt_grad(y, g, out=None):
+    """TF's ``RsqrtGrad(y, g)``: ``-0.5 * (g * y) * (y * y)`` (y = 1/sqrt(x))."""
+    return _into(y.dtype.type(-0.5) * (g * y) * (y * y), out)
+
+
+def _reciprocal_grad(y, g, out=None):
+    """TF's ``ReciprocalGrad(y, g)``: ``-g * y * y`` (y = 1/x)."""
+    return _into(-g * y * y, out)
+
+
 def _relu(x, out=None):
     return np.maximum(x, x.dtype.type(0), out=out)  # a zero of x's own type: no array made
 
@@ -101,6 +117,11 @@ def _relu(x, out=None):
 def _rsqrt(x, out=None):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.divide(1, np.sqrt(x), out=out, dtype=np.result_type(x))
+
+
+def _reciprocal(x, out=None):
+    with np.errstate(divide="ignore"):
+        return np.divide(1, x, out=out, dtype=np.result_type(x))
 
 
 def _sigmoid(x, out=None):
@@ -129,6 +150,9 @@ _ZIP = {
     "relu_grad": (_relu_grad, _relu_grad),
     "sigmoid_grad": (_sigmoid_grad, _sigmoid_grad),
     "tanh_grad": (_tanh_grad, _tanh_grad),
+    "sqrt_grad": (_sqrt_grad, _sqrt_grad),
+    "rsqrt_grad": (_rsqrt_grad, _rsqrt_grad),
+    "reciprocal_grad": (_reciprocal_grad, _reciprocal_grad),
 }
 _MAP = {"neg": (operator.neg, np.negative), "square": (lambda x: x * x, np.square)}
 _MAP.update(
@@ -141,6 +165,7 @@ _MAP.update(
             ("log", _quiet(np.log)),
             ("sqrt", _quiet(np.sqrt)),
             ("rsqrt", _rsqrt),
+            ("reciprocal", _reciprocal),
             ("floor", np.floor),
             ("sigmoid", _quiet(_sigmoid)),
             ("tanh", np.tanh),

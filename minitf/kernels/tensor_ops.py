@@ -58,10 +58,14 @@ ZIP_FNS = (
     "maximum",
     "minimum",
     # the gradient helpers of tf.nn (same-shape operands): ReluGrad(g, features),
-    # SigmoidGrad(y, g) = g*y*(1-y), TanhGrad(y, g) = g*(1-y*y)
+    # SigmoidGrad(y, g) = g*y*(1-y), TanhGrad(y, g) = g*(1-y*y); and of tf.math:
+    # SqrtGrad(y, g) = 0.5*g/y, RsqrtGrad(y, g) = -0.5*(g*y)*(y*y), ReciprocalGrad(y, g) = -g*y*y
     "relu_grad",
     "sigmoid_grad",
     "tanh_grad",
+    "sqrt_grad",
+    "rsqrt_grad",
+    "reciprocal_grad",
 )
 MAP_FNS = (
     "neg",
@@ -72,12 +76,15 @@ MAP_FNS = (
     "log",
     "sqrt",
     "rsqrt",
+    "reciprocal",
     "floor",
     "sigmoid",
     "tanh",
 )
+#: the ZIP_FNS only defined for floating-point tensors (TF registers no integer kernels)
+FLOAT_ZIP_FNS = ("realdiv", "sqrt_grad", "rsqrt_grad", "reciprocal_grad")
 #: the MAP_FNS only defined for floating-point tensors (TF registers no integer kernels)
-FLOAT_MAP_FNS = ("exp", "log", "sqrt", "rsqrt", "floor", "sigmoid", "tanh")
+FLOAT_MAP_FNS = ("exp", "log", "sqrt", "rsqrt", "reciprocal", "floor", "sigmoid", "tanh")
 REDUCE_FNS = ("sum", "mean")
 
 Compute = Callable[..., Any]

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from minitf.framework import dtypes
+from minitf.framework.graph import name_scope
 from minitf.ops import array_ops, math_ops
-from minitf.ops.op_def import NotDifferentiable, RegisterGradient
+from minitf.ops.op_def import NotDifferentiable, RegisterGradient, apply_op
 
 
 def _same_static_shapes(x, y, grad):
@@ -228,27 +229,36 @@ def _exp_grad(op, grad):
 
 @RegisterGradient("Log")
 def _log_grad(op, grad):
-    """d(log x) = g / x, once g is there."""
+    """d(log x) = g · (1/x), once g is there (``Reciprocal``, ``mul``)."""
     x = op.inputs[0]
     with op.graph.control_dependencies([grad]):
-        return _realdiv(grad, x)
+        return grad * math_ops.reciprocal(x)
+
+
+@RegisterGradient("Reciprocal")
+def _reciprocal_grad(op, grad):
+    """d(1/x) = -g·y² with y the op's output: one ``ReciprocalGrad`` op."""
+    return _grad_op("ReciprocalGrad", op.outputs[0], grad)
+
+
+def _grad_op(op_type, y, grad):
+    """TF's fused gradient op ``op_type(y, grad)`` (``SqrtGrad``, ``RsqrtGrad``,
+    ``ReciprocalGrad``) of a unary op's output ``y``."""
+    dt = y.dtype.base_dtype
+    with name_scope(None, op_type, [y, grad]) as scope:
+        return apply_op(op_type, [y, grad], [(dt, y.shape)], scope, {"T": dt}).outputs[0]
 
 
 @RegisterGradient("Sqrt")
 def _sqrt_grad(op, grad):
-    """d(√x) = g·0.5/√x, from the op's output."""
-    y = op.outputs[0]
-    half = array_ops.constant(0.5, dtype=y.dtype.base_dtype)
-    return _realdiv(math_ops.multiply(grad, half), y)
+    """d(√x) = 0.5·g/y with y the op's output: one ``SqrtGrad`` op."""
+    return _grad_op("SqrtGrad", op.outputs[0], grad)
 
 
 @RegisterGradient("Rsqrt")
 def _rsqrt_grad(op, grad):
-    """d(x^-½) = g·(-0.5)·y³ with y the op's output."""
-    y = op.outputs[0]
-    factor = array_ops.constant(-0.5, dtype=y.dtype.base_dtype)
-    cube = math_ops.multiply(math_ops.multiply(y, y), y)
-    return math_ops.multiply(math_ops.multiply(grad, factor), cube)
+    """d(x^-½) = -0.5·g·y³ with y the op's output: one ``RsqrtGrad`` op."""
+    return _grad_op("RsqrtGrad", op.outputs[0], grad)
 
 
 @RegisterGradient("Abs")

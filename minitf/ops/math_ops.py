@@ -332,6 +332,10 @@ for _t in (
     "Log",
     "Sqrt",
     "Rsqrt",
+    "Reciprocal",
+    "SqrtGrad",
+    "RsqrtGrad",
+    "ReciprocalGrad",
     "Abs",
     "Floor",
     "Maximum",
@@ -383,6 +387,9 @@ exp = _float_unary("Exp", "``Exp``: e to the power ``x``, elementwise (``tf.exp`
 log = _float_unary("Log", "``Log``: the natural logarithm, elementwise (``tf.log``).")
 sqrt = _float_unary("Sqrt", "``Sqrt``: the square root, elementwise (``tf.sqrt``).")
 rsqrt = _float_unary("Rsqrt", "``Rsqrt``: ``1 / sqrt(x)``, elementwise (``tf.math.rsqrt``).")
+reciprocal = _float_unary(
+    "Reciprocal", "``Reciprocal``: ``1 / x``, elementwise (``tf.reciprocal``)."
+)
 floor = _float_unary(
     "Floor",
     "``Floor``: the largest integer not above ``x`` (``tf.floor``).",
