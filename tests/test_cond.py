@@ -393,3 +393,17 @@ def test_layers_dropout_drops_only_while_training():
         np.testing.assert_array_equal(sess.run(d, {x: xv}), xv)
         dropped = sess.run(d, {x: xv, training: True})
     assert set(np.unique(dropped)) == {0.0, 2.0} and 0.4 < (dropped == 0).mean() < 0.6
+
+
+def test_an_asynchronous_op_in_the_branch_not_taken_does_not_wait():
+    """A dequeue inside a branch (an asynchronous kernel) runs only when its branch is taken:
+    on the other side it is dead and the step does not block on the empty queue."""
+    q = tf.FIFOQueue(10, [tf.float32], shapes=[[]])
+    p = tf.placeholder(tf.bool, [])
+    r = tf.cond(p, lambda: q.dequeue(), lambda: tf.constant(-1.0))
+    config = tf.ConfigProto(operation_timeout_in_ms=5000)
+    with tf.Session(config=config) as sess:
+        assert sess.run(r, {p: False}) == -1.0
+        sess.run(q.enqueue([5.0]))
+        assert sess.run(r, {p: True}) == 5.0
+        assert sess.run(q.size()) == 0

@@ -541,3 +541,31 @@ def test_unary_gradients_are_tfs_fused_ops():
     ]
     with tf.Session() as sess:
         np.testing.assert_allclose(sess.run(g, {x: [0.5, 1.0, 4.0]}), [-2.7071066, 0.0, 0.375])
+
+
+def test_deprecated_casts_log_tfs_warning_once(caplog, monkeypatch):
+    """``tf.to_float`` & co. are ``cast`` with TF's op names, and log TF 1.15's deprecation
+    warning once per function, naming the caller's line."""
+    from minitf.lib import deprecation
+
+    monkeypatch.setattr(deprecation, "warned", set())
+    i = tf.constant([1, 2], name="i")
+    with caplog.at_level("WARNING", logger="minitf"):
+        f, f2 = tf.to_float(i), tf.to_float(i)
+        d, i32, i64 = tf.to_double(i), tf.to_int32(f), tf.to_int64(i, name="wide")
+    assert [t.op.name for t in (f, f2, d, i32, i64)] == [
+        "ToFloat",
+        "ToFloat_1",
+        "ToDouble",
+        "ToInt32",
+        "wide",
+    ]
+    assert tf.to_int32(i) is i  # nothing to cast: no op, as TF
+    texts = [r.getMessage() for r in caplog.records]
+    assert len(texts) == 4 and texts[0].startswith("From %s:" % __file__)
+    assert texts[0].endswith(
+        ": to_float (from tensorflow.python.ops.math_ops) is deprecated and will be removed in "
+        "a future version.\nInstructions for updating:\nUse `tf.cast` instead."
+    )
+    with tf.Session() as sess:
+        assert sess.run(d).tolist() == [1.0, 2.0] and sess.run(d).dtype == np.float64

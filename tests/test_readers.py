@@ -151,9 +151,9 @@ def test_readers_are_not_differentiable():
 
 
 def test_constructors_log_tf_deprecation_once(caplog):
-    from minitf.ops import reader_ops
+    from minitf.lib import deprecation
 
-    reader_ops._warned.discard("WholeFileReader")
+    deprecation.warned.discard("tensorflow.python.ops.io_ops:WholeFileReader.__init__")
     with caplog.at_level("WARNING", logger="minitf"):
         tf.WholeFileReader()
         tf.WholeFileReader()

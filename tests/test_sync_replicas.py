@@ -167,9 +167,9 @@ def test_errors_before_and_during_apply_gradients():
 
 
 def test_deprecation_is_logged_once(caplog, monkeypatch):
-    from minitf.train import sync_replicas_optimizer as sro
+    from minitf.lib import deprecation
 
-    monkeypatch.setattr(sro, "_warned", [])
+    monkeypatch.setattr(deprecation, "warned", set())
     gd = tf.train.GradientDescentOptimizer(0.1)
     with caplog.at_level(logging.WARNING, logger="minitf"):
         tf.train.SyncReplicasOptimizer(gd, 2)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import DTypeLike, Tensor, convert_to_tensor, name_scope
+from minitf.lib import deprecation
 from minitf.ops import array_ops
 from minitf.ops.array_ops import TensorLike, _const_array, _static_value, constant
 from minitf.ops.op_def import apply_op, register_op, shape_error
@@ -99,6 +100,26 @@ def cast(x: TensorLike, dtype: DTypeLike, name: str | None = None) -> Tensor:
         return apply_op(
             "Cast", [x], [(dtype, x.shape)], scope, {"SrcT": x.dtype.base_dtype, "DstT": dtype}
         ).outputs[0]
+
+
+def _to(dtype: str, default_name: str) -> Callable[..., Tensor]:
+    """TF 1.x's deprecated ``tf.to_float`` & co.: ``cast`` with the op named ``ToFloat`` ...,
+    and TF's deprecation warning, once."""
+    fn_name = "to_" + {"float32": "float", "float64": "double"}.get(dtype, dtype)
+
+    def to(x: TensorLike, name: str = default_name) -> Tensor:
+        deprecation.warn(fn_name, "tensorflow.python.ops.math_ops", "Use `tf.cast` instead.")
+        return cast(x, dtype, name=name)
+
+    to.__name__ = fn_name
+    to.__doc__ = "``cast(x, %s)``, deprecated since TF 1.13 (op ``%s``)." % (dtype, default_name)
+    return to
+
+
+to_float = _to("float32", "ToFloat")
+to_double = _to("float64", "ToDouble")
+to_int32 = _to("int32", "ToInt32")
+to_int64 = _to("int64", "ToInt64")
 
 
 def truediv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:

@@ -11,15 +11,10 @@ dequeues a new file name.  The work itself is the kernels' (``kernels/reader_ker
 
 from __future__ import annotations
 
-import logging
-import os
-import sys
-
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import Tensor, convert_to_tensor
+from minitf.lib import deprecation
 from minitf.ops.op_def import NotDifferentiable, apply_op, register_op
-
-logger = logging.getLogger("minitf")
 
 _READER_TYPES = (
     "TextLineReaderV2",
@@ -46,33 +41,15 @@ for _op_type in _READER_TYPES + _ACCESS_TYPES:
 
 _SCALAR = tensor_shape.TensorShape([])
 _VECTOR = tensor_shape.TensorShape([None])
-_warned = set()
 
 
 def _deprecated(cls_name, dataset):
     """TF's once-per-class deprecation warning pointing to ``tf.data``."""
-    if cls_name in _warned:
-        return
-    _warned.add(cls_name)
-    logger.warning(
-        "From %s: %s.__init__ (from tensorflow.python.ops.io_ops) is deprecated and will be "
-        "removed in a future version.\nInstructions for updating:\nQueue-based input pipelines "
-        "have been replaced by `tf.data`. Use `%s`.",
-        _call_location(),
-        cls_name,
-        dataset,
+    deprecation.warn(
+        cls_name + ".__init__",
+        "tensorflow.python.ops.io_ops",
+        "Queue-based input pipelines have been replaced by `tf.data`. Use `%s`." % dataset,
     )
-
-
-def _call_location():
-    """``file:line`` of the user's code that made the reader (the first frame outside minitf)."""
-    frame = sys._getframe(1)
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
-        frame = frame.f_back
-    if frame is None:
-        return "<unknown>"
-    return "%s:%d" % (frame.f_code.co_filename, frame.f_lineno)
 
 
 def _make_reader(op_type, name, attrs):

@@ -24,11 +24,11 @@ replica builds the same graph; ``apply_gradients`` adds:
 from __future__ import annotations
 
 import logging
-import sys
 from typing import Any
 
 from minitf.framework import dtypes
 from minitf.framework.graph import GraphKeys, Tensor, get_default_graph, name_scope
+from minitf.lib import deprecation
 from minitf.ops import array_ops, control_flow_ops, state_ops
 from minitf.ops.accumulator_ops import ConditionalAccumulator
 from minitf.ops.data_flow_ops import FIFOQueue
@@ -41,13 +41,10 @@ from minitf.train.session_run_hook import SessionRunHook
 logger = logging.getLogger("minitf")
 
 _DEPRECATION = (
-    "From %s: __init__ (from tensorflow.python.training.sync_replicas_optimizer) is deprecated "
-    "and will be removed in a future version.\nInstructions for updating:\nThe "
-    "`SyncReplicaOptimizer` class is deprecated. For synchrononous training, please use "
+    "The `SyncReplicaOptimizer` class is deprecated. For synchrononous training, please use "
     "[Distribution Strategies](https://github.com/tensorflow/tensorflow/tree/master/"
     "tensorflow/contrib/distribute)."
 )
-_warned = []
 
 
 class SyncReplicasOptimizer(Optimizer):
@@ -64,10 +61,9 @@ class SyncReplicasOptimizer(Optimizer):
         use_locking: bool = False,
         name: str = "sync_replicas",
     ) -> None:
-        if not _warned:
-            _warned.append(True)
-            caller = sys._getframe(1)
-            logger.warning(_DEPRECATION, "%s:%d" % (caller.f_code.co_filename, caller.f_lineno))
+        deprecation.warn(
+            "__init__", "tensorflow.python.training.sync_replicas_optimizer", _DEPRECATION
+        )
         if total_num_replicas is None:
             total_num_replicas = replicas_to_aggregate
         super().__init__(use_locking, name)
