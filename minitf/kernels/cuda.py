@@ -516,16 +516,8 @@ def _binary_fn(op, out_dtype):
     return f
 
 
-_SELECT_BINARY = (
-    "maximum",
-    "minimum",
-    "relu_grad",
-    "sigmoid_grad",
-    "tanh_grad",
-    "sqrt_grad",
-    "rsqrt_grad",
-    "reciprocal_grad",
-)
+# every binary op after the arithmetic ones: maximum, minimum and the gradient helpers
+_SELECT_BINARY = BINARY_OPS[BINARY_OPS.index("maximum") :]
 
 
 def _select_binary_fn(op, ctype):
