@@ -84,6 +84,7 @@ from minitf.ops.data_flow_ops import (
     QueueBase,
     RandomShuffleQueue,
 )
+from minitf.ops.dynamic_stitch import dynamic_stitch
 from minitf.ops.gradients_impl import AggregationMethod, UnconnectedGradients, gradients
 from minitf.ops.init_ops import (
     constant_initializer,
@@ -252,6 +253,7 @@ to_int32, to_int64 = _math_ops.to_int32, _math_ops.to_int64
 floor = _math_ops.floor
 maximum, minimum = _math_ops.maximum, _math_ops.minimum
 squared_difference = _math_ops.squared_difference
+floormod = mod = _math_ops.floormod
 pow = _math_ops.pow  # noqa: A001 - TF's name
 reduce_max = _math_ops.reduce_max
 reduce_any = _math_ops.reduce_any

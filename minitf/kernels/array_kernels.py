@@ -455,3 +455,33 @@ def _summarize(value):
 
 
 register("Assert", _assert, cpu="any")
+
+
+@host_kernel
+def _dynamic_stitch(op, device):
+    """``out[indices[m][i]] = data[m][i]`` in order of m, on the host (TF keeps the indices
+    there; a shape's pieces in a gradient)."""
+
+    def compute(ctx, ins):
+        n = len(ins) // 2
+        indices = [np.asarray(i) for i in ins[:n]]
+        data = [np.asarray(d) for d in ins[n:]]
+        tail = data[0].shape[indices[0].ndim :]
+        for m, (i, d) in enumerate(zip(indices, data)):
+            if d.shape[: i.ndim] != i.shape or d.shape[i.ndim :] != tail:
+                raise invalid_argument(
+                    "data[%d].shape = %s does not start with indices[%d].shape = %s"
+                    % (m, shape_text(d.shape), m, shape_text(i.shape))
+                )
+            if i.size and i.min() < 0:
+                raise invalid_argument("indices[%d] is out of range" % int(np.argmin(i)))
+        first = max((int(i.max()) + 1 for i in indices if i.size), default=0)
+        out = np.zeros((first,) + tail, dtype=data[0].dtype)
+        for i, d in zip(indices, data):
+            out[i.reshape(-1)] = d.reshape((-1,) + tail)
+        return (out,)
+
+    return compute
+
+
+register("DynamicStitch", _dynamic_stitch, cpu=ALL, gpu=GPU_ARRAY, allocates=True)

@@ -24,7 +24,7 @@ from minitf.kernels.registry import (
     NUMERIC,
     register,
 )
-from minitf.kernels.tensor_ops import host_kernel, shape_text
+from minitf.kernels.tensor_ops import host_kernel, invalid_argument, shape_text
 
 
 def _shape_error(shape, x, y):
@@ -317,6 +317,28 @@ def _comparison(ufunc):
 
 for _op, _ufunc in (("LogicalAnd", np.logical_and), ("LogicalOr", np.logical_or)):
     register(_op, _comparison(_ufunc), cpu=(D.bool,), gpu=(D.bool,), allocates=True)
+
+
+@host_kernel
+def _floor_mod(op, device):
+    """``FloorMod``: Python's ``%`` (the sign of y), TF's error for an integer 0 divisor."""
+
+    def compute(ctx, ins):
+        x, y = ins
+        error = _shape_error(np.shape, x, y)
+        if error is not None:
+            raise error
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.mod(x, y)
+        zero = np.asarray(y) == 0
+        if out.dtype.kind in "iu" and zero.any() and np.broadcast_to(zero, np.shape(out)).any():
+            raise invalid_argument("Integer division by zero")  # (none if nothing is computed)
+        return (scalarize(out),)
+
+    return compute
+
+
+register("FloorMod", _floor_mod, cpu=FLOATS + INTS, gpu=FLOATS + INTS, allocates=True)
 
 
 @host_kernel

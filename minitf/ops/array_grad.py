@@ -121,3 +121,11 @@ def _transpose_grad(op, grad):
 
 
 NotDifferentiable("InvertPermutation")
+
+
+@RegisterGradient("DynamicStitch")
+def _dynamic_stitch_grad(op, grad):
+    """Each data tensor gets the rows of the gradient its indices picked (``GatherV2``); the
+    indices get none."""
+    n = len(op.inputs) // 2
+    return [None] * n + [array_ops.gather(grad, op.inputs[i]) for i in range(n)]

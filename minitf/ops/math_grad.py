@@ -135,46 +135,43 @@ def _cast_grad(op, grad):
     return None
 
 
-def _kept_dims_and_axes(op):
-    """The input's rank, the reduced axes and the reduction's output shape with the reduced
-    axes kept as 1s (a list when static, else None)."""
+def _safe_shape_div(x, y):
+    """``x // max(y, 1)``: a shape divided by another that may hold 0s (TF's)."""
+    return x // math_ops.maximum(y, 1)
+
+
+def _reduces_all(op):
+    """The rank of the reduced input when the reduction is over every axis of it, given as a
+    constant (TF's shortcut); else None."""
     x, axes_t = op.inputs
-    rank = x.shape.ndims
-    axes = array_ops._static_value(axes_t)
+    rank, axes = x.shape.ndims, array_ops._static_value(axes_t)
     if rank is None or axes is None:
-        raise NotImplementedError(
-            "minitf differentiates %s only over constant axes of an input of known rank "
-            "(op '%s')" % (op.type, op.name)
-        )
-    axes = sorted({int(a) % max(rank, 1) for a in np.reshape(axes, -1)})
-    dims = x.shape.as_list()
-    kept = [1 if i in axes else d for i, d in enumerate(dims)]
-    return rank, axes, kept
+        return None
+    if sorted(int(a) % max(rank, 1) for a in np.reshape(axes, -1)) != list(range(rank)):
+        return None
+    return rank
 
 
 @RegisterGradient("Sum")
 def _sum_grad(op, grad):
     """The gradient reshaped to the input's rank (reduced axes as 1s) and tiled back over
-    them (``Reshape``, ``Tile``)."""
+    them: for a sum of everything ``Reshape`` to 1s and ``Tile`` by the input's shape; else
+    the kept-dims shape computed at run time (``reduced_shape``), as TF 1.15 does."""
     x = op.inputs[0]
-    rank, axes, kept = _kept_dims_and_axes(op)
-    if axes == list(range(rank)):  # everything summed: a scalar spread over x
+    rank = _reduces_all(op)
+    if rank is not None:  # everything summed: a scalar spread over x
         grad = array_ops.reshape(grad, [1] * rank)
         if x.shape.is_fully_defined():
             multiples = array_ops.constant(x.shape.as_list(), dtype=dtypes.int32)
         else:
             multiples = array_ops.shape(x)
         return array_ops.tile(grad, multiples), None
-    if None not in kept:
-        grad = array_ops.reshape(grad, kept)
-        scaling = [d // k if d is not None else None for d, k in zip(x.shape.as_list(), kept)]
-        if None not in scaling:
-            return array_ops.tile(grad, scaling), None
-    keep = np.array([0 if i in axes else 1 for i in range(rank)], dtype=np.int32)
-    shape = array_ops.shape(x)
-    kept_t = math_ops.add(math_ops.multiply(shape, keep), 1 - keep)
-    grad = array_ops.reshape(grad, kept_t)
-    return array_ops.tile(grad, math_ops.floordiv(shape, kept_t)), None
+    input_shape = array_ops.shape(x)
+    with op.graph.colocate_with(input_shape.op):
+        kept = math_ops.reduced_shape(input_shape, op.inputs[1])
+        tile_scaling = _safe_shape_div(input_shape, kept)
+    grad = array_ops.reshape(grad, kept)
+    return array_ops.tile(grad, tile_scaling), None
 
 
 @RegisterGradient("Mean")
@@ -188,9 +185,8 @@ def _mean_grad(op, grad):
     else:
         in_size = math_ops.reduce_prod(array_ops.shape(op.inputs[0]))
         out_size = math_ops.reduce_prod(array_ops.shape(op.outputs[0]))
-        safe = math_ops.maximum(out_size, 1)  # TF's _safe_shape_div: no division by 0
-        factor = math_ops.cast(math_ops.floordiv(in_size, safe), sum_grad.dtype)
-    return math_ops.truediv(sum_grad, factor), None
+        factor = _safe_shape_div(in_size, out_size)
+    return math_ops.truediv(sum_grad, math_ops.cast(factor, sum_grad.dtype)), None
 
 
 # -- the math of a small MLP (the nn engineer's ops) --------------------------------------------
@@ -301,6 +297,18 @@ def _squared_difference_grad(op, grad):
     return gx, math_ops.negative(gy)
 
 
+@RegisterGradient("FloorMod")
+def _floor_mod_grad(op, grad):
+    """d(x mod y) = g for x and -g·floor(x/y) for y, each summed to its input's shape."""
+    x, y = op.inputs
+    sx, sy = array_ops.shape(x), array_ops.shape(y)
+    rx, ry = array_ops.broadcast_gradient_args(sx, sy)
+    floor_xy = math_ops.floordiv(x, y)
+    gx = array_ops.reshape(math_ops.reduce_sum(grad, rx), sx)
+    gy = array_ops.reshape(math_ops.reduce_sum(grad * math_ops.negative(floor_xy), ry), sy)
+    return gx, gy
+
+
 @RegisterGradient("Pow")
 def _pow_grad(op, grad):
     """d(x^y) = g·y·x^(y-1) for x, g·z·log(x) for y (0 where x <= 0, which has no real log),
@@ -331,12 +339,9 @@ def _minimum_grad(op, grad):
 @RegisterGradient("Min")
 def _min_or_max_grad(op, grad):
     """The gradient shared equally by the elements equal to the maximum (minimum) they reduced
-    to."""
+    to, in the kept-dims shape computed at run time (``reduced_shape``)."""
     x = op.inputs[0]
-    rank, axes, kept = _kept_dims_and_axes(op)
-    if None in kept:
-        keep = np.array([0 if i in axes else 1 for i in range(rank)], dtype=np.int32)
-        kept = math_ops.add(math_ops.multiply(array_ops.shape(x), keep), 1 - keep)
+    kept = math_ops.reduced_shape(array_ops.shape(x), op.inputs[1])
     y = array_ops.reshape(op.outputs[0], kept)
     grad = array_ops.reshape(grad, kept)
     indicators = math_ops.cast(math_ops.equal(y, x), grad.dtype.base_dtype)

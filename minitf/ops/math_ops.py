@@ -14,6 +14,7 @@ from minitf.framework.graph import DTypeLike, Tensor, convert_to_tensor, name_sc
 from minitf.lib import deprecation
 from minitf.ops import array_ops
 from minitf.ops.array_ops import TensorLike, _const_array, _static_value, constant
+from minitf.ops.dynamic_stitch import dynamic_stitch
 from minitf.ops.op_def import apply_op, register_op, shape_error
 
 for _t in (
@@ -22,6 +23,7 @@ for _t in (
     "Mul",
     "RealDiv",
     "FloorDiv",
+    "FloorMod",
     "Neg",
     "Square",
     "MatMul",
@@ -87,6 +89,8 @@ add = _binary_fn("AddV2", "Add")
 subtract = _binary_fn("Sub", "Sub")
 multiply = _binary_fn("Mul", "Mul")
 floordiv = _binary_fn("FloorDiv", "floordiv")
+floormod = _binary_fn("FloorMod", "FloorMod")
+floormod.__doc__ = "``FloorMod``: ``x - floor(x / y) * y`` (Python's ``%``), with broadcasting."
 sub, mul = subtract, multiply
 
 
@@ -333,6 +337,7 @@ def _install_operators(cls):
         "mul": ("mul", lambda x, y, s: _binary("Mul", x, y, s)),
         "truediv": ("truediv", lambda x, y, s: truediv(x, y, name=s)),
         "floordiv": ("floordiv", lambda x, y, s: _binary("FloorDiv", x, y, s)),
+        "mod": ("mod", lambda x, y, s: _binary("FloorMod", x, y, s)),
         "matmul": ("matmul", lambda x, y, s: matmul(x, y, name=s)),
         "pow": ("pow", lambda x, y, s: _binary("Pow", x, y, s)),
     }
@@ -663,3 +668,15 @@ def range_(
 
 def _constant_value(t):
     return t.op.get_attr("value").item() if t.op.type == "Const" else None
+
+
+def reduced_shape(input_shape: TensorLike, axes: TensorLike) -> Tensor:
+    """The shape a reduction of a tensor of shape ``input_shape`` over ``axes`` has with the
+    reduced axes kept as 1s, computed when the step runs (TF's: ``Size``, ``add``, ``mod``,
+    ``range``, ``Fill`` and a ``DynamicStitch`` of the shape with those 1s)."""
+    input_shape = cast(input_shape, dtypes.int32)
+    axes = cast(axes, dtypes.int32)
+    input_rank = array_ops.size(input_shape)
+    axes = (axes + input_rank) % input_rank
+    axes_shape = array_ops.shape(axes)
+    return dynamic_stitch([range_(input_rank), axes], [input_shape, array_ops.fill(axes_shape, 1)])
