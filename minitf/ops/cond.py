@@ -160,22 +160,31 @@ class CondContext:
         made it, else its ``Switch`` output on this branch's side (made once per tensor)."""
         if val.name in self._values:
             return self._external_values.get(val.name, val)
-        result = val
-        self._values.add(val.name)
-        if self._outer_context is not None:
-            result = self._outer_context.add_value(val)
-            self._values.add(result.name)
-            self._external_values[result.name] = result
+        outer = self._outer_stand_in(val)
         with val.graph.control_dependencies(None):  # (which leaves every branch context)
-            result = switch_ref_or_tensor(result, self._pred)[self._branch]
+            result = switch_ref_or_tensor(outer, self._pred)[self._branch]
         result.op._set_control_flow_context(self)
         val.graph.prevent_fetching(result.op)
-        ctx = self
-        while ctx is not None:
-            ctx._values.add(result.name)
-            ctx = ctx._outer_context
+        self._mark_seen([result.name])
         self._external_values[val.name] = result
         return result
+
+    def _outer_stand_in(self, val: Tensor) -> Tensor:
+        """``val`` as the enclosing branch (if any) sees it, to be switched into this one."""
+        self._values.add(val.name)
+        if self._outer_context is None:
+            return val
+        outer = self._outer_context.add_value(val)
+        self._values.add(outer.name)
+        self._external_values[outer.name] = outer
+        return outer
+
+    def _mark_seen(self, names) -> None:
+        """Tensors this branch (and every branch around it) may use as they are."""
+        ctx = self
+        while ctx is not None:
+            ctx._values.update(names)
+            ctx = ctx._outer_context
 
     def add_op(self, op: Operation) -> None:
         """Called for every op created while this branch is built (``Graph._create_op``)."""
@@ -189,10 +198,7 @@ class CondContext:
                     real_x = self.add_value(x)
                     if real_x is not x:
                         op._update_input(index, real_x)
-        ctx = self
-        while ctx is not None:
-            ctx._values.update(t.name for t in op.outputs)
-            ctx = ctx._outer_context
+        self._mark_seen([t.name for t in op.outputs])
         op.graph.prevent_fetching(op)
 
     def build_branch(self, fn: Callable[[], Any]) -> tuple[Any, list | None]:
@@ -208,14 +214,9 @@ class CondContext:
         if isinstance(v, Operation):  # an op: the pivot, once it ran
             return with_dependencies([v], self._pivot)
         val = convert_to_tensor(v)
-        if val.name not in self._values:  # a tensor from outside (``lambda: x``)
-            self._values.add(val.name)
-            real = val
-            if self._outer_context is not None:
-                real = self._outer_context.add_value(val)
-                self._values.add(real.name)
-                self._external_values[real.name] = real
-            real = switch_ref_or_tensor(real, self._pred)[self._branch]
+        if val.name not in self._values:  # a tensor from outside (``lambda: x``): its Switch,
+            # made inside the branch (as TF: ``cond/Switch_1``)
+            real = switch_ref_or_tensor(self._outer_stand_in(val), self._pred)[self._branch]
             self._external_values[val.name] = real
             return real
         return self._external_values.get(val.name, val)
