@@ -155,7 +155,7 @@ def test_unconnected_and_integer_paths_give_none():
     y = tf.cast(tf.cast(x, tf.int32) * 2, tf.float32)
     assert tf.gradients(y, [x, other]) == [None, None]
     (z,) = tf.gradients(y, other, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-    assert z.op.type == "ZerosLike" and run(z) == [0.0]
+    assert (z.op.name, z.op.type) == ("zeros_like", "Const") and run(z) == [0.0]  # as TF
 
 
 def test_stop_gradient_and_stop_gradients():
@@ -569,3 +569,50 @@ def test_deprecated_casts_log_tfs_warning_once(caplog, monkeypatch):
     )
     with tf.Session() as sess:
         assert sess.run(d).tolist() == [1.0, 2.0] and sess.run(d).dtype == np.float64
+
+
+def test_zeros_like_and_ones_like_are_built_as_tf_builds_them():
+    """A known shape: ``zeros_like`` is a constant of zeros, ``ones_like`` a ``Fill`` of a
+    constant shape; an unknown one: the ``ZerosLike`` op, and ``Fill`` of a ``Shape``."""
+    known = tf.placeholder(tf.float32, [2, 3], name="known")
+    unknown = tf.placeholder(tf.float32, [None, 3], name="unknown")
+    built = [
+        tf.zeros_like(known),
+        tf.zeros_like(unknown),
+        tf.ones_like(known),
+        tf.ones_like(unknown),
+        tf.zeros_like(unknown, dtype=tf.int32),
+    ]
+    listing = [
+        (t.op.name, t.op.type, [i.name for i in t.op.inputs], str(t.shape), t.dtype.name)
+        for t in built
+    ]
+    assert listing == [
+        ("zeros_like", "Const", [], "(2, 3)", "float32"),
+        ("zeros_like_1", "ZerosLike", ["unknown:0"], "(?, 3)", "float32"),
+        ("ones_like", "Fill", ["ones_like/Shape:0", "ones_like/Const:0"], "(2, 3)", "float32"),
+        (
+            "ones_like_1",
+            "Fill",
+            ["ones_like_1/Shape:0", "ones_like_1/Const:0"],
+            "(?, 3)",
+            "float32",
+        ),
+        (
+            "zeros_like_2",
+            "Fill",
+            ["zeros_like_2/Shape:0", "zeros_like_2/Const:0"],
+            "(?, 3)",
+            "int32",
+        ),
+    ]
+    assert tf.get_default_graph().get_operation_by_name("ones_like_1/Shape").type == "Shape"
+    with tf.Session() as sess:
+        out = sess.run(built, {known: np.ones((2, 3)), unknown: np.ones((4, 3))})
+    assert [o.tolist() for o in out] == [
+        [[0] * 3] * 2,
+        [[0] * 3] * 4,
+        [[1] * 3] * 2,
+        [[1] * 3] * 4,
+        [[0] * 3] * 4,
+    ]

@@ -379,6 +379,19 @@ def reshape(tensor: TensorLike, shape: TensorLike, name: str | None = None) -> T
         return apply_op("Reshape", [tensor, shape_t], [(dt, out)], scope, {"T": dt}).outputs[0]
 
 
+def _shape_from_tensor(dims_t: Tensor) -> tensor_shape.TensorShape:
+    """The static shape a 1-D shape tensor describes, as far as the graph knows it: a constant's
+    value, the input shape of a ``Shape`` op, else only how many dimensions (TF's
+    ``constant_value_as_shape``, as shape functions use it)."""
+    d = _static_value(dims_t)
+    if d is not None:
+        return tensor_shape.TensorShape([int(x) for x in np.reshape(d, -1)])
+    if dims_t.op.type == "Shape":
+        return dims_t.op.inputs[0].shape
+    n = dims_t.shape[0] if dims_t.shape.ndims == 1 else None
+    return tensor_shape.unknown_shape() if n is None else tensor_shape.TensorShape([None] * n)
+
+
 def fill(dims: TensorLike, value: TensorLike, name: str | None = None) -> Tensor:
     """``Fill``: a tensor of shape ``dims`` filled with ``value`` (made when the step runs)."""
     with name_scope(name, "Fill", [dims, value]) as scope:
@@ -387,12 +400,7 @@ def fill(dims: TensorLike, value: TensorLike, name: str | None = None) -> Tensor
         else:
             dims_t = convert_to_tensor(dims, dtype=dtypes.int32, name="dims")
         value_t = convert_to_tensor(value, name="value")
-        d = _static_value(dims_t)
-        shape = (
-            tensor_shape.TensorShape([int(x) for x in np.reshape(d, -1)])
-            if d is not None
-            else tensor_shape.unknown_shape()
-        )
+        shape = _shape_from_tensor(dims_t)
         dt = value_t.dtype.base_dtype
         attrs = {"T": dt, "index_type": dims_t.dtype.base_dtype}
         return apply_op("Fill", [dims_t, value_t], [(dt, shape)], scope, attrs).outputs[0]
@@ -537,28 +545,34 @@ def rank_op(x: Tensor, name: str = "Rank") -> Tensor:
     return apply_op("Rank", [x], [out], name, {"T": x.dtype.base_dtype}).outputs[0]
 
 
-def _like(op_type, default_name, tensor, dtype, name):
-    with name_scope(name, default_name, [tensor]) as scope:
-        x = convert_to_tensor(tensor, name="tensor")
-        if dtype is not None and dtypes.as_dtype(dtype).base_dtype != x.dtype.base_dtype:
-            value = 0 if op_type == "ZerosLike" else 1
-            return fill(shape(x), constant(value, dtype=dtype), name=scope)
-        dt = x.dtype.base_dtype
-        return apply_op(op_type, [x], [(dt, x.shape)], scope, {"T": dt}).outputs[0]
-
-
 def zeros_like(
     tensor: TensorLike, dtype: DTypeLike = None, name: str | None = None, optimize: bool = True
 ) -> Tensor:
-    """``ZerosLike``: zeros of ``tensor``'s shape (and dtype, unless ``dtype`` is given)."""
-    return _like("ZerosLike", "zeros_like", tensor, dtype, name)
+    """Zeros of ``tensor``'s shape (and dtype, unless ``dtype`` is given), as TF 1.15 makes
+    them: a ``zeros`` constant named ``zeros_like`` when the shape is known (and
+    ``optimize``), else the ``ZerosLike`` op (a ``Fill`` of its ``Shape`` for another dtype)."""
+    with name_scope(name, "zeros_like", [tensor]) as scope:
+        x = convert_to_tensor(tensor, name="tensor")
+        dt = dtypes.as_dtype(dtype).base_dtype if dtype is not None else x.dtype.base_dtype
+        if optimize and x.shape.is_fully_defined():
+            return zeros(x.shape.as_list(), dtype=dt, name=scope)
+        if dt != x.dtype.base_dtype:
+            return zeros(shape_internal(x, optimize=optimize), dtype=dt, name=scope)
+        return apply_op("ZerosLike", [x], [(dt, x.shape)], scope, {"T": dt}).outputs[0]
 
 
 def ones_like(
     tensor: TensorLike, dtype: DTypeLike = None, name: str | None = None, optimize: bool = True
 ) -> Tensor:
-    """``OnesLike``: ones of ``tensor``'s shape (and dtype, unless ``dtype`` is given)."""
-    return _like("OnesLike", "ones_like", tensor, dtype, name)
+    """Ones of ``tensor``'s shape (and dtype, unless ``dtype`` is given), as TF 1.15 makes
+    them: a ``Fill`` named ``ones_like`` of ``ones_like/Shape`` (a ``Const`` when the shape is
+    known and ``optimize``) with ``ones_like/Const``."""
+    with name_scope(name, "ones_like", [tensor]) as scope:
+        x = convert_to_tensor(tensor, name="tensor")
+        dt = dtypes.as_dtype(dtype).base_dtype if dtype is not None else x.dtype.base_dtype
+        out = ones(shape_internal(x, optimize=optimize), dtype=dt, name=scope)
+        out.set_shape(x.shape)
+        return out
 
 
 def tile(

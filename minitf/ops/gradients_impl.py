@@ -81,6 +81,7 @@ def gradients(
         walk = _Walk(g, ys, xs, stop_gradients)
         options = (colocate_gradients_with_ops, gate_gradients, aggregation_method)
         grads = walk.run(ys, grad_ys, options)
+    with g.as_default():  # an unconnected x's zeros are made outside the scope, as TF
         return [_result(grads, x, unconnected_gradients) for x in xs]
 
 

@@ -10,6 +10,8 @@ and ``TanhGrad(y, g)`` once ``g`` is there, ``BiasAddGrad``, and for the fused c
 
 from __future__ import annotations
 
+import numpy as np
+
 from minitf.ops import array_ops, math_ops, nn_ops
 from minitf.ops.op_def import NotDifferentiable, RegisterGradient
 
@@ -106,6 +108,15 @@ def _sparse_xent_grad(op, grad_loss, _grad_backprop):
     return _broadcast_mul(grad_loss, backprop), None
 
 
+def _is_zero(g):
+    """Whether a gradient is zeros by construction (TF's ``IsZero``: a ``ZerosLike`` op, or a
+    constant of zeros, which is what ``zeros_like`` of a known shape makes)."""
+    if g.op.type in ("ZerosLike", "Zeros"):
+        return True
+    value = array_ops._static_value(g)
+    return value is not None and bool(np.all(np.asarray(value) == 0))
+
+
 @RegisterGradient("SoftmaxCrossEntropyWithLogits")
 def _xent_grad(op, grad_loss, grad_backprop):
     """The logits' gradient ``ExpandDims(g, -1) * backprop`` (softmax - labels), plus, when a
@@ -113,7 +124,7 @@ def _xent_grad(op, grad_loss, grad_backprop):
     ``ExpandDims(g, -1) * -log_softmax(logits)``."""
     logits = op.inputs[0]
     grad = _broadcast_mul(grad_loss, op.outputs[1])
-    if grad_backprop is not None and grad_backprop.op.type != "ZerosLike":
+    if grad_backprop is not None and not _is_zero(grad_backprop):
         softmax = nn_ops.softmax(logits)
         inner = math_ops.reduce_sum(grad_backprop * softmax, -1, keepdims=True)
         grad = grad + (grad_backprop - inner) * softmax
