@@ -74,6 +74,7 @@ from minitf.ops.array_ops import (
     zeros,
     zeros_like,
 )
+from minitf.ops.clip_ops import clip_by_global_norm, clip_by_norm, clip_by_value, global_norm
 from minitf.ops.cond import cond
 from minitf.ops.control_flow_ops import Assert, group, no_op, with_dependencies
 from minitf.ops.control_flow_ops import tuple_ as tuple  # noqa: A004 - TF's name
@@ -101,7 +102,6 @@ from minitf.ops.math_ops import (
     add,
     add_n,
     cast,
-    clip_by_value,
     divide,
     floordiv,
     matmul,

@@ -539,25 +539,6 @@ reduce_all = _reduction_fn("All", "all")
 reduce_min = _reduction_fn("Min", "min")
 
 
-def clip_by_value(
-    t: TensorLike,
-    clip_value_min: TensorLike,
-    clip_value_max: TensorLike,
-    name: str | None = None,
-) -> Tensor:
-    """``t`` held between ``clip_value_min`` and ``clip_value_max``: ``Minimum`` then a
-    ``Maximum`` named after the scope (``clip_by_value``), as TF builds it (book: gradient
-    clipping, ``(tf.clip_by_value(g, -1., 1.), v)``).  The bounds may not broadcast ``t`` to a
-    larger shape."""
-    with name_scope(name, "clip_by_value", [t, clip_value_min, clip_value_max]) as scope:
-        values = convert_to_tensor(t, name="t")
-        lower = minimum(values, clip_value_max)
-        values.shape.merge_with(lower.shape)
-        out = maximum(lower, clip_value_min, name=scope)
-        values.shape.merge_with(out.shape)
-        return out
-
-
 def where(
     condition: TensorLike,
     x: TensorLike = None,
