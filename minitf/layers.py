@@ -49,6 +49,7 @@ def dense(
     ``inputs`` ``[batch, n]``; kernel ``[n, units]``, bias ``[units]``.  With ``reuse`` (or
     inside a reusing scope) a named layer takes its existing variables."""
     _check_unsupported(
+        "dense",
         kernel_regularizer=kernel_regularizer,
         bias_regularizer=bias_regularizer,
         activity_regularizer=activity_regularizer,
@@ -111,21 +112,46 @@ def batch_normalization(
     gamma_initializer: Any = init_ops.ones_initializer(),  # noqa: B008 - TF's default
     moving_mean_initializer: Any = init_ops.zeros_initializer(),  # noqa: B008 - TF's default
     moving_variance_initializer: Any = init_ops.ones_initializer(),  # noqa: B008
+    beta_regularizer: Callable[[Tensor], Tensor] | None = None,
+    gamma_regularizer: Callable[[Tensor], Tensor] | None = None,
+    beta_constraint: Any = None,
+    gamma_constraint: Any = None,
     training: Any = False,
     trainable: bool = True,
     name: str | None = None,
     reuse: bool | None = None,
+    renorm: bool = False,
+    renorm_clipping: Any = None,
+    renorm_momentum: float = 0.99,
+    fused: bool | None = None,
+    virtual_batch_size: int | None = None,
+    adjustment: Any = None,
 ) -> Tensor:
     """Batch normalization over the last axis: variables ``gamma``, ``beta`` (trainable),
     ``moving_mean``, ``moving_variance`` (not), in variable scope ``batch_normalization``.
     While ``training`` (a bool or a bool tensor) it normalizes with the batch's ``moments``
     and adds the moving averages' updates (``AssignMovingAvg``) to ``UPDATE_OPS``; otherwise it
     uses the moving averages.  TF's non-fused layer, as it builds it for a 2-D input."""
+    _check_unsupported(
+        "batch_normalization",
+        beta_regularizer=beta_regularizer,
+        gamma_regularizer=gamma_regularizer,
+        beta_constraint=beta_constraint,
+        gamma_constraint=gamma_constraint,
+        renorm=renorm or None,
+        renorm_clipping=renorm_clipping,
+        fused=fused or None,  # (False and None: the ops below, as TF builds them for 2-D)
+        virtual_batch_size=virtual_batch_size,
+        adjustment=adjustment,
+    )
+    del renorm_momentum  # used only with renorm
     x = convert_to_tensor(inputs)
     ndims = x.shape.ndims
     if ndims is None or axis not in (-1, ndims - 1):
         raise ValueError("minitf: tf.layers.batch_normalization normalizes the last axis only")
-    dtype, size = x.dtype.base_dtype, _input_size(x, name)
+    dtype, size = x.dtype.base_dtype, x.shape.as_list()[-1]
+    if size is None:
+        raise ValueError("Input has undefined `axis` dimension. Input shape: %s" % x.shape)
     with variable_scope(name, default_name="batch_normalization", values=[x], reuse=reuse):
         gamma = _bn_variable("gamma", size, dtype, gamma_initializer, trainable, scale)
         beta = _bn_variable("beta", size, dtype, beta_initializer, trainable, center)
@@ -183,10 +209,10 @@ def _assign_moving_average(variable, value, momentum):
             return state_ops.assign_sub(variable, delta, name=scope)
 
 
-def _check_unsupported(**args: Any) -> None:
+def _check_unsupported(layer: str, **args: Any) -> None:
     for what, arg in args.items():
         if arg is not None:
-            raise ValueError("minitf: tf.layers.dense does not support %s" % what)
+            raise ValueError("minitf: tf.layers.%s does not support %s" % (layer, what))
 
 
 def _input_size(x: Tensor, name: str | None) -> int:

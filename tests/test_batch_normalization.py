@@ -101,6 +101,29 @@ def test_the_layer_refuses_what_it_does_not_do():
     x = tf.placeholder(tf.float32, [None, 4, 2])
     with pytest.raises(ValueError, match="last axis only"):
         tf.layers.batch_normalization(x, axis=1)
+    for arg in ({"renorm": True}, {"fused": True}, {"virtual_batch_size": 2}):
+        with pytest.raises(ValueError, match="does not support %s" % list(arg)[0]):
+            tf.layers.batch_normalization(x, **arg)
+    # TF 1.15's argument order: training after the regularizers and constraints
+    out = tf.layers.batch_normalization(
+        x,
+        -1,
+        0.9,
+        1e-3,
+        True,
+        True,
+        *[tf.zeros_initializer()] * 2,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        False,
+        fused=False,
+        name="positional",
+    )
+    assert out.name == "positional/batchnorm/add_1:0"
 
 
 @settings(max_examples=25, deadline=None)
@@ -165,3 +188,16 @@ def test_the_layer_trains_on_an_emulated_gpu():
 @pytest.mark.usefixtures("cuda_kernels", "fast_thread_switching")
 def test_the_layer_trains_with_cuda_kernels_under_the_simulator():
     assert _train_step_on_gpu()._impl.devices[1].backend.name == "cuda"
+
+
+def test_an_input_of_any_rank_is_normalized_over_all_but_its_last_axis():
+    x = tf.placeholder(tf.float32, [None, 4, 2])
+    out = tf.layers.batch_normalization(x, training=True)
+    xv = np.random.RandomState(5).rand(3, 4, 2).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = sess.run(out, {x: xv})
+    want = (xv - xv.mean((0, 1))) / np.sqrt(xv.var((0, 1)) + 1e-3)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="Input has undefined `axis` dimension"):
+        tf.layers.batch_normalization(tf.placeholder(tf.float32, [2, None]))
