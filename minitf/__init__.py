@@ -9,7 +9,7 @@ scheduler, executor, session).
 import sys as _sys  # noqa: E402
 
 import minitf.kernels  # noqa: F401  (registers the kernels)
-from minitf import config, contrib, device_lib, layers, nn, queue, test, train  # noqa: F401
+from minitf import config, contrib, device_lib, layers, losses, nn, queue, test, train  # noqa: F401
 from minitf import distributed as _distributed  # noqa: F401  (registers GRPC_SESSION)
 from minitf.framework import dtypes, errors, tensor_shape  # noqa: F401
 from minitf.framework.device_spec import DeviceSpec

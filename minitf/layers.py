@@ -50,8 +50,6 @@ def dense(
     inside a reusing scope) a named layer takes its existing variables."""
     _check_unsupported(
         "dense",
-        kernel_regularizer=kernel_regularizer,
-        bias_regularizer=bias_regularizer,
         activity_regularizer=activity_regularizer,
         kernel_constraint=kernel_constraint,
         bias_constraint=bias_constraint,
@@ -66,12 +64,22 @@ def dense(
     dtype = x.dtype.base_dtype
     with variable_scope(name, default_name="dense", values=[x], reuse=reuse):
         kernel = get_variable(
-            "kernel", [last, units], dtype, initializer=kernel_initializer, trainable=trainable
+            "kernel",
+            [last, units],
+            dtype,
+            initializer=kernel_initializer,
+            regularizer=kernel_regularizer,
+            trainable=trainable,
         )
         bias = None
         if use_bias:
             bias = get_variable(
-                "bias", [units], dtype, initializer=bias_initializer, trainable=trainable
+                "bias",
+                [units],
+                dtype,
+                initializer=bias_initializer,
+                regularizer=bias_regularizer,
+                trainable=trainable,
             )
         outputs = math_ops.matmul(x, kernel)
         if bias is not None:
@@ -134,8 +142,6 @@ def batch_normalization(
     uses the moving averages.  TF's non-fused layer, as it builds it for a 2-D input."""
     _check_unsupported(
         "batch_normalization",
-        beta_regularizer=beta_regularizer,
-        gamma_regularizer=gamma_regularizer,
         beta_constraint=beta_constraint,
         gamma_constraint=gamma_constraint,
         renorm=renorm or None,
@@ -153,10 +159,19 @@ def batch_normalization(
     if size is None:
         raise ValueError("Input has undefined `axis` dimension. Input shape: %s" % x.shape)
     with variable_scope(name, default_name="batch_normalization", values=[x], reuse=reuse):
-        gamma = _bn_variable("gamma", size, dtype, gamma_initializer, trainable, scale)
-        beta = _bn_variable("beta", size, dtype, beta_initializer, trainable, center)
-        moving_mean = _bn_variable("moving_mean", size, dtype, moving_mean_initializer)
-        moving_variance = _bn_variable("moving_variance", size, dtype, moving_variance_initializer)
+        gamma = beta = None
+        if scale:
+            gamma = get_variable(
+                "gamma", [size], dtype, gamma_initializer, trainable, regularizer=gamma_regularizer
+            )
+        if center:
+            beta = get_variable(
+                "beta", [size], dtype, beta_initializer, trainable, regularizer=beta_regularizer
+            )
+        moving_mean = get_variable("moving_mean", [size], dtype, moving_mean_initializer, False)
+        moving_variance = get_variable(
+            "moving_variance", [size], dtype, moving_variance_initializer, False
+        )
         mean, variance = moving_mean, moving_variance
         if _constant_value(training) is not False:  # True, or only known at run time
             mean, variance = _training_moments(x, training, momentum, moving_mean, moving_variance)
@@ -169,12 +184,6 @@ def _constant_value(pred):
         value = array_ops._static_value(pred)
         return None if value is None else bool(value)
     return bool(pred)
-
-
-def _bn_variable(name, size, dtype, initializer, trainable=False, wanted=True):
-    if not wanted:
-        return None
-    return get_variable(name, [size], dtype, initializer=initializer, trainable=trainable)
 
 
 def _training_moments(x, training, momentum, moving_mean, moving_variance):

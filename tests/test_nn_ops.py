@@ -739,8 +739,8 @@ def test_dense_input_checks():
     x = tf.placeholder(tf.float32, [None, 3])
     with pytest.raises(ValueError, match="expected a positive integer, got 0"):
         tf.layers.dense(x, 0)
-    with pytest.raises(ValueError, match="does not support kernel_regularizer"):
-        tf.layers.dense(x, 2, kernel_regularizer=tf.nn.l2_loss)
+    with pytest.raises(ValueError, match="does not support activity_regularizer"):
+        tf.layers.dense(x, 2, activity_regularizer=tf.nn.l2_loss)
     with pytest.raises(TypeError, match="non-floating point dtype"):
         tf.layers.dense(tf.constant([[1, 2]]), 2)
     with pytest.raises(ValueError, match="expected min_ndim=2, found ndim=1"):

@@ -56,6 +56,7 @@ class GraphKeys:
     SUMMARIES = "summaries"
     COND_CONTEXT = "cond_context"
     UPDATE_OPS = "update_ops"
+    REGULARIZATION_LOSSES = "regularization_losses"
 
 
 def _user_frame():

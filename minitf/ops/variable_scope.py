@@ -12,7 +12,7 @@ from typing import Any
 
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.device_spec import DeviceSpec
-from minitf.framework.graph import DTypeLike, ShapeLike, get_default_graph
+from minitf.framework.graph import DTypeLike, GraphKeys, ShapeLike, get_default_graph
 from minitf.ops import init_ops, partitioned_variables
 from minitf.ops.partitioned_variables import PartitionedVariable
 from minitf.ops.variables import Variable
@@ -113,11 +113,13 @@ def get_variable(
     caching_device: str | DeviceSpec | Callable | None = None,
     validate_shape: bool = True,
     partitioner: Any = None,
+    regularizer: Callable[[Any], Any] | None = None,
     **unused: Any,
 ) -> Variable | PartitionedVariable:
     """Returns the variable ``<scope>/<name>``, creating it unless the scope reuses variables.
     With a ``partitioner`` (or the scope's), a :class:`PartitionedVariable` of shards
-    ``<name>/part_<i>``."""
+    ``<name>/part_<i>``.  A ``regularizer`` (``weights -> loss``) makes the new variable's
+    loss in ``<name>/Regularizer/`` and adds it to ``REGULARIZATION_LOSSES``."""
     store = _store()
     scope = store.scope
     full = (scope.name + "/" + name) if scope.name else name
@@ -138,7 +140,7 @@ def get_variable(
         init_value = _initial_value(full, var_shape, dtype, initializer, partition_info)
         with g.name_scope(None):  # variables are named by the variable scope, not the name scope
             with g.name_scope(scope.name + "/" if scope.name else None):
-                return Variable(
+                var = Variable(
                     init_value,
                     trainable=trainable,
                     collections=collections,
@@ -147,6 +149,9 @@ def get_variable(
                     dtype=dtype,
                     validate_shape=validate_shape,
                 )
+        if regularizer is not None:
+            _regularize(var, regularizer)
+        return var
 
     if partitioner is None:
         var = make(name, shape)
@@ -210,3 +215,15 @@ def _initial_value(full, shape, dtype, initializer, partition_info=None):
     if partition_info is None:
         return lambda: initializer(dims, dtype=dtype)
     return lambda: initializer(dims, dtype=dtype, partition_info=partition_info)
+
+
+def _regularize(var, regularizer):
+    """TF's: the regularizer's loss of a new variable, next to it, in ``<var>/Regularizer/``
+    (outside any control-dependency block), added to ``REGULARIZATION_LOSSES`` (a regularizer
+    may return None: no loss)."""
+    g = var.graph
+    with g.colocate_with(var.op), g.name_scope(var.op.name + "/Regularizer/"):
+        with g.control_dependencies(None):
+            loss = regularizer(var)
+    if loss is not None:
+        g.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
