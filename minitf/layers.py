@@ -162,15 +162,17 @@ def batch_normalization(
         gamma = beta = None
         if scale:
             gamma = get_variable(
-                "gamma", [size], dtype, gamma_initializer, trainable, regularizer=gamma_regularizer
+                "gamma", [size], dtype, gamma_initializer, gamma_regularizer, trainable
             )
         if center:
             beta = get_variable(
-                "beta", [size], dtype, beta_initializer, trainable, regularizer=beta_regularizer
+                "beta", [size], dtype, beta_initializer, beta_regularizer, trainable
             )
-        moving_mean = get_variable("moving_mean", [size], dtype, moving_mean_initializer, False)
+        moving_mean = get_variable(
+            "moving_mean", [size], dtype, moving_mean_initializer, trainable=False
+        )
         moving_variance = get_variable(
-            "moving_variance", [size], dtype, moving_variance_initializer, False
+            "moving_variance", [size], dtype, moving_variance_initializer, trainable=False
         )
         mean, variance = moving_mean, moving_variance
         if _constant_value(training) is not False:  # True, or only known at run time

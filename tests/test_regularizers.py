@@ -83,3 +83,13 @@ def test_batch_normalization_weights_take_regularizers():
     assert [t.name for t in tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)] == [
         "batch_normalization/gamma/Regularizer/l2_regularizer:0"
     ]
+
+
+def test_get_variable_takes_tfs_arguments_in_tfs_order():
+    w = tf.get_variable("w", [2], tf.float32, tf.ones_initializer(), L2(1.0), False)
+    assert w not in tf.trainable_variables()  # the sixth argument: trainable
+    assert len(tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)) == 1  # the fifth
+    with pytest.raises(ValueError, match="does not support custom_getter"):
+        tf.get_variable("c", [1], custom_getter=lambda getter, *a, **k: getter(*a, **k))
+    with pytest.raises(TypeError):
+        tf.get_variable("d", [1], no_such_argument=1)

@@ -108,18 +108,26 @@ def get_variable(
     shape: ShapeLike = None,
     dtype: DTypeLike = None,
     initializer: Any = None,
+    regularizer: Callable[[Any], Any] | None = None,
     trainable: bool = True,
     collections: Iterable[str] | None = None,
     caching_device: str | DeviceSpec | Callable | None = None,
-    validate_shape: bool = True,
     partitioner: Any = None,
-    regularizer: Callable[[Any], Any] | None = None,
-    **unused: Any,
+    validate_shape: bool = True,
+    use_resource: bool | None = None,
+    custom_getter: Any = None,
+    constraint: Any = None,
+    synchronization: Any = None,
+    aggregation: Any = None,
 ) -> Variable | PartitionedVariable:
     """Returns the variable ``<scope>/<name>``, creating it unless the scope reuses variables.
     With a ``partitioner`` (or the scope's), a :class:`PartitionedVariable` of shards
     ``<name>/part_<i>``.  A ``regularizer`` (``weights -> loss``) makes the new variable's
     loss in ``<name>/Regularizer/`` and adds it to ``REGULARIZATION_LOSSES``."""
+    for what, arg in (("custom_getter", custom_getter), ("constraint", constraint)):
+        if arg is not None:
+            raise ValueError("minitf: tf.get_variable does not support %s" % what)
+    del use_resource, synchronization, aggregation  # minitf's variables are TF 1's (ref) ones
     store = _store()
     scope = store.scope
     full = (scope.name + "/" + name) if scope.name else name
