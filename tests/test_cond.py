@@ -407,3 +407,16 @@ def test_an_asynchronous_op_in_the_branch_not_taken_does_not_wait():
         sess.run(q.enqueue([5.0]))
         assert sess.run(r, {p: True}) == 5.0
         assert sess.run(q.size()) == 0
+
+
+def test_a_branch_returning_an_outside_tensor_differentiates():
+    """``lambda: x`` is a Switch made by the branch itself (``cond/Switch_1``); its gradient
+    still meets the zeros of the other side in a Merge; nested conds on one predicate too."""
+    x = tf.placeholder(tf.float32, [2])
+    p = tf.placeholder(tf.bool, [])
+    r = tf.cond(p, lambda: x, lambda: 2.0 * x)
+    n = tf.cond(p, lambda: tf.cond(p, lambda: x, lambda: x * 3.0), lambda: x * 5.0, name="nn")
+    (g,) = tf.gradients(tf.reduce_sum(r) + tf.reduce_sum(n), x)
+    with tf.Session() as sess:
+        assert sess.run(g, {x: [1.0, 2.0], p: True}).tolist() == [2.0, 2.0]
+        assert sess.run(g, {x: [1.0, 2.0], p: False}).tolist() == [7.0, 7.0]
