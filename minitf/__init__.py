@@ -74,9 +74,11 @@ from minitf.ops.array_ops import (
     zeros,
     zeros_like,
 )
+from minitf.ops.assert_ops import Assert
+from minitf.ops.case import case
 from minitf.ops.clip_ops import clip_by_global_norm, clip_by_norm, clip_by_value, global_norm
 from minitf.ops.cond import cond
-from minitf.ops.control_flow_ops import Assert, group, no_op, with_dependencies
+from minitf.ops.control_flow_ops import group, no_op, with_dependencies
 from minitf.ops.control_flow_ops import tuple_ as tuple  # noqa: A004 - TF's name
 from minitf.ops.data_flow_ops import (
     FIFOQueue,

@@ -152,32 +152,36 @@ def batch_normalization(
     )
     del renorm_momentum  # used only with renorm
     x = convert_to_tensor(inputs)
-    ndims = x.shape.ndims
-    if ndims is None or axis not in (-1, ndims - 1):
-        raise ValueError("minitf: tf.layers.batch_normalization normalizes the last axis only")
-    dtype, size = x.dtype.base_dtype, x.shape.as_list()[-1]
-    if size is None:
-        raise ValueError("Input has undefined `axis` dimension. Input shape: %s" % x.shape)
+    size = _normalized_size(x, axis)
     with variable_scope(name, default_name="batch_normalization", values=[x], reuse=reuse):
         gamma = beta = None
         if scale:
-            gamma = get_variable(
-                "gamma", [size], dtype, gamma_initializer, gamma_regularizer, trainable
-            )
+            gamma = _bn_weight("gamma", x, size, gamma_initializer, gamma_regularizer, trainable)
         if center:
-            beta = get_variable(
-                "beta", [size], dtype, beta_initializer, beta_regularizer, trainable
-            )
-        moving_mean = get_variable(
-            "moving_mean", [size], dtype, moving_mean_initializer, trainable=False
-        )
-        moving_variance = get_variable(
-            "moving_variance", [size], dtype, moving_variance_initializer, trainable=False
-        )
+            beta = _bn_weight("beta", x, size, beta_initializer, beta_regularizer, trainable)
+        moving_mean = _bn_weight("moving_mean", x, size, moving_mean_initializer)
+        moving_variance = _bn_weight("moving_variance", x, size, moving_variance_initializer)
         mean, variance = moving_mean, moving_variance
         if _constant_value(training) is not False:  # True, or only known at run time
             mean, variance = _training_moments(x, training, momentum, moving_mean, moving_variance)
         return nn_impl.batch_normalization(x, mean, variance, beta, gamma, epsilon)
+
+
+def _normalized_size(x, axis):
+    """The size of the last axis, the one batch normalization normalizes (minitf: only it)."""
+    ndims = x.shape.ndims
+    if ndims is None or axis not in (-1, ndims - 1):
+        raise ValueError("minitf: tf.layers.batch_normalization normalizes the last axis only")
+    size = x.shape.as_list()[-1]
+    if size is None:
+        raise ValueError("Input has undefined `axis` dimension. Input shape: %s" % x.shape)
+    return size
+
+
+def _bn_weight(name, x, size, initializer, regularizer=None, trainable=False):
+    return get_variable(
+        name, [size], x.dtype.base_dtype, initializer, regularizer, trainable=trainable
+    )
 
 
 def _constant_value(pred):

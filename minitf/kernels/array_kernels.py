@@ -435,23 +435,38 @@ register(
 
 
 def _assert(op, device):
-    """``Assert``: ``assertion failed: [<data 0>] [<data 1>]`` when the condition is false."""
+    """``Assert``: ``assertion failed: [<data 0>] [<data 1>]`` when the condition is false,
+    each data tensor's first ``summarize`` elements."""
+    summarize = op.get_attr("summarize")
 
     def compute(ctx, ins):
         if not np.all(ins[0]):
-            parts = ["[%s]" % _summarize(v) for v in ins[1:]]
+            parts = ["[%s]" % _summarize(v, summarize) for v in ins[1:]]
             raise errors.InvalidArgumentError(None, None, "assertion failed: " + " ".join(parts))
         return ()
 
     return compute
 
 
-def _summarize(value):
+def _summarize(value, summarize=3):
+    """A tensor as TF's ``Assert`` prints it: its first ``summarize`` elements, ``...`` if there
+    are more; bools as 1/0, floats in the shortest form that reads back (``2.25``, ``1``)."""
     value = np.asarray(value)
-    if value.ndim == 0:
-        v = value.item()
-        return v.decode() if isinstance(v, bytes) else str(v)
-    return " ".join(_summarize(v) for v in value.ravel()[:3])
+    flat = value.ravel()
+    text = " ".join(_element_text(v) for v in flat[:summarize])
+    return text + "..." if flat.size > summarize else text
+
+
+def _element_text(v):
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, (np.bool_, bool)):
+        return "1" if v else "0"
+    if isinstance(v, np.floating):
+        short, long = (6, 9) if v.dtype.itemsize <= 4 else (15, 17)
+        text = "%.*g" % (short, v)
+        return text if type(v)(text) == v or v != v else "%.*g" % (long, v)
+    return str(v.item() if isinstance(v, np.generic) else v)
 
 
 register("Assert", _assert, cpu="any")

@@ -447,7 +447,12 @@ def _filled(shape, dtype, name, default_name, value):
 
 
 def stack(values: Sequence[TensorLike], axis: int = 0, name: str | None = "stack") -> Tensor:
-    """``Pack``: stacks same-shaped tensors along a new axis."""
+    """``Pack``: stacks same-shaped tensors along a new axis.  A list with no tensor in it
+    (an empty one too) is a ``Const`` of that name, as TF makes it along axis 0."""
+    if axis == 0 and not any(
+        isinstance(v, Tensor) or hasattr(v, "_as_graph_element") for v in values
+    ):
+        return convert_to_tensor(list(values), name=name or "stack")
     with name_scope(name, "stack", values) as scope:
         values = [convert_to_tensor(v, name="values_%d" % i) for i, v in enumerate(values)]
         if not values:

@@ -8,18 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from minitf.framework import dtypes
 from minitf.framework.graph import (
     Operation,
     _to_operation,
-    convert_to_tensor,
     get_default_graph,
     name_scope,
 )
 from minitf.ops.op_def import apply_op, register_op
 
 register_op("NoOp")
-register_op("Assert", is_stateful=True)
 
 
 def no_op(name: str | None = None) -> Operation:
@@ -83,19 +80,3 @@ def tuple_(tensors: Any, name: str | None = None, control_inputs: Any = None) ->
         gating_ops = [t.op for t in present] + list(control_inputs or ())
         gate = group(*gating_ops)
         return [None if t is None else with_dependencies([gate], t) for t in tensors]
-
-
-def Assert(condition: Any, data: list, summarize: int | None = None, name: str | None = None):  # noqa: N802 - TF's name
-    """``tf.Assert``: an ``Assert`` op that fails its run with ``InvalidArgumentError("assertion
-    failed: [<data>] ...")`` when ``condition`` is false (TF's path for string and int32 data;
-    a string input producer's non-empty check, book: "Reading the Training Data Directly from
-    the Graph")."""
-    with name_scope(name, "Assert", [condition] + list(data)):
-        xs = [convert_to_tensor(x) for x in data]  # TF converts the data once here...
-        condition = convert_to_tensor(condition, dtype=dtypes.bool, name="Condition")
-        with name_scope(None, "Assert") as scope:  # ...and again in the op's own scope
-            inputs = [condition] + [
-                convert_to_tensor(x, name="data_%d" % i) for i, x in enumerate(data)
-            ]
-            attrs = {"T": [x.dtype.base_dtype for x in xs], "summarize": summarize or 3}
-            return apply_op("Assert", inputs, [], scope, attrs)

@@ -124,42 +124,28 @@ def get_variable(
     With a ``partitioner`` (or the scope's), a :class:`PartitionedVariable` of shards
     ``<name>/part_<i>``.  A ``regularizer`` (``weights -> loss``) makes the new variable's
     loss in ``<name>/Regularizer/`` and adds it to ``REGULARIZATION_LOSSES``."""
-    for what, arg in (("custom_getter", custom_getter), ("constraint", constraint)):
-        if arg is not None:
-            raise ValueError("minitf: tf.get_variable does not support %s" % what)
+    _refuse(custom_getter=custom_getter, constraint=constraint)
     del use_resource, synchronization, aggregation  # minitf's variables are TF 1's (ref) ones
     store = _store()
     scope = store.scope
     full = (scope.name + "/" + name) if scope.name else name
     if full in store.vars:
         return _reused_variable(store, scope, full, shape)
-    if scope.reuse is True:
-        raise ValueError(
-            "Variable %s does not exist, or was not created with "
-            "tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
-            "VarScope?" % full
-        )
+    _check_may_create(scope, full)
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
     initializer = initializer if initializer is not None else scope.initializer
     partitioner = partitioner if partitioner is not None else scope.partitioner
-    g = get_default_graph()
+    options = dict(
+        trainable=trainable,
+        collections=collections,
+        caching_device=caching_device,
+        dtype=dtype,
+        validate_shape=validate_shape,
+    )
 
     def make(var_name, var_shape, partition_info=None):
         init_value = _initial_value(full, var_shape, dtype, initializer, partition_info)
-        with g.name_scope(None):  # variables are named by the variable scope, not the name scope
-            with g.name_scope(scope.name + "/" if scope.name else None):
-                var = Variable(
-                    init_value,
-                    trainable=trainable,
-                    collections=collections,
-                    caching_device=caching_device,
-                    name=var_name,
-                    dtype=dtype,
-                    validate_shape=validate_shape,
-                )
-        if regularizer is not None:
-            _regularize(var, regularizer)
-        return var
+        return _new_variable(scope, var_name, init_value, regularizer, options)
 
     if partitioner is None:
         var = make(name, shape)
@@ -173,6 +159,31 @@ def get_variable(
         )
     store.vars[full] = var
     return var
+
+
+def _new_variable(scope, var_name, init_value, regularizer, options):
+    """A variable named by the variable scope (not the name scope), regularized if asked."""
+    g = get_default_graph()
+    with g.name_scope(None), g.name_scope(scope.name + "/" if scope.name else None):
+        var = Variable(init_value, name=var_name, **options)
+    if regularizer is not None:
+        _regularize(var, regularizer)
+    return var
+
+
+def _refuse(**args):
+    for what, arg in args.items():
+        if arg is not None:
+            raise ValueError("minitf: tf.get_variable does not support %s" % what)
+
+
+def _check_may_create(scope, full):
+    if scope.reuse is True:
+        raise ValueError(
+            "Variable %s does not exist, or was not created with "
+            "tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
+            "VarScope?" % full
+        )
 
 
 def _reused_variable(store, scope, full, shape):

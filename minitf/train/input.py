@@ -30,7 +30,7 @@ from minitf.framework.graph import (
     name_scope,
 )
 from minitf.ops import array_ops, data_flow_ops, math_ops, random_ops, summary_ops
-from minitf.ops.control_flow_ops import Assert
+from minitf.ops.assert_ops import Assert
 from minitf.ops.variables import Variable
 from minitf.train.queue_runner import QueueRunner, add_queue_runner
 
