@@ -117,3 +117,33 @@ def test_case_arguments_are_checked_as_tf_checks_them():
         tf.case([(x, lambda: x)])
     with pytest.raises(TypeError, match="must be callable"):
         tf.case([(x > 0, x)])
+
+
+PIECEWISE = Path(__file__).parent / "data" / "tf_piecewise_constant_graph.txt"
+
+
+def test_piecewise_constant_is_tfs_case_on_the_global_step():
+    gs = tf.train.get_or_create_global_step()
+    lr = tf.train.piecewise_constant(gs, [10, 20], [1.0, 0.5, 0.1])
+    b = tf.placeholder(tf.bool, [2])
+    c = tf.placeholder(tf.bool, [2])
+    both, either = b & c, b | c
+    lines = ["%s %s %s" % (lr, both, either)] + [
+        _listing(op)
+        for op in tf.get_default_graph().get_operations()
+        if not op.name.startswith("global_step")
+    ]
+    assert lines == PIECEWISE.read_text().splitlines()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = []
+        for step in (0, 10, 11, 20, 21):
+            sess.run(tf.assign(gs, step))
+            got.append(float(sess.run(lr)))
+        assert got == [1.0, 1.0, 0.5, 0.5, pytest.approx(0.1)]
+        out = sess.run([both, either], {b: [True, False], c: [True, True]})
+    assert [o.tolist() for o in out] == [[True, False], [True, True]]
+    with pytest.raises(ValueError, match="should be 1 less than the length of values"):
+        tf.train.piecewise_constant(gs, [10], [1.0])
+    with pytest.raises(ValueError, match=r"Boundaries \(float32\) must have the same dtype"):
+        tf.train.piecewise_constant(gs, [10.0], [1.0, 2.0])

@@ -340,6 +340,8 @@ def _install_operators(cls):
         "mod": ("mod", lambda x, y, s: _binary("FloorMod", x, y, s)),
         "matmul": ("matmul", lambda x, y, s: matmul(x, y, name=s)),
         "pow": ("pow", lambda x, y, s: _binary("Pow", x, y, s)),
+        "and": ("and", lambda x, y, s: logical_and(x, y, name=s)),
+        "or": ("or", lambda x, y, s: logical_or(x, y, name=s)),
     }
     for key, (op_name, fn) in table.items():
         fwd, rev = binary(op_name, fn)

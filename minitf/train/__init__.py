@@ -60,7 +60,10 @@ from minitf.train.input import (  # noqa: F401  (TF's python/training/input.py)
     slice_input_producer,
     string_input_producer,
 )
-from minitf.train.learning_rate_decay import exponential_decay  # noqa: F401
+from minitf.train.learning_rate_decay import (  # noqa: F401
+    exponential_decay,
+    piecewise_constant,
+)
 from minitf.train.momentum import MomentumOptimizer  # noqa: F401
 from minitf.train.monitored_session import (  # noqa: F401
     ChiefSessionCreator,
