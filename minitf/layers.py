@@ -24,7 +24,7 @@ from minitf.framework.graph import name_scope as _name_scope
 from minitf.ops import array_ops, init_ops, math_ops, nn_impl, nn_ops, state_ops
 from minitf.ops.array_ops import TensorLike
 from minitf.ops.cond import smart_cond
-from minitf.ops.variable_scope import get_variable, variable_scope
+from minitf.ops.variable_scope import get_variable, refuse_unsupported, variable_scope
 
 __all__ = ["batch_normalization", "dense", "dropout"]
 
@@ -48,8 +48,8 @@ def dense(
     """A densely connected layer: ``activation(matmul(inputs, kernel) + bias)`` for 2-D
     ``inputs`` ``[batch, n]``; kernel ``[n, units]``, bias ``[units]``.  With ``reuse`` (or
     inside a reusing scope) a named layer takes its existing variables."""
-    _check_unsupported(
-        "dense",
+    refuse_unsupported(
+        "tf.layers.dense",
         activity_regularizer=activity_regularizer,
         kernel_constraint=kernel_constraint,
         bias_constraint=bias_constraint,
@@ -140,8 +140,8 @@ def batch_normalization(
     While ``training`` (a bool or a bool tensor) it normalizes with the batch's ``moments``
     and adds the moving averages' updates (``AssignMovingAvg``) to ``UPDATE_OPS``; otherwise it
     uses the moving averages.  TF's non-fused layer, as it builds it for a 2-D input."""
-    _check_unsupported(
-        "batch_normalization",
+    refuse_unsupported(
+        "tf.layers.batch_normalization",
         beta_constraint=beta_constraint,
         gamma_constraint=gamma_constraint,
         renorm=renorm or None,
@@ -222,12 +222,6 @@ def _assign_moving_average(variable, value, momentum):
                 decay = math_ops.cast(decay, variable.dtype.base_dtype)
             delta = (variable - math_ops.cast(value, variable.dtype.base_dtype)) * decay
             return state_ops.assign_sub(variable, delta, name=scope)
-
-
-def _check_unsupported(layer: str, **args: Any) -> None:
-    for what, arg in args.items():
-        if arg is not None:
-            raise ValueError("minitf: tf.layers.%s does not support %s" % (layer, what))
 
 
 def _input_size(x: Tensor, name: str | None) -> int:

@@ -24,3 +24,6 @@ class _Dead:
 
 
 DEAD = _Dead()
+
+#: the ops whose outputs may be dead: a ``tf.cond``'s ``Switch`` (``RefSwitch`` for a reference)
+SWITCH_OPS = frozenset({"Switch", "RefSwitch"})

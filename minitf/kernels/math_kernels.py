@@ -278,28 +278,21 @@ def _squared_difference(op, device):
     """``(x - y)²`` as two of the backend's binary ops (the square written into the
     difference, a buffer of the op's own)."""
     sub, mul = device.backend.zip("sub"), device.backend.zip("mul")
-    shape = op.outputs[0][1]
 
-    def compute(ctx, ins):
-        x, y = ins
-        try:
-            d = sub(ctx, x, y)
-        except ValueError:
-            error = _shape_error(shape, x, y)
-            if error is None:
-                raise
-            raise error from None
+    def squared_difference(ctx, x, y):
+        d = sub(ctx, x, y)
         into = d if type(d) is np.ndarray and d.ndim else None  # (a scalar has no buffer)
-        return (mul(ctx, d, d, into),)
+        return mul(ctx, d, d, into)
 
-    return compute
+    return _zip_kernel(squared_difference, op.outputs[0][1], None)
 
 
 register("SquaredDifference", _squared_difference, cpu=FLOATS + INTS, gpu=FLOATS, allocates=True)
 
 
 def _comparison(ufunc):
-    """A broadcasting comparison's host kernel (bool result), with TF's shape error."""
+    """The host kernel of a broadcasting binary op computed by ``ufunc(x, y)`` (a comparison,
+    a logical op, FloorMod), with TF's shape error."""
 
     @host_kernel
     def factory(op, device):
@@ -319,26 +312,17 @@ for _op, _ufunc in (("LogicalAnd", np.logical_and), ("LogicalOr", np.logical_or)
     register(_op, _comparison(_ufunc), cpu=(D.bool,), gpu=(D.bool,), allocates=True)
 
 
-@host_kernel
-def _floor_mod(op, device):
+def _floor_mod(x, y):
     """``FloorMod``: Python's ``%`` (the sign of y), TF's error for an integer 0 divisor."""
-
-    def compute(ctx, ins):
-        x, y = ins
-        error = _shape_error(np.shape, x, y)
-        if error is not None:
-            raise error
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.mod(x, y)
-        zero = np.asarray(y) == 0
-        if out.dtype.kind in "iu" and zero.any() and np.broadcast_to(zero, np.shape(out)).any():
-            raise invalid_argument("Integer division by zero")  # (none if nothing is computed)
-        return (scalarize(out),)
-
-    return compute
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.mod(x, y)
+    zero = np.asarray(y) == 0
+    if out.dtype.kind in "iu" and zero.any() and np.broadcast_to(zero, np.shape(out)).any():
+        raise invalid_argument("Integer division by zero")  # (none if nothing is computed)
+    return out
 
 
-register("FloorMod", _floor_mod, cpu=FLOATS + INTS, gpu=FLOATS + INTS, allocates=True)
+register("FloorMod", _comparison(_floor_mod), cpu=FLOATS + INTS, gpu=FLOATS + INTS, allocates=True)
 
 
 @host_kernel

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from minitf.framework import dtypes, tensor_shape
+from minitf.framework.dead_tensor import SWITCH_OPS
 from minitf.framework.graph import (
     GraphKeys,
     Operation,
@@ -35,8 +36,6 @@ from minitf.ops.op_def import apply_op, register_op, shape_error
 register_op("Switch")
 register_op("RefSwitch", ref_inputs=(True,))
 register_op("Merge")
-
-SWITCH_TYPES = ("Switch", "RefSwitch")
 
 
 # -- the two ops ------------------------------------------------------------------------------
@@ -407,7 +406,7 @@ def zeros_like_outside_loop(op: Operation, index: int) -> Tensor:
     ``Switch`` of its input, its ``Shape``, a ``Fill`` waiting on it), so that they exist
     exactly when that branch's gradient does not (TF's ``ZerosLikeOutsideLoop``)."""
     val = op.outputs[index]
-    ctx = op._get_control_flow_context() if op.type in SWITCH_TYPES else None
+    ctx = op._get_control_flow_context() if op.type in SWITCH_OPS else None
     if ctx is None:
         return array_ops.zeros_like(val, optimize=False)
     switch_val = switch(op.inputs[0], ctx.pred)[1 - ctx.branch]

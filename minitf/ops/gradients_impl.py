@@ -149,13 +149,12 @@ class _Walk:
             op = stack.pop()
             if op not in reached:
                 reached.add(op)
-                if any(_is_trainable(t) for t in op.outputs):
-                    stack.extend(self.consumers_through_trainable(op))
+                trainable = {t for t in op.outputs if _is_trainable(t)}
+                if trainable:
+                    stack.extend(
+                        c for c in self.consumers[op] if any(t in trainable for t in c.inputs)
+                    )
         return reached
-
-    def consumers_through_trainable(self, op):
-        trainable = {t for t in op.outputs if _is_trainable(t)}
-        return [c for c in self.consumers[op] if any(t in trainable for t in c.inputs)]
 
     def _between_and_pending(self, reached):
         """The ops both reachable from the xs and leading to the ys, and per op how many input

@@ -11,9 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from minitf.framework import dtypes
-from minitf.framework.graph import name_scope
 from minitf.ops import array_ops, math_ops
-from minitf.ops.op_def import NotDifferentiable, RegisterGradient, apply_op
+from minitf.ops.op_def import NotDifferentiable, RegisterGradient
 
 
 def _same_static_shapes(x, y, grad):
@@ -26,14 +25,21 @@ def _same_static_shapes(x, y, grad):
     )
 
 
+def _broadcast_axes(op):
+    """``(Shape(x), Shape(y), rx, ry)`` of a binary op: the axes each input was broadcast along
+    (``BroadcastGradientArgs``), to sum its gradient over."""
+    x, y = op.inputs
+    sx, sy = array_ops.shape(x), array_ops.shape(y)
+    rx, ry = array_ops.broadcast_gradient_args(sx, sy)
+    return sx, sy, rx, ry
+
+
 def _reduced_to_inputs(op, gx, gy, negate_y=False):
     """``gx`` and ``gy`` (gradients of the broadcast result) summed over the axes each input
     was broadcast along and reshaped to that input: ``Shape``, ``Shape_1``,
     ``BroadcastGradientArgs``, ``Sum`` + ``Reshape``, ``Sum_1`` + ``Reshape_1`` (with
     ``negate_y``, Sub's: a ``Neg`` of the sum, before its reshape)."""
-    x, y = op.inputs
-    sx, sy = array_ops.shape(x), array_ops.shape(y)
-    rx, ry = array_ops.broadcast_gradient_args(sx, sy)
+    sx, sy, rx, ry = _broadcast_axes(op)
     out_x = array_ops.reshape(math_ops.reduce_sum(gx, rx), sx)
     if gy is None:
         return out_x, None
@@ -234,27 +240,19 @@ def _log_grad(op, grad):
 @RegisterGradient("Reciprocal")
 def _reciprocal_grad(op, grad):
     """d(1/x) = -g·y² with y the op's output: one ``ReciprocalGrad`` op."""
-    return _grad_op("ReciprocalGrad", op.outputs[0], grad)
-
-
-def _grad_op(op_type, y, grad):
-    """TF's fused gradient op ``op_type(y, grad)`` (``SqrtGrad``, ``RsqrtGrad``,
-    ``ReciprocalGrad``) of a unary op's output ``y``."""
-    dt = y.dtype.base_dtype
-    with name_scope(None, op_type, [y, grad]) as scope:
-        return apply_op(op_type, [y, grad], [(dt, y.shape)], scope, {"T": dt}).outputs[0]
+    return math_ops.grad_op("ReciprocalGrad", op.outputs[0], grad)
 
 
 @RegisterGradient("Sqrt")
 def _sqrt_grad(op, grad):
     """d(√x) = 0.5·g/y with y the op's output: one ``SqrtGrad`` op."""
-    return _grad_op("SqrtGrad", op.outputs[0], grad)
+    return math_ops.grad_op("SqrtGrad", op.outputs[0], grad)
 
 
 @RegisterGradient("Rsqrt")
 def _rsqrt_grad(op, grad):
     """d(x^-½) = -0.5·g·y³ with y the op's output: one ``RsqrtGrad`` op."""
-    return _grad_op("RsqrtGrad", op.outputs[0], grad)
+    return math_ops.grad_op("RsqrtGrad", op.outputs[0], grad)
 
 
 @RegisterGradient("Abs")
@@ -287,8 +285,7 @@ def _squared_difference_grad(op, grad):
     """d(x-y)² = 2g(x-y) for x, its negation for y, each summed to its input's shape (TF
     1.15: ``scalar`` and ``Mul``, then ``sub``, ``mul``; y's ``Neg`` after its reshape)."""
     x, y = op.inputs
-    sx, sy = array_ops.shape(x), array_ops.shape(y)
-    rx, ry = array_ops.broadcast_gradient_args(sx, sy)
+    sx, sy, rx, ry = _broadcast_axes(op)
     with op.graph.control_dependencies([grad]):
         two = array_ops.constant(2.0, dtype=grad.dtype.base_dtype, name="scalar")
         x_grad = math_ops.multiply(two, grad) * (x - y)
@@ -301,8 +298,7 @@ def _squared_difference_grad(op, grad):
 def _floor_mod_grad(op, grad):
     """d(x mod y) = g for x and -g·floor(x/y) for y, each summed to its input's shape."""
     x, y = op.inputs
-    sx, sy = array_ops.shape(x), array_ops.shape(y)
-    rx, ry = array_ops.broadcast_gradient_args(sx, sy)
+    sx, sy, rx, ry = _broadcast_axes(op)
     floor_xy = math_ops.floordiv(x, y)
     gx = array_ops.reshape(math_ops.reduce_sum(grad, rx), sx)
     gy = array_ops.reshape(math_ops.reduce_sum(grad * math_ops.negative(floor_xy), ry), sy)
@@ -315,8 +311,7 @@ def _pow_grad(op, grad):
     each summed to its input's shape (TF 1.15's ops and order)."""
     x, y = op.inputs
     z = op.outputs[0]
-    sx, sy = array_ops.shape(x), array_ops.shape(y)
-    rx, ry = array_ops.broadcast_gradient_args(sx, sy)
+    sx, sy, rx, ry = _broadcast_axes(op)
     gx = array_ops.reshape(math_ops.reduce_sum(grad * y * math_ops.pow(x, y - 1), rx), sx)
     mask = x > 0
     safe_x = math_ops.where(mask, x, array_ops.ones_like(x))

@@ -663,3 +663,19 @@ def reduced_shape(input_shape: TensorLike, axes: TensorLike) -> Tensor:
     axes = (axes + input_rank) % input_rank
     axes_shape = array_ops.shape(axes)
     return dynamic_stitch([range_(input_rank), axes], [input_shape, array_ops.fill(axes_shape, 1)])
+
+
+def grad_op(op_type: str, a: TensorLike, b: TensorLike, name=None, names=("y", "dy"), **attrs):
+    """A fused gradient op of two same-shape inputs (``SqrtGrad(y, dy)``,
+    ``ReluGrad(gradients, features)`` ...; ``names``: what TF calls them), TF's shape error if
+    their shapes differ."""
+    a = convert_to_tensor(a, name=names[0])
+    b = convert_to_tensor(b, dtype=a.dtype.base_dtype, name=names[1])
+    with name_scope(name, op_type, [a, b]) as scope:
+        try:
+            shape = a.shape.merge_with(b.shape)
+        except ValueError:
+            reason = "Shapes %s and %s are not compatible" % (a.shape, b.shape)
+            raise shape_error(op_type, scope, [a, b], reason) from None
+        dt = a.dtype.base_dtype
+        return apply_op(op_type, [a, b], [(dt, shape)], scope, dict(attrs, T=dt)).outputs[0]

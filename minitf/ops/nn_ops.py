@@ -17,7 +17,7 @@ from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import DTypeLike, Tensor, convert_to_tensor, name_scope
 from minitf.ops import array_ops, math_ops, random_ops
 from minitf.ops.array_ops import TensorLike
-from minitf.ops.math_ops import check_allowed_dtype
+from minitf.ops.math_ops import check_allowed_dtype, grad_op
 from minitf.ops.op_def import apply_op, register_op, shape_error
 
 for _t in (
@@ -199,49 +199,36 @@ def bias_add_grad(
         return apply_op("BiasAddGrad", [g], [(dt, shape)], scope, attrs).outputs[0]
 
 
-def _grad_helper(op_type, a, b, name, names, **attrs):
-    a = convert_to_tensor(a, name=names[0])
-    b = convert_to_tensor(b, dtype=a.dtype.base_dtype, name=names[1])
-    with name_scope(name, op_type, [a, b]) as scope:
-        try:
-            shape = a.shape.merge_with(b.shape)
-        except ValueError:
-            reason = "Shapes %s and %s are not compatible" % (a.shape, b.shape)
-            raise shape_error(op_type, scope, [a, b], reason) from None
-        dt = a.dtype.base_dtype
-        return apply_op(op_type, [a, b], [(dt, shape)], scope, dict(attrs, T=dt)).outputs[0]
-
-
 def elu_grad(gradients: TensorLike, outputs: TensorLike, name: str | None = None) -> Tensor:
     """``EluGrad``: ``gradients * (outputs + 1)`` where the output is negative, else as is."""
-    return _grad_helper("EluGrad", gradients, outputs, name, ("gradients", "outputs"))
+    return grad_op("EluGrad", gradients, outputs, name, ("gradients", "outputs"))
 
 
 def selu_grad(gradients: TensorLike, outputs: TensorLike, name: str | None = None) -> Tensor:
     """``SeluGrad``: ``gradients * (outputs + scale * alpha)`` where the output is negative,
     ``gradients * scale`` elsewhere."""
-    return _grad_helper("SeluGrad", gradients, outputs, name, ("gradients", "outputs"))
+    return grad_op("SeluGrad", gradients, outputs, name, ("gradients", "outputs"))
 
 
 def leaky_relu_grad(gradients, features, alpha: float = 0.2, name: str | None = None) -> Tensor:
     """``LeakyReluGrad``: ``gradients`` where ``features > 0``, ``alpha * gradients`` else."""
     names = ("gradients", "features")
-    return _grad_helper("LeakyReluGrad", gradients, features, name, names, alpha=alpha)
+    return grad_op("LeakyReluGrad", gradients, features, name, names, alpha=alpha)
 
 
 def relu_grad(gradients: TensorLike, features: TensorLike, name: str | None = None) -> Tensor:
     """``ReluGrad``: ``gradients`` where ``features > 0``, else 0."""
-    return _grad_helper("ReluGrad", gradients, features, name, ("gradients", "features"))
+    return grad_op("ReluGrad", gradients, features, name, ("gradients", "features"))
 
 
 def sigmoid_grad(y: TensorLike, dy: TensorLike, name: str | None = None) -> Tensor:
     """``SigmoidGrad``: ``dy * y * (1 - y)``, ``y`` the sigmoid's output."""
-    return _grad_helper("SigmoidGrad", y, dy, name, ("y", "dy"))
+    return grad_op("SigmoidGrad", y, dy, name, ("y", "dy"))
 
 
 def tanh_grad(y: TensorLike, dy: TensorLike, name: str | None = None) -> Tensor:
     """``TanhGrad``: ``dy * (1 - y * y)``, ``y`` the tanh's output."""
-    return _grad_helper("TanhGrad", y, dy, name, ("y", "dy"))
+    return grad_op("TanhGrad", y, dy, name, ("y", "dy"))
 
 
 def l2_loss(t: TensorLike, name: str | None = None) -> Tensor:

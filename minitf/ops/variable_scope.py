@@ -124,7 +124,7 @@ def get_variable(
     With a ``partitioner`` (or the scope's), a :class:`PartitionedVariable` of shards
     ``<name>/part_<i>``.  A ``regularizer`` (``weights -> loss``) makes the new variable's
     loss in ``<name>/Regularizer/`` and adds it to ``REGULARIZATION_LOSSES``."""
-    _refuse(custom_getter=custom_getter, constraint=constraint)
+    refuse_unsupported("tf.get_variable", custom_getter=custom_getter, constraint=constraint)
     del use_resource, synchronization, aggregation  # minitf's variables are TF 1's (ref) ones
     store = _store()
     scope = store.scope
@@ -171,10 +171,12 @@ def _new_variable(scope, var_name, init_value, regularizer, options):
     return var
 
 
-def _refuse(**args):
+def refuse_unsupported(api: str, **args: Any) -> None:
+    """TF arguments minitf does not model (``tf.get_variable``'s, the layers'): a ValueError
+    naming the first one given (not None)."""
     for what, arg in args.items():
         if arg is not None:
-            raise ValueError("minitf: tf.get_variable does not support %s" % what)
+            raise ValueError("minitf: %s does not support %s" % (api, what))
 
 
 def _check_may_create(scope, full):

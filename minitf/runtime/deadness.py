@@ -15,9 +15,7 @@ of a plan that has a ``Switch``, or a ``_Recv`` from another task, whose partiti
 from __future__ import annotations
 
 from minitf.framework import errors
-from minitf.framework.dead_tensor import DEAD
-
-SWITCHES = frozenset({"Switch", "RefSwitch"})
+from minitf.framework.dead_tensor import DEAD, SWITCH_OPS
 
 
 class DeadOutputs(tuple):
@@ -35,7 +33,7 @@ def may_see_dead(nodes, local_recvs) -> bool:
     a ``Switch``, or a ``_Recv`` (not among the indices ``local_recvs``, whose ``_Send`` is in
     the plan) that takes a tensor from another task's partition, which may have one."""
     return any(
-        n.type in SWITCHES or (n.type == "_Recv" and i not in local_recvs)
+        n.type in SWITCH_OPS or (n.type == "_Recv" and i not in local_recvs)
         for i, n in enumerate(nodes)
     )
 
