@@ -9,7 +9,18 @@ scheduler, executor, session).
 import sys as _sys  # noqa: E402
 
 import minitf.kernels  # noqa: F401  (registers the kernels)
-from minitf import config, contrib, device_lib, layers, losses, nn, queue, test, train  # noqa: F401
+from minitf import (  # noqa: F401
+    config,
+    contrib,
+    data,
+    device_lib,
+    layers,
+    losses,
+    nn,
+    queue,
+    test,
+    train,
+)
 from minitf import distributed as _distributed  # noqa: F401  (registers GRPC_SESSION)
 from minitf.framework import dtypes, errors, tensor_shape  # noqa: F401
 from minitf.framework.device_spec import DeviceSpec
@@ -47,6 +58,7 @@ from minitf.framework.graph import (
 )
 from minitf.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from minitf.framework.tensor_shape import Dimension, TensorShape
+from minitf.framework.tensor_spec import TensorSpec
 from minitf.ops import math_ops as _math_ops
 from minitf.ops import nn_ops as _nn_ops
 from minitf.ops.accumulator_ops import ConditionalAccumulator, ConditionalAccumulatorBase

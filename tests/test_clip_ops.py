@@ -111,3 +111,31 @@ def test_clip_gradients_before_applying_them():
         sess.run(w.initializer)
         sess.run(train)
         np.testing.assert_allclose(sess.run(w), [0.0, 0.0], atol=1e-6)  # [3,4] - [3,4]
+
+
+def _clipped_gradients(device):
+    """Log, Sqrt, Rsqrt and Reciprocal (their fused gradient ops), a partial sum (whose gradient
+    computes its kept-dims shape with DynamicStitch) and ``clip_by_global_norm``, all on one
+    device."""
+    xv = np.random.RandomState(4).rand(3, 4).astype(np.float32) + 0.5
+    with tf.Graph().as_default(), tf.device(device):
+        x = tf.placeholder(tf.float32, [None, 4])
+        w = tf.Variable(np.full((4,), 0.5, np.float32))
+        y = tf.sqrt(x) * w + tf.rsqrt(x + w) - tf.log(x * w) + tf.reciprocal(x)
+        loss = tf.reduce_sum(tf.reduce_sum(y * y, axis=1) * tf.clip_by_value(w[0], 0.1, 1.0))
+        grads = tf.gradients(loss, [x, w])
+        clipped, norm = tf.clip_by_global_norm(grads, 1.0)
+        with tf.Session(config=tf.ConfigProto(allow_soft_placement=True)) as sess:
+            sess.run(tf.global_variables_initializer())
+            return sess.run(clipped + [norm], {x: xv}), sess
+
+
+@pytest.mark.cudasim
+@pytest.mark.usefixtures("cuda_kernels", "fast_thread_switching")
+def test_math_gradients_and_clipping_on_a_card_equal_the_cpus():
+    on_cpu, _ = _clipped_gradients("/cpu:0")
+    on_gpu, sess = _clipped_gradients("/gpu:0")
+    assert sess._impl.devices[1].backend.name == "cuda"
+    assert on_cpu[2] > 1.0  # the clip did clip
+    for a, b in zip(on_gpu, on_cpu):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

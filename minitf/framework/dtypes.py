@@ -62,6 +62,8 @@ _TYPE_TABLE = [
     (23, "uint64", np.uint64, "uint64", "DT_UINT64"),
     # a handle to a resource of a device (a queue): what a queue op outputs
     (20, "resource", np.object_, "resource", "DT_RESOURCE"),
+    # what a dataset op outputs (tf.data): a value the runtime keeps as a Python object
+    (21, "variant", np.object_, "variant", "DT_VARIANT"),
 ]
 _REF_OFFSET = 100
 
@@ -183,7 +185,7 @@ class DType:
 
     def _limits(self, which):
         base = self.base_dtype
-        if base in (bool, string, complex64, complex128, resource):
+        if base in (bool, string, complex64, complex128, resource, variant):
             raise TypeError("Cannot find %s value of %s." % (which, self))
         info = np.finfo(base.as_numpy_dtype) if base.is_floating else np.iinfo(base.as_numpy_dtype)
         return info.min if which == "minimum" else info.max
@@ -260,6 +262,7 @@ uint8_ref, uint16_ref, uint32_ref, uint64_ref = (
 bool_ref, string_ref = _INTERN[110], _INTERN[107]
 complex64_ref, complex128_ref = _INTERN[108], _INTERN[118]
 resource, resource_ref = _INTERN[20], _INTERN[120]
+variant, variant_ref = _INTERN[21], _INTERN[121]
 half, half_ref = float16, float16_ref
 double, double_ref = float64, float64_ref
 
@@ -269,7 +272,9 @@ for _alias, _target in (("half", float16), ("float", float32), ("double", float6
     _NAME_TO_DTYPE[_alias] = _target
     _NAME_TO_DTYPE[_alias + "_ref"] = _target.as_ref
 
-_NP_TYPE_TO_DTYPE = {np_type: _INTERN[enum] for enum, _, np_type, _, _ in _TYPE_TABLE if enum != 20}
+_NP_TYPE_TO_DTYPE = {
+    np_type: _INTERN[enum] for enum, _, np_type, _, _ in _TYPE_TABLE if enum not in (20, 21)
+}
 _NP_TYPE_TO_DTYPE[np.str_] = string
 _NP_TYPE_TO_DTYPE[np.bytes_] = string
 

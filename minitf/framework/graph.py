@@ -418,6 +418,8 @@ class Graph:
     """A TensorFlow computation graph: operations in creation order plus the build-time stacks
     (name scope, devices, control dependencies, colocation, container)."""
 
+    _captures_inputs = False  # a function's graph (ops/func_graph.py) captures outside tensors
+
     def __init__(self) -> None:
         self._ops: list[Operation] = []
         self._nodes_by_name: dict[str, Operation] = {}

@@ -397,6 +397,10 @@ def fill(dims: TensorLike, value: TensorLike, name: str | None = None) -> Tensor
     with name_scope(name, "Fill", [dims, value]) as scope:
         if isinstance(dims, Tensor) and dims.dtype.base_dtype == dtypes.int64:
             dims_t = dims
+        elif isinstance(dims, (list, tuple)) and any(
+            isinstance(d, Tensor) and d.dtype.base_dtype == dtypes.int64 for d in dims
+        ):  # TF packs a list holding an int64 tensor as int64 (Fill's index_type)
+            dims_t = convert_to_tensor(dims, dtype=dtypes.int64, name="dims")
         else:
             dims_t = convert_to_tensor(dims, dtype=dtypes.int32, name="dims")
         value_t = convert_to_tensor(value, name="value")

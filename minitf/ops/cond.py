@@ -29,6 +29,9 @@ from minitf.framework.graph import (
     convert_to_tensor,
     name_scope,
 )
+from minitf.lib.nest import flatten as _flatten
+from minitf.lib.nest import is_sequence as _is_sequence
+from minitf.lib.nest import pack_sequence_as as _pack
 from minitf.ops import array_ops
 from minitf.ops.control_flow_ops import with_dependencies
 from minitf.ops.op_def import apply_op, register_op, shape_error
@@ -227,33 +230,6 @@ def output_context(op: Operation) -> CondContext | None:
 
 
 # -- nested results (TF's nest, for lists, tuples, namedtuples and dicts) ----------------------
-
-
-def _is_sequence(x: Any) -> bool:
-    return isinstance(x, (list, tuple, dict))
-
-
-def _flatten(x: Any) -> list:
-    if isinstance(x, dict):
-        return [leaf for k in sorted(x) for leaf in _flatten(x[k])]
-    if isinstance(x, (list, tuple)):
-        return [leaf for item in x for leaf in _flatten(item)]
-    return [x]
-
-
-def _pack(structure: Any, flat: list) -> Any:
-    it = iter(flat)
-
-    def build(s):
-        if isinstance(s, dict):
-            return type(s)((k, build(s[k])) for k in sorted(s))
-        if isinstance(s, tuple) and hasattr(s, "_fields"):
-            return type(s)(*[build(v) for v in s])
-        if isinstance(s, (list, tuple)):
-            return type(s)(build(v) for v in s)
-        return next(it)
-
-    return build(structure)
 
 
 def _structure_text(x: Any) -> str:

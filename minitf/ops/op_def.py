@@ -53,7 +53,12 @@ def get_op_def(op_type: str) -> OpDef:
 
 
 def graph_of(inputs: Sequence[Any]) -> ops_graph.Graph:
-    """The graph an op over ``inputs`` belongs to: that of its tensor inputs, else the default."""
+    """The graph an op over ``inputs`` belongs to: that of its tensor inputs, else the default.
+    While a function is traced (``ops/func_graph.py``) its graph is the default and takes every
+    op: it captures inputs from the graph outside."""
+    default = ops_graph.get_default_graph()
+    if default._captures_inputs:
+        return default
     g = None
     for t in inputs:
         if isinstance(t, ops_graph.Tensor):

@@ -275,6 +275,13 @@ class Device:
         ):
             self.backend = cuda_ops.backend_for_card(physical.physical_id, physical.emulated)
 
+    def function_runner(self, func_graph):
+        """A function of the graph's library, runnable on this device (``tf.data``'s ``map``
+        ...): ``runner(args)`` -> its results (runtime/function_library.py)."""
+        from minitf.runtime.function_library import runner_for
+
+        return runner_for(func_graph, self)
+
     @property
     def description(self) -> str:
         """TF's ``physical_device_desc`` ('' for CPUs, which the Device mapping block skips)."""

@@ -1,0 +1,508 @@
+"""Dataset kernels: what ``TensorSliceDataset``, ``BatchDatasetV2``, ``MapDataset`` ... compute.
+
+Book section: "Loading Data Directly from the Graph" (the Data API, TF's core/kernels/data/).
+A dataset op computes no data: its output (a ``variant`` scalar) is a :class:`DatasetValue`,
+a recipe that knows its input datasets and arguments.  Only an iterator (``kernels/
+iterator_kernels.py``) asks a dataset for elements, through ``elements()``: a fresh Python
+generator of elements, each a tuple of numpy arrays (the flat components).  Pulling from it
+pulls from its inputs in turn, so a pipeline runs one element at a time, inside the
+``IteratorGetNext`` kernel that asked (TF runs it on the iterator's background threads; the
+order of the elements is the same).  A transformation with a function (``map`` ...) calls the
+function's runner (``runtime/function_library.py``) for each element.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from minitf.framework import errors
+from minitf.kernels.reader_kernels import _TextLines, _TFRecords, _uncompressed
+from minitf.kernels.registry import register
+from minitf.kernels.tensor_ops import invalid_argument
+from minitf.lib.philox import PhiloxSampler
+
+
+class DatasetValue:
+    """A dataset, as a ``variant`` tensor holds it: ``elements()`` starts a pass over it."""
+
+    def __init__(self, op_type: str, make: callable) -> None:
+        self.op_type = op_type
+        self._make = make
+
+    def __repr__(self) -> str:
+        return "<%s>" % self.op_type
+
+    def elements(self) -> Iterator[tuple]:
+        return self._make()
+
+
+class ErrorElement(tuple):
+    """An element whose computation failed (a map function's error): the iterator that meets
+    it raises ``error``, and the pass goes on after it, as in TF; transformations hand it on."""
+
+    def __new__(cls, error: errors.OpError) -> ErrorElement:
+        element = super().__new__(cls)
+        element.error = error
+        return element
+
+
+def _call(runner, args):
+    """A function's results, or the :class:`ErrorElement` of its failure (TF prefixes the
+    message with ``{{function_node <name>}}``)."""
+    try:
+        return tuple(runner(args))
+    except errors.OpError as e:
+        message = "{{function_node %s}} %s" % (runner.name, e.message)
+        return ErrorElement(type(e)(None, None, message))
+
+
+def _dataset_kernel(op_type, make_elements):
+    """Registers ``op_type``: its kernel packs ``make_elements(op, device, inputs)`` (a function
+    that starts a pass) into a :class:`DatasetValue`."""
+
+    def factory(op, device):
+        def compute(ctx, ins):
+            return (DatasetValue(op_type, make_elements(op, device, ins)),)
+
+        return compute
+
+    register(op_type, factory, cpu="any")
+
+
+def _int(x) -> int:
+    return int(np.asarray(x))
+
+
+# -- sources ------------------------------------------------------------------------------------
+
+
+def _tensor(op, device, ins):
+    element = tuple(np.asarray(x) for x in ins)
+    return lambda: iter((element,))
+
+
+def _tensor_slices(op, device, ins):
+    comps = [np.asarray(x) for x in ins]
+    n = comps[0].shape[0]
+    for c in comps[1:]:
+        if c.shape[0] != n:
+            raise invalid_argument("All components must have the same size in the 0th dimension")
+    return lambda: (tuple(c[i] for c in comps) for i in range(n))
+
+
+def _range(op, device, ins):
+    start, stop, step = (_int(x) for x in ins)
+    if step == 0:
+        raise invalid_argument("step must be a non-zero integer.")
+    return lambda: ((np.int64(i),) for i in range(start, stop, step))
+
+
+def _files(ins):
+    names = np.asarray(ins[0], dtype=object).reshape(-1)
+    return [n.decode("utf-8", "surrogateescape") if isinstance(n, bytes) else str(n) for n in names]
+
+
+def _records(open_source, files):
+    for name in files:
+        source, at_end = open_source(name), False
+        while not at_end:
+            record, at_end = source.next()
+            if record is not None:
+                yield (np.array(record[1], dtype=object),)
+
+
+def _text_lines(op, device, ins):
+    _compression(ins[1])
+    files = _files(ins)
+    return lambda: _records(lambda name: _TextLines(name, 0), files)
+
+
+def _tf_records(op, device, ins):
+    _compression(ins[1])
+    files = _files(ins)
+    return lambda: _records(_TFRecords, files)
+
+
+def _compression(kind):
+    kind = np.asarray(kind, dtype=object).item()
+    if kind not in (b"", ""):
+        raise errors.UnimplementedError(
+            None, None, "minitf reads uncompressed files only (compression_type %r)" % (kind,)
+        )
+
+
+_dataset_kernel("TensorDataset", _tensor)
+_dataset_kernel("TensorSliceDataset", _tensor_slices)
+_dataset_kernel("RangeDataset", _range)
+_dataset_kernel("TextLineDataset", _text_lines)
+_dataset_kernel("TFRecordDataset", _tf_records)
+del _uncompressed  # (the readers' own check; datasets read their compression_type tensor)
+
+
+# -- transformations without a function --------------------------------------------------------
+
+
+def _repeat(op, device, ins):
+    inner, count = ins[0], _int(ins[1])
+    fused = getattr(inner._make, "repeated", None)  # a reshuffling ShuffleDataset's
+    if fused is not None:
+        return lambda: fused(count)
+
+    def make():
+        epoch = 0
+        while count < 0 or epoch < count:
+            empty = True
+            for element in inner.elements():
+                empty = False
+                yield element
+            if empty:  # an empty input repeated forever is still empty (TF's rule)
+                return
+            epoch += 1
+
+    return make
+
+
+def _skip_or_take(skip):
+    def make_elements(op, device, ins):
+        inner, count = ins[0], _int(ins[1])
+
+        def make():
+            for i, element in enumerate(inner.elements()):
+                if skip and (count < 0 or i < count):
+                    continue
+                if not skip and 0 <= count <= i:
+                    return
+                yield element
+
+        return make
+
+    return make_elements
+
+
+def _batch(op, device, ins):
+    inner, size = ins[0], _int(ins[1])
+    drop = bool(np.asarray(ins[2])) if len(ins) > 2 else False
+    if size <= 0:
+        raise invalid_argument("Batch size must be greater than zero.")
+
+    def make():
+        batch = []
+        for element in inner.elements():
+            if type(element) is ErrorElement:  # the batch begun is lost, as in TF
+                batch = []
+                yield element
+                continue
+            batch.append(element)
+            if len(batch) == size:
+                yield _stack(batch)
+                batch = []
+        if batch and not drop:
+            yield _stack(batch)
+
+    return make
+
+
+def _stack(batch):
+    out = []
+    for k in range(len(batch[0])):
+        first = batch[0][k].shape
+        for i, element in enumerate(batch[1:], 1):
+            if element[k].shape != first:
+                raise invalid_argument(
+                    "Cannot batch tensors with different shapes in component %d. First element "
+                    "had shape %s and element %d had shape %s."
+                    % (k, _shape_text(first), i, _shape_text(element[k].shape))
+                )
+        out.append(np.stack([element[k] for element in batch]))
+    return tuple(out)
+
+
+def _padded_batch(op, device, ins):
+    """Each component padded to its padded shape (-1: the batch's longest) with its padding
+    value, then stacked."""
+    n = op.get_attr("N")
+    inner, size = ins[0], _int(ins[1])
+    shapes = [[int(d) for d in np.asarray(s).reshape(-1)] for s in ins[2 : 2 + n]]
+    values = [np.asarray(v) for v in ins[2 + n : 2 + 2 * n]]
+    drop = bool(np.asarray(ins[2 + 2 * n]))
+    if size <= 0:
+        raise invalid_argument("Batch size must be greater than zero.")
+
+    def pad(batch):
+        out = []
+        for k, (shape, value) in enumerate(zip(shapes, values)):
+            parts = [element[k] for element in batch]
+            for part in parts:
+                if part.ndim != len(shape):
+                    raise invalid_argument(
+                        "All elements in a batch must have the same rank as the padded shape "
+                        "for component%d: expected rank %d but got element with rank %d"
+                        % (k, len(shape), part.ndim)
+                    )
+            dims = [d if d >= 0 else max(p.shape[i] for p in parts) for i, d in enumerate(shape)]
+            result = np.full([len(parts)] + dims, value, dtype=parts[0].dtype)
+            for i, part in enumerate(parts):
+                if any(a > b for a, b in zip(part.shape, dims)):
+                    raise invalid_argument(
+                        "Attempted to pad to a smaller size than the input element."
+                    )
+                result[(i,) + tuple(slice(0, d) for d in part.shape)] = part
+            out.append(result)
+        return tuple(out)
+
+    def make():
+        batch = []
+        for element in inner.elements():
+            if type(element) is ErrorElement:
+                batch = []
+                yield element
+                continue
+            batch.append(element)
+            if len(batch) == size:
+                yield _padded(pad, batch)
+                batch = []
+        if batch and not drop:
+            yield _padded(pad, batch)
+
+    return make
+
+
+def _padded(pad, batch):
+    try:
+        return pad(batch)
+    except errors.OpError as e:
+        return ErrorElement(e)
+
+
+def _shape_text(shape):
+    return "[%s]" % ",".join(str(d) for d in shape)
+
+
+def _zip(op, device, ins):
+    def make():
+        for parts in zip(*(d.elements() for d in ins)):
+            yield tuple(c for part in parts for c in part)
+
+    return make
+
+
+def _concatenate(op, device, ins):
+    def make():
+        for d in ins:
+            yield from d.elements()
+
+    return make
+
+
+def _prefetch(op, device, ins):
+    if _int(ins[1]) < -1:  # -1: AUTOTUNE
+        raise invalid_argument("buffer_size must be >= 0 or set buffer_size to be AUTOTUNE.")
+    return ins[0].elements
+
+
+_dataset_kernel("RepeatDataset", _repeat)
+_dataset_kernel("SkipDataset", _skip_or_take(True))
+_dataset_kernel("TakeDataset", _skip_or_take(False))
+_dataset_kernel("BatchDatasetV2", _batch)
+_dataset_kernel("PaddedBatchDatasetV2", _padded_batch)
+_dataset_kernel("ZipDataset", _zip)
+_dataset_kernel("ConcatenateDataset", _concatenate)
+_dataset_kernel("PrefetchDataset", _prefetch)
+_dataset_kernel("OptimizeDataset", lambda op, device, ins: ins[0]._make)
+_dataset_kernel("ModelDataset", lambda op, device, ins: ins[0]._make)
+
+
+# -- shuffle (TF's shuffle_dataset_op.cc) --------------------------------------------------------
+
+
+def _shuffle(op, device, ins):
+    """A buffer of ``buffer_size`` elements, kept full while the input lasts; each output is
+    the one at a random place (a Philox sample modulo the count), whose place the oldest
+    element takes.  With ``reshuffle_each_iteration`` (the default) each pass (each epoch of
+    a later ``repeat``) draws two new seeds from a generator seeded with the op's; else every
+    pass uses the op's seeds.  A ``repeat`` right after it fuses with it, as TF's default
+    optimization ``shuffle_and_repeat_fusion`` does: one generator, the op's own seeds, and a
+    buffer that reaches into the next epoch (elements of an epoch still come out before any
+    of the next)."""
+    inner, size = ins[0], _int(ins[1])
+    seed, seed2 = _int(ins[2]), _int(ins[3])
+    if size <= 0:
+        raise invalid_argument("buffer_size must be greater than zero.")
+    if seed == 0 and seed2 == 0:  # TF: random::New64() twice
+        seed, seed2 = (int(x) for x in np.random.default_rng().integers(1, 2**63, size=2))
+    reshuffle = op.get_attr("reshuffle_each_iteration")
+    seeds = PhiloxSampler(seed, seed2)
+
+    def make():
+        s, s2 = (seeds(), seeds()) if reshuffle else (seed, seed2)
+        return _shuffled(inner, 1, size, PhiloxSampler(s, s2))
+
+    value_make = make
+    if reshuffle:  # what RepeatDataset over it runs instead (kernels' _repeat)
+        value_make.repeated = lambda count: _shuffled(
+            inner, count, size, PhiloxSampler(seed, seed2)
+        )
+    return value_make
+
+
+def _shuffled(inner, count, size, sample):
+    """TF's ``ShuffleDatasetBase`` iterator: a ring buffer whose elements are split into one
+    slice per epoch; each output is drawn from the oldest slice (``count`` -1: forever)."""
+    buf, slices, epoch, first = [None] * size, [[0, 0]], 0, True
+    elements = inner.elements()
+    held = 0
+    while True:
+        while elements is not None and held < size:
+            element = None
+            while count < 0 or epoch < count:
+                element = next(elements, None)
+                if type(element) is ErrorElement:
+                    break
+                if element is not None:
+                    first = False
+                    break
+                if first and count < 0:  # an empty input repeated forever is empty
+                    return
+                epoch += 1
+                slices.append([slices[-1][1], slices[-1][1]])
+                elements = inner.elements()
+            if element is None:
+                elements = None
+                break
+            if type(element) is ErrorElement:  # an input's error comes out at once
+                yield element
+                continue
+            buf[slices[-1][1] % size] = element
+            slices[-1][1] += 1
+            held += 1
+        while slices and slices[0][0] == slices[0][1]:
+            slices.pop(0)
+        if not slices:
+            return
+        start, end = slices[0]
+        index = (start + sample() % (end - start)) % size
+        out, buf[index] = buf[index], buf[start % size]
+        buf[start % size] = None
+        slices[0][0] += 1
+        held -= 1
+        yield out
+
+
+_dataset_kernel("ShuffleDataset", _shuffle)
+
+
+# -- transformations with a function -----------------------------------------------------------
+
+
+def _function(op, device, ins, n_inputs):
+    """``(runner, captured values)``: the op's function and the values it captured."""
+    runner = device.function_runner(op.get_attr("f" if op.type != "FilterDataset" else "predicate"))
+    return runner, [np.asarray(x) if not hasattr(x, "elements") else x for x in ins[n_inputs:]]
+
+
+def _map(op, device, ins):
+    inner = ins[0]
+    n_other = len(op.get_attr("Targuments"))
+    runner, captured = _function(op, device, ins[: 1 + n_other], 1)
+
+    def make():
+        for element in inner.elements():
+            if type(element) is ErrorElement:
+                yield element
+            else:
+                yield _call(runner, list(element) + captured)
+
+    return make
+
+
+def _filter(op, device, ins):
+    inner = ins[0]
+    runner, captured = _function(op, device, ins, 1)
+
+    def make():
+        for element in inner.elements():
+            keep = (
+                element
+                if type(element) is ErrorElement
+                else _call(runner, list(element) + captured)
+            )
+            if type(keep) is ErrorElement:
+                yield keep
+            elif bool(keep[0]):
+                yield element
+
+    return make
+
+
+def _flat_map(op, device, ins):
+    inner = ins[0]
+    runner, captured = _function(op, device, ins, 1)
+
+    def make():
+        for element in inner.elements():
+            made = (
+                element
+                if type(element) is ErrorElement
+                else _call(runner, list(element) + captured)
+            )
+            if type(made) is ErrorElement:
+                yield made
+            else:
+                yield from made[0].elements()
+
+    return make
+
+
+def _interleave(op, device, ins):
+    """TF's InterleaveDataset: up to ``cycle_length`` inner datasets open at once; take
+    ``block_length`` elements from each in turn; one that ends gives its place to the dataset
+    of the next input element."""
+    inner = ins[0]
+    n_other = len(op.get_attr("Targuments"))
+    runner, captured = _function(op, device, ins[: 1 + n_other], 1)
+    cycle, block = _int(ins[1 + n_other]), _int(ins[2 + n_other])
+    if cycle <= 0:
+        raise invalid_argument("cycle_length must be greater than zero.")
+    if block <= 0:
+        raise invalid_argument("block_length must be greater than zero.")
+
+    def make():
+        outer = inner.elements()
+        slots = [None] * cycle
+        more = True
+        while True:
+            for i in range(cycle):
+                if slots[i] is None and more:
+                    element = next(outer, None)
+                    more = element is not None
+                    if more:
+                        made = (
+                            element
+                            if type(element) is ErrorElement
+                            else _call(runner, list(element) + captured)
+                        )
+                        if type(made) is ErrorElement:
+                            yield made
+                            continue
+                        slots[i] = made[0].elements()
+                for _ in range(block):
+                    if slots[i] is None:
+                        break
+                    element = next(slots[i], None)
+                    if element is None:
+                        slots[i] = None
+                        break
+                    yield element
+            if not more and all(s is None for s in slots):
+                return
+
+    return make
+
+
+_dataset_kernel("MapDataset", _map)
+_dataset_kernel("ParallelMapDataset", _map)
+_dataset_kernel("FilterDataset", _filter)
+_dataset_kernel("FlatMapDataset", _flat_map)
+_dataset_kernel("InterleaveDataset", _interleave)

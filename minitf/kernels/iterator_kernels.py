@@ -1,0 +1,137 @@
+"""Iterator kernels: ``OneShotIterator``, ``IteratorV2``, ``MakeIterator``, ``IteratorGetNext``.
+
+Book section: "Loading Data Directly from the Graph" (the Data API; TF's
+core/kernels/data/iterator_ops.cc).  An iterator is a resource of its device, found or made at
+its op's first run like a queue: private to the session unless it has a ``shared_name``.  It
+holds one pass over a dataset (``kernels/dataset_kernels.py``).  ``MakeIterator`` (an
+initializable iterator's ``initializer``) starts a new pass, so running it again starts over;
+a one-shot iterator starts its pass itself, at its first run, over the dataset its factory
+function builds.  ``IteratorGetNext`` takes the next element; after the last one it raises
+``OutOfRangeError("End of sequence")``, and keeps raising it.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from minitf.framework import errors
+from minitf.framework.resource_mgr import check_container_name
+from minitf.kernels.dataset_kernels import ErrorElement
+from minitf.kernels.queue_kernels import _private_ids
+from minitf.kernels.registry import register
+
+
+class IteratorResource:
+    """One iterator's state: the pass in progress (None before the first initialization)."""
+
+    def __init__(self, name: str, output_types, output_shapes) -> None:
+        self.name = name
+        self.output_types = list(output_types)
+        self.output_shapes = list(output_shapes)
+        self._lock = threading.Lock()
+        self._elements = None
+
+    def __repr__(self) -> str:
+        return "<Iterator '%s'>" % self.name
+
+    def start(self, dataset) -> None:
+        """A new pass over ``dataset`` (a ``DatasetValue``)."""
+        elements = dataset.elements()
+        with self._lock:
+            self._elements = elements
+
+    def get_next(self) -> tuple:
+        with self._lock:
+            if self._elements is None:
+                raise errors.FailedPreconditionError(
+                    None,
+                    None,
+                    "GetNext() failed because the iterator has not been initialized. Ensure that "
+                    "you have run the initializer operation for this iterator before getting the "
+                    "next element.",
+                )
+            element = next(self._elements, None)
+            if element is None:
+                self._elements = iter(())
+                raise errors.OutOfRangeError(None, None, "End of sequence")
+        if type(element) is ErrorElement:
+            raise element.error
+        return element
+
+
+def _iterator_op(op, device):
+    """``IteratorV2`` / ``OneShotIterator``: the iterator, found or made at the first run; a
+    one-shot iterator also starts its pass then, over what its ``dataset_factory`` builds."""
+    held = []
+    lock = threading.Lock()
+
+    def make(name):
+        it = IteratorResource(name, op.get_attr("output_types"), op.get_attr("output_shapes"))
+        if op.type == "OneShotIterator":
+            factory = device.function_runner(op.get_attr("dataset_factory"))
+            try:
+                it.start(factory([])[0])
+            except errors.OpError as e:
+                raise _in_function_of(e, op) from None
+        return it
+
+    def compute(ctx, ins):
+        with lock:
+            if not held:
+                check_container_name(op.get_attr("container"))
+                shared = op.get_attr("shared_name")
+                if not shared:
+                    held.append(make("_%d_%s" % (next(_private_ids), op.name)))
+                else:
+                    rm = device.resource_manager
+                    container = op.get_attr("container")
+                    held.append(rm.lookup_or_create(container, shared, lambda: make(shared)))
+        return (held[0],)
+
+    return compute
+
+
+def _make_iterator(op, device):
+    def compute(ctx, ins):
+        dataset, iterator = ins
+        iterator.start(dataset)
+        return ()
+
+    return compute
+
+
+def _in_function_of(error, op):
+    """An error of a function the kernel of ``op`` ran, with ``op`` named after the function's
+    node (TF's ``[[{{node BatchDatasetV2}}]]`` then ``[[OneShotIterator]]``)."""
+    return type(error)(None, None, "%s\n\t [[%s]]" % (error.message, op.name))
+
+
+def _get_next(op, device):
+    def compute(ctx, ins):
+        try:
+            return ins[0].get_next()
+        except errors.OpError as e:
+            if "[[{{node " not in e.message:
+                raise
+            raise _in_function_of(e, op) from None
+
+    return compute
+
+
+def _string_handle(op, device):
+    """TF's handle is a serialized ``ResourceHandle``; minitf's names the device and the
+    resource."""
+
+    def compute(ctx, ins):
+        return (np.array(("%s;%s" % (device.name, ins[0].name)).encode(), dtype=object),)
+
+    return compute
+
+
+register("IteratorV2", _iterator_op, cpu="any")
+register("IteratorToStringHandle", _string_handle, cpu="any")
+register("OneShotIterator", _iterator_op, cpu="any")
+register("MakeIterator", _make_iterator, cpu="any")
+register("IteratorGetNext", _get_next, cpu="any", cost="expensive")

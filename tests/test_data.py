@@ -1,0 +1,419 @@
+"""``tf.data`` in graph mode, as TF 1.15 builds and runs it: the graphs (recorded from
+tensorflow-cpu 1.15.0, tests/data/tf_data_graphs.txt), the values TF printed for the companion
+notebook's Data API cells and for each transformation, shuffle orders seed for seed, iterators
+and their errors."""
+
+import importlib.util
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minitf as tf
+
+DATA = Path(__file__).parent / "data"
+
+
+def _values(next_element, sess=None, limit=100):
+    """Every element an iterator gives until its end (at most ``limit``)."""
+    sess = sess or tf.Session()
+    out = []
+    with pytest.raises(tf.errors.OutOfRangeError, match="End of sequence"):
+        for _ in range(limit):
+            out.append(sess.run(next_element))
+    return out
+
+
+def _flat(dataset, **kw):
+    return [
+        np.asarray(v).tolist() for v in _values(dataset.make_one_shot_iterator().get_next(), **kw)
+    ]
+
+
+def test_pipelines_build_tfs_graphs():
+    spec = importlib.util.spec_from_file_location("tf_data_graphs", DATA / "make_tf_data_graphs.py")
+    pipelines = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pipelines)
+    recorded = (DATA / "tf_data_graphs.txt").read_text().splitlines()
+    assert pipelines.listing(tf) == recorded
+
+
+def test_the_companion_notebooks_cells_print_what_tf_printed(tmp_path):
+    dataset = tf.data.Dataset.from_tensor_slices(np.arange(10)).repeat(3).batch(7)
+    assert repr(dataset) == "<DatasetV1Adapter shapes: (?,), types: tf.int64>"
+    next_element = dataset.make_one_shot_iterator().get_next()
+    assert str(next_element) == 'Tensor("IteratorGetNext:0", shape=(?,), dtype=int64)'
+    batches = [[0, 1, 2, 3, 4, 5, 6], [7, 8, 9, 0, 1, 2, 3], [4, 5, 6, 7, 8, 9, 0]]
+    batches += [[1, 2, 3, 4, 5, 6, 7], [8, 9]]
+    sess = tf.Session()
+    assert [v.tolist() for v in _values(next_element, sess)] == batches
+    with pytest.raises(tf.errors.OutOfRangeError) as e:  # and again after the end
+        sess.run(next_element)
+    assert e.value.message == "End of sequence\n\t [[{{node IteratorGetNext}}]]"
+    assert e.value.op.name == "IteratorGetNext" and e.value.error_code == 11
+    # a new session starts the one-shot iterator over; two fetches of it advance it once
+    twice = _values([next_element, next_element], tf.Session())
+    assert [[a.tolist(), b.tolist()] for a, b in twice] == [[b, b] for b in batches]
+
+    mixed = dataset.interleave(
+        lambda v: tf.data.Dataset.from_tensor_slices(v), cycle_length=3, block_length=2
+    )
+    order = "0,1,7,8,4,5,2,3,9,0,6,7,4,5,1,2,8,9,6,3,0,1,2,8,9,3,4,5,6,7"
+    assert ",".join(str(v) for v in _flat(mixed)) == order
+
+    csv = tmp_path / "my_test.csv"
+    csv.write_text("x1, x2 , target\n1.,, 0\n4., 5. , 1\n7., 8. , 0\n")
+
+    def decode_csv_line(line):
+        x1, x2, y = tf.decode_csv(line, record_defaults=[[-1.0], [-1.0], [-1.0]])
+        return tf.stack([x1, x2]), y
+
+    lines = tf.data.TextLineDataset([str(csv)])
+    assert repr(lines) == "<TextLineDatasetV1 shapes: (), types: tf.string>"
+    rows = lines.skip(1).map(decode_csv_line)
+    printed = [
+        " ".join([str(x), str(y)]) for x, y in _values(rows.make_one_shot_iterator().get_next())
+    ]
+    assert printed == ["[ 1. -1.] 0.0", "[4. 5.] 1.0", "[7. 8.] 0.0"]
+
+
+# -- shuffle: TF 1.15's orders, seed for seed ------------------------------------------------------
+
+
+def _shuffled(graph_seed, *args, repeat=None, **kw):
+    with tf.Graph().as_default():
+        if graph_seed is not None:
+            tf.set_random_seed(graph_seed)
+        d = tf.data.Dataset.range(10).shuffle(4, *args, **kw)
+        return _flat(d.repeat(repeat) if repeat else d)
+
+
+def test_shuffle_gives_tfs_orders():
+    assert _shuffled(None, 42) == [1, 4, 2, 3, 5, 0, 6, 8, 7, 9]
+    assert _shuffled(1, 42) == [1, 3, 5, 2, 0, 6, 7, 8, 9, 4]
+    assert _shuffled(1) == [1, 0, 3, 6, 5, 4, 8, 7, 2, 9]  # op seed: the graph's op count
+    # a repeat right after the shuffle fuses with it (TF's default optimization)
+    fused = [0, 1, 3, 4, 5, 2, 6, 9, 7, 8, 0, 2, 3, 1, 5, 8, 7, 9, 4, 6]
+    assert _shuffled(None, 42, repeat=2) == fused
+    assert _shuffled(1, 42, repeat=2) == [
+        1,
+        3,
+        0,
+        4,
+        2,
+        8,
+        7,
+        6,
+        9,
+        5,
+        0,
+        4,
+        3,
+        6,
+        1,
+        7,
+        8,
+        5,
+        9,
+        2,
+    ]
+    same = _shuffled(None, 42, repeat=2, reshuffle_each_iteration=False)
+    assert same == fused[:10] * 2
+    # without a seed each run differs, each epoch holds every element once
+    a, b = _shuffled(None, repeat=2), _shuffled(None, repeat=2)
+    assert sorted(a[:10]) == sorted(a[10:]) == list(range(10)) and a != b
+
+
+def test_shuffle_reshuffles_each_epoch_of_a_later_repeat_and_restarts_with_its_initializer():
+    tf.set_random_seed(1)
+    d = tf.data.Dataset.range(6).shuffle(6, seed=3).map(lambda x: x + 0).repeat(3)
+    epochs = np.reshape(_flat(d), (3, 6)).tolist()
+    assert all(sorted(e) == list(range(6)) for e in epochs) and len({tuple(e) for e in epochs}) == 3
+    it = tf.data.Dataset.range(10).shuffle(4, seed=42).make_initializable_iterator()
+    sess = tf.Session()
+    orders = []
+    for _ in range(2):
+        sess.run(it.initializer)
+        orders.append([int(v) for v in _values(it.get_next(), sess)])
+    assert orders[0] == orders[1] == [1, 3, 5, 2, 0, 6, 7, 8, 9, 4]
+
+
+# -- what each transformation gives (TF 1.15's values) ------------------------------------------
+
+
+def test_transformations_give_tfs_values():
+    r = tf.data.Dataset.range
+    assert _flat(r(5).take(3)) == [0, 1, 2] and _flat(r(5).take(-1)) == [0, 1, 2, 3, 4]
+    assert _flat(r(5).take(0)) == [] and _flat(r(5).take(10)) == [0, 1, 2, 3, 4]
+    assert _flat(r(5).skip(-1)) == [] and _flat(r(5).skip(2)) == [2, 3, 4]
+    assert _flat(r(5).repeat().take(7)) == [0, 1, 2, 3, 4, 0, 1] and _flat(r(5).repeat(0)) == []
+    assert _flat(r(2, 10, 3)) == [2, 5, 8] and _flat(r(10, 2, -3)) == [10, 7, 4]
+    assert _flat(r(0)) == [] and _flat(r(3).prefetch(1)) == [0, 1, 2]
+    assert _flat(r(3).flat_map(lambda x: tf.data.Dataset.from_tensors(x).repeat(x))) == [1, 2, 2]
+    assert _flat(r(10).batch(4, drop_remainder=True)) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert _flat(r(5).map(lambda x: x * 2)) == [0, 2, 4, 6, 8]
+    assert _flat(r(2).concatenate(r(3))) == [0, 1, 0, 1, 2]
+    assert _flat(tf.data.Dataset.from_tensors([1, 2, 3])) == [[1, 2, 3]]
+    assert _flat(tf.data.Dataset.from_tensor_slices(["a", "bc"])) == [b"a", b"bc"]
+    # TF 1's Tensor == is identity: the predicate is Python's False, so nothing passes
+    assert _flat(r(10).filter(lambda x: x % 2 == 0)) == []
+    assert _flat(r(10).filter(lambda x: tf.equal(x % 2, 0))) == [0, 2, 4, 6, 8]
+
+
+def test_elements_may_be_tuples_and_dicts():
+    r = tf.data.Dataset.range
+    pairs = r(5).map(lambda x: (x, x * 2)).make_one_shot_iterator().get_next()
+    assert [tuple(int(v) for v in p) for p in _values(pairs)] == [(i, 2 * i) for i in range(5)]
+    dicts = r(3).map(lambda x: {"a": x, "b": tf.cast(x, tf.float64) / 2})
+    got = _values(dicts.make_one_shot_iterator().get_next())
+    assert [(int(d["a"]), float(d["b"])) for d in got] == [(0, 0.0), (1, 0.5), (2, 1.0)]
+    batched = tf.data.Dataset.from_tensor_slices((np.arange(5), np.arange(5) * 10.0)).batch(2)
+    got = _values(batched.make_one_shot_iterator().get_next())
+    assert [(a.tolist(), b.tolist()) for a, b in got] == [
+        ([0, 1], [0.0, 10.0]),
+        ([2, 3], [20.0, 30.0]),
+        ([4], [40.0]),
+    ]
+    zipped = tf.data.Dataset.zip((r(3), r(10, 15))).map(lambda a, b: a + b)
+    assert _flat(zipped) == [10, 12, 14]
+
+
+def test_padded_batch_pads_as_tf_pads():
+    d = tf.data.Dataset.range(5).map(lambda x: tf.fill([x], x)).padded_batch(2, [None])
+    assert _flat(d) == [[[0], [1]], [[2, 2, 0], [3, 3, 3]], [[4, 4, 4, 4]]]
+    pairs = tf.data.Dataset.range(3).map(lambda x: (tf.fill([x, 2], tf.cast(x, tf.float32)), x))
+    pairs = pairs.padded_batch(
+        2, ([4, None], []), padding_values=(-1.0, np.int64(7)), drop_remainder=True
+    )
+    assert (
+        repr(pairs) == "<DatasetV1Adapter shapes: ((2, 4, ?), (2,)), types: (tf.float32, tf.int64)>"
+    )
+    ((x, y),) = _values(pairs.make_one_shot_iterator().get_next())
+    want = np.full((2, 4, 2), -1.0, np.float32)
+    want[1, 0] = 1.0
+    np.testing.assert_array_equal(x, want)
+    assert y.tolist() == [0, 1]
+    with pytest.raises(ValueError, match=r"padded shape \(2, 3\) is not compatible .* \(\?,\)"):
+        tf.data.Dataset.range(5).map(lambda x: tf.fill([x], x)).padded_batch(2, [2, 3])
+    short = tf.data.Dataset.range(5).map(lambda x: tf.fill([x], x)).padded_batch(2, [2])
+    nxt = short.make_one_shot_iterator().get_next()
+    sess = tf.Session()
+    assert sess.run(nxt).tolist() == [[0, 0], [1, 0]]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="pad to a smaller size"):
+        sess.run(nxt)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(0, 12),
+    batch=st.integers(1, 5),
+    drop=st.booleans(),
+    count=st.integers(0, 3),
+    skip=st.integers(-1, 6),
+    take=st.integers(-1, 20),
+)
+def test_repeat_skip_take_batch_match_a_python_model(n, batch, drop, count, skip, take):
+    with tf.Graph().as_default():
+        d = tf.data.Dataset.range(n).repeat(count).skip(skip).take(take)
+        got = _flat(d.batch(batch, drop_remainder=drop))
+    items = list(range(n)) * count
+    items = [] if skip < 0 else items[skip:]
+    items = items if take < 0 else items[:take]
+    want = [items[i : i + batch] for i in range(0, len(items), batch)]
+    assert got == [w for w in want if len(w) == batch or not drop]
+
+
+# -- element structures and printing --------------------------------------------------------------
+
+
+def test_structures_types_shapes_and_classes():
+    d = tf.data.Dataset.from_tensor_slices((np.zeros((4, 3), np.float32), np.arange(4)))
+    assert repr(d) == "<DatasetV1Adapter shapes: ((3,), ()), types: (tf.float32, tf.int64)>"
+    assert d.output_types == (tf.float32, tf.int64)
+    assert [s.as_list() for s in d.output_shapes] == [[3], []]
+    assert d.output_classes == (tf.Tensor, tf.Tensor)
+    assert repr(d.batch(2)) == (
+        "<DatasetV1Adapter shapes: ((?, 3), (?,)), types: (tf.float32, tf.int64)>"
+    )
+    assert repr(d.batch(7, drop_remainder=True).output_shapes[1]) == "TensorShape([Dimension(7)])"
+    dd = tf.data.Dataset.from_tensor_slices({"a": [1, 2], "b": [[1.0, 2.0], [3.0, 4.0]]})
+    assert repr(dd) == (
+        "<DatasetV1Adapter shapes: {a: (), b: (2,)}, types: {a: tf.int32, b: tf.float32}>"
+    )
+    nxt = dd.make_one_shot_iterator().get_next()
+    assert sorted(nxt) == ["a", "b"] and nxt["b"].name == "IteratorGetNext:1"
+    with pytest.raises(RuntimeError, match="only supported inside of tf.function or when eager"):
+        iter(d)
+
+
+def test_get_next_names_and_the_warning_for_a_call_in_a_loop(caplog):
+    it = tf.data.Dataset.range(10).make_one_shot_iterator()
+    a, b = it.get_next(), it.get_next()
+    assert (a.name, b.name) == ("IteratorGetNext:0", "IteratorGetNext_1:0")
+    sess = tf.Session()
+    assert [sess.run(a), sess.run(b), sess.run(a), sess.run(b)] == [0, 1, 2, 3]
+    assert it.get_next(name="my_next").name == "my_next:0"
+    assert it.string_handle().name == "IteratorToStringHandle:0"
+    assert tf.get_collection("iterators") == [it._iterator_resource]
+    with tf.name_scope("scope"):
+        scoped = tf.data.Dataset.range(2).make_one_shot_iterator()
+        assert scoped.get_next().name == "scope/IteratorGetNext:0"
+    assert scoped._iterator_resource.op.name == "scope/OneShotIterator"
+    with caplog.at_level(logging.WARNING, logger="minitf"):
+        for _ in range(30):
+            it.get_next()
+    assert "An unusually high number of `Iterator.get_next()` calls" in caplog.text
+
+
+# -- iterators ------------------------------------------------------------------------------------
+
+
+def test_an_initializable_iterator_takes_fed_values_and_starts_over():
+    x = tf.placeholder(tf.int64, [None])
+    it = tf.data.Dataset.from_tensor_slices(x).map(lambda v: v * 10).make_initializable_iterator()
+    nxt = it.get_next()
+    sess = tf.Session()
+    with pytest.raises(tf.errors.FailedPreconditionError) as e:
+        sess.run(nxt)
+    assert e.value.message.startswith(
+        "GetNext() failed because the iterator has not been initialized. Ensure that you have "
+        "run the initializer operation for this iterator before getting the next element."
+    )
+    sess.run(it.initializer, {x: [1, 2, 3]})
+    assert sess.run(nxt) == 10
+    sess.run(it.initializer, {x: [7, 8]})
+    assert [int(v) for v in _values(nxt, sess)] == [70, 80]
+    assert it.initializer.name == "MakeIterator"
+    assert it.initializer.get_attr("_class") == [b"loc:@IteratorV2"]
+
+
+def test_a_reinitializable_iterator_switches_datasets():
+    train = tf.data.Dataset.range(10).filter(lambda v: tf.equal(v % 2, 0))
+    valid = tf.data.Dataset.range(100, 103)
+    it = tf.data.Iterator.from_structure(train.output_types, train.output_shapes)
+    nxt = it.get_next()
+    to_train, to_valid = it.make_initializer(train), it.make_initializer(valid)
+    sess = tf.Session()
+    sess.run(to_train)
+    assert [sess.run(nxt) for _ in range(2)] == [0, 2]
+    sess.run(to_valid)
+    assert [int(v) for v in _values(nxt, sess)] == [100, 101, 102]
+    with pytest.raises(TypeError, match="Expected output types"):
+        it.make_initializer(tf.data.Dataset.from_tensors(1.0))
+    with pytest.raises(ValueError, match="Iterator does not have an initializer."):
+        train.make_one_shot_iterator().initializer
+
+
+def test_a_one_shot_iterator_cannot_copy_a_placeholder_or_a_variable():
+    p = tf.placeholder(tf.float32, [None])
+    with pytest.raises(ValueError) as e:
+        tf.data.Dataset.from_tensor_slices(p).make_one_shot_iterator()
+    assert str(e.value).endswith(
+        "(Original error: Cannot capture a placeholder (name:Placeholder, type:Placeholder) by "
+        "value.)"
+    )
+    v = tf.Variable(3, name="v", dtype=tf.int64)
+    with pytest.raises(ValueError) as e:
+        tf.data.Dataset.range(3).map(lambda x: x + v).make_one_shot_iterator()
+    assert str(e.value) == (
+        "Failed to create a one-shot iterator for a dataset. `Dataset.make_one_shot_iterator()` "
+        "does not support datasets that capture stateful objects, such as a `Variable` or "
+        "`LookupTable`. In these cases, use `Dataset.make_initializable_iterator()`. (Original "
+        "error: Cannot capture a stateful node (name:v, type:VariableV2) by value.)"
+    )
+    # an initializable iterator reads the variable when it starts
+    it = tf.data.Dataset.range(3).map(lambda x: x + v).make_initializable_iterator()
+    sess = tf.Session()
+    sess.run([v.initializer])
+    sess.run(it.initializer)
+    assert [int(x) for x in _values(it.get_next(), sess)] == [3, 4, 5]
+
+
+def test_a_map_function_captures_an_outside_tensor():
+    c = tf.constant(10, tf.int64)
+    d = tf.data.Dataset.range(5).map(lambda x: x + c)
+    assert [t.name for t in d._variant_tensor.op.inputs] == ["RangeDataset:0", "Const:0"]
+    assert d._variant_tensor.op.get_attr("Targuments") == [tf.int64]
+    assert _flat(d) == [10, 11, 12, 13, 14]
+
+
+# -- errors ---------------------------------------------------------------------------------------
+
+
+def test_bad_pipelines_fail_with_tfs_errors():
+    r = tf.data.Dataset.range
+    with pytest.raises(ValueError, match="^Dimensions 3 and 4 are not compatible$"):
+        tf.data.Dataset.from_tensor_slices((np.arange(3), np.arange(4)))
+    with pytest.raises(ValueError, match=r"^Value Tensor\(.*\) has insufficient rank for batching"):
+        tf.data.Dataset.from_tensor_slices(np.float32(3.0))
+    with pytest.raises(TypeError, match=r"^Unsupported return value .* Dataset.map\(\): None\.$"):
+        r(3).map(lambda x: None)
+    with pytest.raises(TypeError, match="^`map_func` must return a `Dataset` object. Got <class"):
+        r(3).interleave(lambda x: x * 2, cycle_length=2)
+    with pytest.raises(ValueError) as e:
+        r(3).filter(lambda x: x)
+    assert str(e.value) == (
+        "`predicate` return type must be convertible to a scalar boolean tensor. Was "
+        "TensorSpec(shape=(), dtype=tf.int64, name=None)."
+    )
+    with pytest.raises(TypeError, match="Nested structures do not support Python lists"):
+        tf.data.Dataset.zip([r(3), r(3)])
+    with pytest.raises(TypeError, match="^Expected int64, got 'a' of type 'str' instead.$"):
+        r(3).take("a")
+    for bad, node in ((r(5).batch(0), "BatchDatasetV2"), (r(3).shuffle(0), "ShuffleDataset")):
+        nxt = bad.make_one_shot_iterator().get_next()
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            tf.Session().run(nxt)
+        assert e.value.message.endswith(
+            " must be greater than zero.\n\t [[{{node %s}}]]\n\t [[%s]]"
+            % (node, nxt.op.inputs[0].op.name)
+        )
+    x, y = tf.placeholder(tf.int32), tf.placeholder(tf.int32)
+    it = tf.data.Dataset.from_tensor_slices((x, y)).make_initializable_iterator()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="same size in the 0th dimension"):
+        tf.Session().run(it.initializer, {x: [1, 2], y: [1, 2, 3]})
+    assert _flat(r(0).repeat()) == []  # an empty dataset repeated forever ends
+
+
+def test_a_map_error_fails_one_element_and_the_pass_goes_on():
+    def parse(line):
+        return tf.decode_csv(line, [[0.0]])[0]
+
+    d = tf.data.Dataset.from_tensor_slices(["1", "a", "3"]).map(parse)
+    nxt = d.make_one_shot_iterator().get_next()
+    sess = tf.Session()
+    assert sess.run(nxt) == 1.0
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+        sess.run(nxt)
+    assert e.value.message.startswith("{{function_node __inference_Dataset_map_parse_")
+    assert "Field 0 in record 0 is not a valid float: a" in e.value.message
+    assert e.value.message.endswith("\n\t [[{{node DecodeCSV}}]]\n\t [[IteratorGetNext]]")
+    assert sess.run(nxt) == 3.0
+    with pytest.raises(tf.errors.OutOfRangeError):
+        sess.run(nxt)
+
+
+# -- a pipeline that trains ------------------------------------------------------------------------
+
+
+def test_a_model_trains_from_a_shuffled_batched_pipeline():
+    rng = np.random.RandomState(0)
+    xs = rng.rand(256, 3).astype(np.float32)
+    ys = xs @ np.array([[1.0], [-2.0], [0.5]], np.float32) + 0.25
+    tf.set_random_seed(4)
+    x_in, y_in = tf.placeholder(tf.float32, [None, 3]), tf.placeholder(tf.float32, [None, 1])
+    d = tf.data.Dataset.from_tensor_slices((x_in, y_in)).shuffle(64).batch(32).repeat()
+    it = d.make_initializable_iterator()
+    x, y = it.get_next()
+    pred = tf.layers.dense(x, 1)
+    loss = tf.reduce_mean(tf.square(pred - y))
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    sess = tf.Session()
+    sess.run([tf.global_variables_initializer(), it.initializer], {x_in: xs, y_in: ys})
+    first = sess.run(loss)
+    for _ in range(300):
+        sess.run(train)
+    assert sess.run(loss) < first / 100
