@@ -43,6 +43,7 @@ from minitf.framework.dtypes import (
     string,
     uint8,
     uint16,
+    variant,
 )
 from minitf.framework.graph import (
     Graph,

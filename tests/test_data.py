@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minitf as tf
+from minitf.distributed import LocalCluster, wire
+from minitf.distributed import protocol_pb2 as pb
 
 DATA = Path(__file__).parent / "data"
 
@@ -417,3 +419,112 @@ def test_a_model_trains_from_a_shuffled_batched_pipeline():
     for _ in range(300):
         sess.run(train)
     assert sess.run(loss) < first / 100
+
+
+# -- in a cluster: functions travel inside the attrs that name them ------------------------------
+
+
+def test_a_function_crosses_the_wire_and_comes_back_runnable():
+    c = tf.constant(10, tf.int64)
+    d = (
+        tf.data.Dataset.range(4)
+        .map(lambda x: x * c)
+        .interleave(lambda v: tf.data.Dataset.from_tensors(v).repeat(2), cycle_length=2)
+    )
+    it = d.make_one_shot_iterator()
+    it.get_next()
+    gdef = wire.graph_to_proto(tf.get_default_graph())
+    received = tf.Graph()
+    wire.import_graph_def(pb.GraphDef.FromString(gdef.SerializeToString()), received)
+    factory = received.get_operation_by_name("OneShotIterator").get_attr("dataset_factory")
+    mapped = received.get_operation_by_name("MapDataset").get_attr("f")
+    assert mapped.name == d._variant_tensor.op.inputs[0].op.get_attr("f").name
+    assert [t.name for t in mapped.inputs] == ["args_0:0"] and len(mapped.captures) == 1
+    assert factory.outputs[0].dtype == tf.variant
+    nxt = received.get_operation_by_name("IteratorGetNext").outputs[0]
+    with tf.Session(graph=received) as sess:
+        assert [int(v) for v in _values(nxt, sess)] == [0, 10, 0, 10, 20, 30, 20, 30]
+    assert it._iterator_resource.op.get_attr("dataset_factory") is not factory
+
+
+@pytest.mark.cluster
+def test_a_worker_trains_from_its_pipeline_with_variables_on_the_ps():
+    xs = np.random.RandomState(1).rand(64, 2).astype(np.float32)
+    ys = xs @ np.array([[2.0], [-1.0]], np.float32)
+    with LocalCluster({"ps": 1, "worker": 1}) as lc:
+        with tf.device("/job:ps/task:0"):
+            w = tf.Variable(tf.zeros([2, 1]), name="w")
+            scale = tf.constant(1.0) * 1.0  # computed on the ps, captured by the map function
+        with tf.device("/job:worker/task:0"):
+            x_in = tf.placeholder(tf.float32, [None, 2])
+            y_in = tf.placeholder(tf.float32, [None, 1])
+            d = tf.data.Dataset.from_tensor_slices((x_in, y_in))
+            d = d.map(lambda a, b: (a * scale, b)).shuffle(16, seed=1).batch(16).repeat()
+            it = d.make_initializable_iterator()
+            x, y = it.get_next()
+            loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+            train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+        with tf.Session(lc.target("worker", 0)) as sess:
+            sess.run([w.initializer, it.initializer], {x_in: xs, y_in: ys})
+            for _ in range(200):
+                sess.run(train)
+            np.testing.assert_allclose(sess.run(w), [[2.0], [-1.0]], atol=1e-2)
+            one_shot = tf.data.Dataset.range(3).map(lambda v: v + 1).make_one_shot_iterator()
+            with tf.device("/job:worker/task:0"):
+                nxt = one_shot.get_next()
+            assert [int(v) for v in _values(nxt, sess)] == [1, 2, 3]
+
+
+@pytest.mark.cluster
+def test_a_dataset_built_on_another_task_than_its_iterator_is_refused_clearly():
+    with LocalCluster({"ps": 1, "worker": 1}) as lc:
+        with tf.device("/job:ps/task:0"):
+            d = tf.data.Dataset.range(3)
+        with tf.device("/job:worker/task:0"):
+            it = d.make_initializable_iterator()
+        with tf.Session(lc.target("worker", 0)) as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="A dataset cannot be sent"):
+                sess.run(it.initializer)
+
+
+def test_dataset_ops_have_cpu_kernels_only():
+    with tf.device("/gpu:0"):
+        nxt = tf.data.Dataset.range(3).make_one_shot_iterator().get_next()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="no supported kernel for GPU"):
+        tf.Session().run(nxt)
+    config = tf.ConfigProto(allow_soft_placement=True)
+    assert [int(v) for v in _values(nxt, tf.Session(config=config))] == [0, 1, 2]
+
+
+def _trained_from_a_pipeline(device):
+    """Ten SGD steps of a linear model on ``device``, its batches from a pipeline (which runs
+    on the CPU: its outputs cross to the card)."""
+    xs = np.random.RandomState(2).rand(24, 2).astype(np.float32)
+    ys = xs @ np.array([[2.0], [-1.0]], np.float32)
+    with tf.Graph().as_default():
+        x_in, y_in = tf.placeholder(tf.float32, [None, 2]), tf.placeholder(tf.float32, [None, 1])
+        it = (
+            tf.data.Dataset.from_tensor_slices((x_in, y_in))
+            .batch(8)
+            .repeat()
+            .make_initializable_iterator()
+        )
+        x, y = it.get_next()
+        with tf.device(device):
+            w = tf.Variable(tf.zeros([2, 1]))
+            loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+            train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+        sess = tf.Session(config=tf.ConfigProto(allow_soft_placement=True))
+        sess.run([w.initializer, it.initializer], {x_in: xs, y_in: ys})
+        for _ in range(10):
+            sess.run(train)
+        return sess.run(w), sess
+
+
+@pytest.mark.cudasim
+@pytest.mark.usefixtures("cuda_kernels", "fast_thread_switching")
+def test_a_pipeline_feeds_a_model_on_a_card():
+    on_cpu, _ = _trained_from_a_pipeline("/cpu:0")
+    on_gpu, sess = _trained_from_a_pipeline("/gpu:0")
+    assert sess._impl.devices[1].backend.name == "cuda"
+    np.testing.assert_allclose(on_gpu, on_cpu, rtol=1e-5)

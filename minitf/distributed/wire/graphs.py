@@ -31,6 +31,7 @@ from minitf.distributed.wire.tensors import (
 )
 from minitf.framework import dtypes, errors, tensor_shape
 from minitf.framework import graph as ops_graph
+from minitf.ops import func_graph
 from minitf.ops import op_def as op_def_mod
 from minitf.runtime.subgraph import Node
 
@@ -82,6 +83,9 @@ def _tensor_proto(value):
 def attr_to_proto(value: Any, where: str) -> pb.AttrValue:
     msg = pb.AttrValue()
     if value is None:
+        return msg
+    if isinstance(value, func_graph.FuncGraph):
+        _function_to_proto(value, msg.func)
         return msg
     kind = _scalar_kind(value)
     if kind == "b":
@@ -175,6 +179,8 @@ def attr_from_proto(
         return _shape_from_proto(msg.shape)
     if which == "tensor":
         return _tensor_attr(msg.tensor, max_tensor_bytes, decode_tensors)
+    if which == "func":
+        return _function_from_proto(msg.func, max_tensor_bytes, decode_tensors)
     lst = msg.list
     used = [k for k in _LIST_KINDS if len(getattr(lst, k))]
     if len(used) > 1:
@@ -192,6 +198,41 @@ def attr_from_proto(
     if kind == "s":
         return [bytes(x) for x in items]
     return list(items)
+
+
+# -- functions (a dataset's map, a one-shot iterator's factory) -----------------------------
+
+
+def _function_to_proto(fn, msg):
+    msg.name = fn.name
+    msg.graph.CopyFrom(graph_to_proto(fn))
+    msg.inputs.extend(t.name for t in fn.inputs)
+    msg.captures.extend(t.name for t in fn.captures.values())
+    msg.outputs.extend(t.name for t in fn.outputs)
+
+
+def _function_from_proto(msg, max_tensor_bytes, decode_tensors):
+    """A received function as a FuncGraph (checked as a graph is; None when only checking).
+    Its captured values arrive as the inputs of the node that runs it, so each capture
+    placeholder stands for itself."""
+    if decode_tensors is None:
+        check_graph_def(msg.graph, {}, max_tensor_bytes)
+        return None
+    g = func_graph.FuncGraph(msg.name, ops_graph.Graph())
+    import_graph_def(msg.graph, g, max_tensor_bytes, decode_tensors)
+
+    def tensors(names):
+        try:
+            return [g.get_tensor_by_name(n) for n in names]
+        except (KeyError, ValueError, TypeError):
+            raise _invalid(
+                "Function %s names a tensor it does not have." % _short(msg.name)
+            ) from None
+
+    g.inputs, g.outputs = tensors(msg.inputs), tensors(msg.outputs)
+    g.captures = {p: p for p in tensors(msg.captures)}
+    g.structured_outputs = list(g.outputs)
+    return g
 
 
 # -- graphs ----------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ for _dt, _ in _TENSOR_DTYPES.values():
     _ATTR_DTYPES[_dt.name] = _dt
     _ATTR_DTYPES[_dt.as_ref.name] = _dt.as_ref
 _ATTR_DTYPES["resource"] = dtypes.resource  # a queue op's handle (never a wire tensor)
+_ATTR_DTYPES["variant"] = dtypes.variant  # a dataset op's output (never a wire tensor)
 
 
 def _invalid(message):
@@ -164,6 +165,11 @@ def _normalize(value):
                 x = x.encode("utf-8")
             elif isinstance(x, (bytes, bytearray, memoryview)):
                 x = bytes(x)
+            elif hasattr(x, "elements"):  # a dataset (kernels/dataset_kernels.py)
+                raise _invalid(
+                    "A dataset cannot be sent to another task: build the dataset on the task "
+                    "(and device) of the iterator that reads it."
+                )
             else:
                 raise _invalid(
                     "Cannot send a tensor element of type %s: only numbers, bools, "
