@@ -528,3 +528,63 @@ def test_a_pipeline_feeds_a_model_on_a_card():
     on_gpu, sess = _trained_from_a_pipeline("/gpu:0")
     assert sess._impl.devices[1].backend.name == "cuda"
     np.testing.assert_allclose(on_gpu, on_cpu, rtol=1e-5)
+
+
+def test_interleave_cycles_over_the_cores_by_default_and_may_name_its_parallel_calls():
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    d = tf.data.Dataset.range(4).interleave(lambda x: tf.data.Dataset.from_tensors(x).repeat(2))
+    assert d._variant_tensor.op.inputs[1].op.get_attr("value") == -1  # AUTOTUNE, as TF
+    want = [
+        v
+        for start in range(0, 4, cores)
+        for _ in range(2)
+        for v in range(start, min(4, start + cores))
+    ]
+    assert _flat(d) == want
+    p = tf.data.Dataset.range(4).interleave(
+        lambda x: tf.data.Dataset.from_tensors(x).repeat(2), cycle_length=2, num_parallel_calls=2
+    )
+    op = p._variant_tensor.op
+    assert op.type == "ParallelInterleaveDatasetV2" and op.get_attr("sloppy") is False
+    assert [t.op.name for t in op.inputs[1:]] == [
+        "cycle_length_1",
+        "block_length_1",
+        "num_parallel_calls",
+    ]
+    assert _flat(p) == [0, 1, 0, 1, 2, 3, 2, 3]  # TF 1.15's order
+
+
+def test_string_elements_come_back_as_tf_gives_them(tmp_path):
+    path = tmp_path / "f.txt"
+    path.write_text("h\nab\n")
+    lines = tf.data.TextLineDataset([str(path)])
+    assert _flat(lines) == [b"h", b"ab"]
+    sess = tf.Session()
+    assert sess.run(lines.make_one_shot_iterator().get_next()) == b"h"
+    assert sess.run(lines.batch(2).make_one_shot_iterator().get_next()).tolist() == [b"h", b"ab"]
+    assert sess.run(tf.data.Dataset.from_tensors("a").make_one_shot_iterator().get_next()) == b"a"
+    padded = tf.data.Dataset.from_tensor_slices([["x", "y"], ["z", "w"]]).padded_batch(2, [3])
+    assert _flat(padded) == [[[b"x", b"y", b""], [b"z", b"w", b""]]]
+
+
+def test_making_an_iterator_logs_tfs_deprecation_once(caplog, monkeypatch):
+    from minitf.lib import deprecation
+
+    monkeypatch.setattr(deprecation, "warned", set())
+    d = tf.data.Dataset.range(2)
+    with caplog.at_level(logging.WARNING, logger="minitf"):
+        d.make_one_shot_iterator()
+        d.make_one_shot_iterator()
+        d.make_initializable_iterator()
+        tf.data.make_one_shot_iterator(d)  # the function is TF 1.15's way, not deprecated
+    texts = [r.getMessage() for r in caplog.records]
+    assert len(texts) == 2
+    assert (
+        "DatasetV1.make_one_shot_iterator (from tensorflow.python.data.ops.dataset_ops) is "
+        in texts[0]
+    )
+    assert texts[1].endswith(
+        "As a last resort, you can use `tf.compat.v1.data.make_initializable_iterator(dataset)`."
+    )

@@ -13,6 +13,7 @@ function's runner (``runtime/function_library.py``) for each element.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import numpy as np
@@ -75,16 +76,37 @@ def _int(x) -> int:
     return int(np.asarray(x))
 
 
+def _component(x):
+    """A value as an element's component, as minitf holds tensors: a string scalar as
+    ``bytes``, a string array as an object array of ``bytes``, anything else as an array."""
+    if isinstance(x, str):
+        return x.encode("utf-8")
+    if isinstance(x, bytes):
+        return x
+    arr = np.asarray(x)
+    if arr.dtype.kind in "SU":
+        arr = np.vectorize(
+            lambda v: v.encode("utf-8") if isinstance(v, str) else bytes(v), otypes=[object]
+        )(arr)
+    if arr.dtype.kind == "O" and arr.ndim == 0:
+        return _component(arr.item())
+    return arr
+
+
+def _shape(x) -> tuple:
+    return () if isinstance(x, bytes) else x.shape
+
+
 # -- sources ------------------------------------------------------------------------------------
 
 
 def _tensor(op, device, ins):
-    element = tuple(np.asarray(x) for x in ins)
+    element = tuple(_component(x) for x in ins)
     return lambda: iter((element,))
 
 
 def _tensor_slices(op, device, ins):
-    comps = [np.asarray(x) for x in ins]
+    comps = [_component(x) for x in ins]
     n = comps[0].shape[0]
     for c in comps[1:]:
         if c.shape[0] != n:
@@ -110,7 +132,7 @@ def _records(open_source, files):
         while not at_end:
             record, at_end = source.next()
             if record is not None:
-                yield (np.array(record[1], dtype=object),)
+                yield (record[1],)
 
 
 def _text_lines(op, device, ins):
@@ -207,15 +229,20 @@ def _batch(op, device, ins):
 def _stack(batch):
     out = []
     for k in range(len(batch[0])):
-        first = batch[0][k].shape
+        first = _shape(batch[0][k])
         for i, element in enumerate(batch[1:], 1):
-            if element[k].shape != first:
+            if _shape(element[k]) != first:
                 raise invalid_argument(
                     "Cannot batch tensors with different shapes in component %d. First element "
                     "had shape %s and element %d had shape %s."
-                    % (k, _shape_text(first), i, _shape_text(element[k].shape))
+                    % (k, _shape_text(first), i, _shape_text(_shape(element[k])))
                 )
-        out.append(np.stack([element[k] for element in batch]))
+        if isinstance(batch[0][k], bytes):
+            column = np.empty(len(batch), dtype=object)
+            column[:] = [element[k] for element in batch]
+            out.append(column)
+        else:
+            out.append(np.stack([element[k] for element in batch]))
     return tuple(out)
 
 
@@ -233,7 +260,10 @@ def _padded_batch(op, device, ins):
     def pad(batch):
         out = []
         for k, (shape, value) in enumerate(zip(shapes, values)):
-            parts = [element[k] for element in batch]
+            parts = [
+                np.asarray(element[k], dtype=object if isinstance(element[k], bytes) else None)
+                for element in batch
+            ]
             for part in parts:
                 if part.ndim != len(shape):
                     raise invalid_argument(
@@ -248,7 +278,10 @@ def _padded_batch(op, device, ins):
                     raise invalid_argument(
                         "Attempted to pad to a smaller size than the input element."
                     )
-                result[(i,) + tuple(slice(0, d) for d in part.shape)] = part
+                if part.ndim:
+                    result[(i,) + tuple(slice(0, d) for d in part.shape)] = part
+                else:  # (an object scalar would go in whole, as an array)
+                    result[i] = part.item()
             out.append(result)
         return tuple(out)
 
@@ -463,6 +496,8 @@ def _interleave(op, device, ins):
     n_other = len(op.get_attr("Targuments"))
     runner, captured = _function(op, device, ins[: 1 + n_other], 1)
     cycle, block = _int(ins[1 + n_other]), _int(ins[2 + n_other])
+    if cycle == -1:  # AUTOTUNE: TF's number of schedulable cores
+        cycle = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if cycle <= 0:
         raise invalid_argument("cycle_length must be greater than zero.")
     if block <= 0:
@@ -506,3 +541,4 @@ _dataset_kernel("ParallelMapDataset", _map)
 _dataset_kernel("FilterDataset", _filter)
 _dataset_kernel("FlatMapDataset", _flat_map)
 _dataset_kernel("InterleaveDataset", _interleave)
+_dataset_kernel("ParallelInterleaveDatasetV2", _interleave)

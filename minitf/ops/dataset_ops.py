@@ -13,7 +13,6 @@ elements; the kernels are in ``kernels/dataset_kernels.py``.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from minitf.framework import dtypes, tensor_shape
@@ -48,6 +47,7 @@ _DATASET_OPS = (
     "FilterDataset",
     "FlatMapDataset",
     "InterleaveDataset",
+    "ParallelInterleaveDatasetV2",
     "OptimizeDataset",
     "ModelDataset",
 )
@@ -262,14 +262,19 @@ class DatasetV1:
         return _make("FlatMapDataset", inputs, fn.dataset_structure, attrs)
 
     def interleave(self, map_func, cycle_length=AUTOTUNE, block_length=1, num_parallel_calls=None):
-        """``InterleaveDataset``: ``map_func`` makes a dataset of each element; ``cycle_length``
-        of them are read in turn, ``block_length`` elements at a time."""
+        """``InterleaveDataset`` (``ParallelInterleaveDatasetV2`` with ``num_parallel_calls``,
+        same order): ``map_func`` makes a dataset of each element; ``cycle_length`` of them
+        (AUTOTUNE: as many as the machine has cores) are read in turn, ``block_length``
+        elements at a time."""
         fn = _trace(map_func, "Dataset_interleave", self, _as_dataset)
         inputs, attrs = _function_inputs(self, fn, "f")
-        if cycle_length == AUTOTUNE:
-            cycle_length = os.cpu_count() or 1
         inputs += [_int64(cycle_length, "cycle_length"), _int64(block_length, "block_length")]
-        return _make("InterleaveDataset", inputs, fn.dataset_structure, attrs)
+        op_type = "InterleaveDataset"
+        if num_parallel_calls is not None:
+            op_type = "ParallelInterleaveDatasetV2"
+            inputs.append(_int64(num_parallel_calls, "num_parallel_calls"))
+            attrs["sloppy"] = False
+        return _make(op_type, inputs, fn.dataset_structure, attrs)
 
     def apply(self, transformation_func):
         return transformation_func(self)
