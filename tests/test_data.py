@@ -380,6 +380,22 @@ def test_bad_pipelines_fail_with_tfs_errors():
     assert _flat(r(0).repeat()) == []  # an empty dataset repeated forever ends
 
 
+def test_a_batch_that_cannot_be_made_fails_and_the_pass_goes_on():
+    d = tf.data.Dataset.range(5).map(lambda x: tf.fill([x], x)).batch(2)
+    nxt = d.make_one_shot_iterator().get_next()
+    sess = tf.Session()
+    for tensor, batch in (([1], [0]), ([3], [2])):
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            sess.run(nxt)
+        assert e.value.message.startswith(
+            "Cannot add tensor to the batch: number of elements does not match. Shapes are: "
+            "[tensor]: %s, [batch]: %s" % (tensor, batch)
+        )
+    assert sess.run(nxt).tolist() == [[4, 4, 4, 4]]
+    with pytest.raises(tf.errors.OutOfRangeError):
+        sess.run(nxt)
+
+
 def test_a_map_error_fails_one_element_and_the_pass_goes_on():
     def parse(line):
         return tf.decode_csv(line, [[0.0]])[0]
@@ -588,3 +604,45 @@ def test_making_an_iterator_logs_tfs_deprecation_once(caplog, monkeypatch):
     assert texts[1].endswith(
         "As a last resort, you can use `tf.compat.v1.data.make_initializable_iterator(dataset)`."
     )
+
+
+def test_a_feedable_iterator_reads_the_iterator_its_handle_names():
+    train = tf.data.Dataset.range(100).repeat()
+    valid = tf.data.Dataset.range(1000, 1003)
+    handle = tf.placeholder(tf.string, shape=[])
+    it = tf.data.Iterator.from_string_handle(handle, train.output_types, train.output_shapes)
+    nxt = it.get_next()
+    assert [(op.name, op.type) for op in tf.get_default_graph().get_operations()][-3:] == [
+        ("IteratorFromStringHandleV2", "IteratorFromStringHandleV2"),
+        ("IteratorToStringHandle", "IteratorToStringHandle"),
+        ("IteratorGetNext", "IteratorGetNext"),
+    ]
+    to_train, to_valid = train.make_one_shot_iterator(), valid.make_initializable_iterator()
+    sess = tf.Session()
+    th, vh = sess.run([to_train.string_handle(), to_valid.string_handle()])
+    assert isinstance(th, bytes) and th != vh
+    assert [sess.run(nxt, {handle: th}) for _ in range(3)] == [0, 1, 2]
+    sess.run(to_valid.initializer)
+    assert [sess.run(nxt, {handle: vh}) for _ in range(2)] == [1000, 1001]
+    assert sess.run(nxt, {handle: th}) == 3  # the training iterator went on where it was
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Could not parse string_handle"):
+        sess.run(nxt, {handle: b"garbage"})
+    with pytest.raises(ValueError, match="Iterator does not have an initializer."):
+        it.initializer
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"", b"\r", b"b\r", b"\n", b"\r\n", b"c d"]), max_size=8))
+def test_text_line_dataset_reads_the_lines_a_text_line_reader_reads(tmp_path_factory, parts):
+    from minitf.kernels.reader_kernels import _TextLines
+
+    path = tmp_path_factory.mktemp("lines") / "f.txt"
+    path.write_bytes(b"".join(parts))
+    reader, want = _TextLines(str(path), 0), []
+    while True:
+        record, at_end = reader.next()
+        if record is None:
+            break
+        want.append(record[1])
+    with tf.Graph().as_default():
+        assert _flat(tf.data.TextLineDataset([str(path)])) == want

@@ -388,3 +388,75 @@ def test_sparse_tensor_constructor():
     assert v.values.tolist() == [1.0, 2.0] and v.dense_shape.tolist() == [3, 4]
     with pytest.raises(ValueError):
         tf.SparseTensor(indices=[0, 1], values=[1.0], dense_shape=[2])
+
+
+_FIELDS = st.sampled_from(
+    [
+        b"1",
+        b"-7",
+        b" 2.5 ",
+        b"1.",
+        b".5",
+        b"3e2",
+        b"-1.5E-3",
+        b"+4",
+        b"",
+        b"NA",
+        b"  ",
+        b"nan",
+        b"inf",
+        b"0x1f",
+        b"1_0",
+        b"\t8",
+        b"x",
+        b"9" * 40,
+        b"1.2.3",
+        b"99999999999",
+        b'"q"',
+        b"a b",
+    ]
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    rows=st.lists(st.lists(_FIELDS, min_size=3, max_size=3), min_size=1, max_size=6),
+    required=st.booleans(),
+    separator=st.sampled_from([b",", b",,"]),
+)
+def test_the_fast_path_gives_what_the_exact_parser_gives(rows, required, separator):
+    """Plain records are split and converted by numpy at once; whatever the records, the
+    results (or the error) are the exact parser's."""
+    from minitf.kernels import parsing_kernels
+
+    records = [separator.join(row) for row in rows]
+    defaults = [[0.5], [] if required else [7], ["d"]]
+
+    def run():
+        with tf.Graph().as_default():
+            try:
+                return repr(
+                    [np.asarray(v).tolist() for v in decode(records, defaults, na_value="NA")]
+                )
+            except tf.errors.InvalidArgumentError as e:
+                return e.message
+
+    fast = run()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(parsing_kernels, "_fast_columns", lambda *a: None)
+        exact = run()
+    assert fast == exact
+
+
+def test_plain_records_take_the_fast_path_and_others_the_exact_one():
+    from minitf.kernels import parsing_kernels as pk
+
+    def fast(*records):
+        records = np.array(records, dtype=object)
+        return pk._fast_columns(records, [tf.float32, tf.int32], ord(","), True, b"", [0.0, None])
+
+    got = fast(b"1.5, 2", b",-3")
+    assert [c.tolist() for c in got] == [[1.5, 0.0], [2, -3]]
+    assert got[0].dtype == np.float32 and got[1].dtype == np.int32
+    for plain_no_more in ([b'"1",2'], [b"0x1f,2"], [b"1,"], [b"1,2,3"], [b"1,99999999999"]):
+        assert fast(*plain_no_more) is None

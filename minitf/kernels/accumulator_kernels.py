@@ -11,26 +11,18 @@ cancellation (``ctx.on_cancel``: a timeout, a closed session).  The other kernel
 synchronous.  CPU only, as in TF; the creating kernel for half, float and double.
 """
 
-import itertools
-import re
-import threading
-
 import numpy as np
 
 from minitf.framework import errors
 from minitf.framework.accumulator_resource import ConditionalAccumulator
 from minitf.kernels.registry import FLOATS, register
+from minitf.kernels.resource_kernels import find_or_make, resource_op
 from minitf.kernels.tensor_ops import invalid_argument
 
-_private_ids = itertools.count()  # private resource names: _<n>_<op name>
-_CONTAINER = re.compile(r"[A-Za-z0-9.][A-Za-z0-9.\-/]*\Z")
 
-
-def _find_or_make(op, device):
-    container = op.get_attr("container")
-    shared = op.get_attr("shared_name")
-    if container and not _CONTAINER.match(container):
-        raise invalid_argument("container contains invalid characters: %s" % container)
+def _accumulator_op(op, device):
+    """``ResourceConditionalAccumulator``: the accumulator, found or made at the first run (TF's
+    MatchesNodeDef checks nothing: a later op shares the first one's accumulator as it is)."""
     shape = op.get_attr("shape")
     shape = None if shape.ndims is None else tuple(shape.as_list())
 
@@ -38,26 +30,7 @@ def _find_or_make(op, device):
         dtype = op.get_attr("dtype")
         return ConditionalAccumulator(name, dtype, shape, op.get_attr("reduction_type"))
 
-    if not shared:
-        return make("_%d_%s" % (next(_private_ids), op.name))
-    if shared.startswith("_"):
-        raise invalid_argument("shared_name cannot start with '_':%s" % shared)
-    # TF's MatchesNodeDef checks nothing: a later op shares the first one's accumulator as is
-    return device.resource_manager.lookup_or_create(container, shared, lambda: make(shared))
-
-
-def _accumulator_op(op, device):
-    """``ResourceConditionalAccumulator``: the accumulator, found or made at the first run."""
-    held = []
-    lock = threading.Lock()
-
-    def compute(ctx, ins):
-        with lock:
-            if not held:
-                held.append(_find_or_make(op, device))
-        return (held[0],)
-
-    return compute
+    return resource_op(lambda: find_or_make(op, device, make, shared_names_public=True))
 
 
 def _check_signature(acc, have_inputs, dtype, outputs=""):

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from minitf.framework import errors
-from minitf.kernels.reader_kernels import _TextLines, _TFRecords, _uncompressed
+from minitf.kernels.reader_kernels import _load, _TFRecords, _uncompressed
 from minitf.kernels.registry import register
 from minitf.kernels.tensor_ops import invalid_argument
 from minitf.lib.philox import PhiloxSampler
@@ -47,16 +47,6 @@ class ErrorElement(tuple):
         element = super().__new__(cls)
         element.error = error
         return element
-
-
-def _call(runner, args):
-    """A function's results, or the :class:`ErrorElement` of its failure (TF prefixes the
-    message with ``{{function_node <name>}}``)."""
-    try:
-        return tuple(runner(args))
-    except errors.OpError as e:
-        message = "{{function_node %s}} %s" % (runner.name, e.message)
-        return ErrorElement(type(e)(None, None, message))
 
 
 def _dataset_kernel(op_type, make_elements):
@@ -138,7 +128,18 @@ def _records(open_source, files):
 def _text_lines(op, device, ins):
     _compression(ins[1])
     files = _files(ins)
-    return lambda: _records(lambda name: _TextLines(name, 0), files)
+    return lambda: ((line,) for name in files for line in _lines_of(_load(name)))
+
+
+def _lines_of(data: bytes) -> list:
+    """A text file's lines as the readers' ``TextLineReader`` reads them (``_TextLines``):
+    without their ``\n`` and one trailing ``\r``; a last line without a newline counts unless
+    it is empty once its ``\r`` is gone.  Split at once rather than line by line."""
+    lines = data.split(b"\n")
+    last = lines.pop()  # after the last newline: b"" when the file ends with one
+    lines = [line[:-1] if line.endswith(b"\r") else line for line in lines]
+    last = last[:-1] if last.endswith(b"\r") else last
+    return lines + [last] if last else lines
 
 
 def _tf_records(op, device, ins):
@@ -204,38 +205,71 @@ def _skip_or_take(skip):
 
 
 def _batch(op, device, ins):
-    inner, size = ins[0], _int(ins[1])
-    drop = bool(np.asarray(ins[2])) if len(ins) > 2 else False
+    inner, size = ins[0], _batch_size(ins[1])
+    drop = bool(np.asarray(ins[2]))
+    return lambda: _batches(inner, size, drop, _stack)
+
+
+def _padded_batch(op, device, ins):
+    """Each component padded to its padded shape (-1: the batch's longest) with its padding
+    value, then stacked."""
+    n = op.get_attr("N")
+    inner, size = ins[0], _batch_size(ins[1])
+    shapes = [[int(d) for d in np.asarray(s).reshape(-1)] for s in ins[2 : 2 + n]]
+    values = [np.asarray(v) for v in ins[2 + n : 2 + 2 * n]]
+    drop = bool(np.asarray(ins[2 + 2 * n]))
+
+    def pad(batch):
+        return tuple(
+            _pad_component([element[k] for element in batch], k, shape, value)
+            for k, (shape, value) in enumerate(zip(shapes, values))
+        )
+
+    return lambda: _batches(inner, size, drop, pad)
+
+
+def _batch_size(x):
+    size = _int(x)
     if size <= 0:
         raise invalid_argument("Batch size must be greater than zero.")
+    return size
 
-    def make():
-        batch = []
-        for element in inner.elements():
-            if type(element) is ErrorElement:  # the batch begun is lost, as in TF
-                batch = []
-                yield element
-                continue
-            batch.append(element)
-            if len(batch) == size:
-                yield _stack(batch)
-                batch = []
-        if batch and not drop:
-            yield _stack(batch)
 
-    return make
+def _batches(inner, size, drop, combine):
+    """Runs of ``size`` elements (the last one shorter unless ``drop``), each made one element
+    by ``combine``; a batch that cannot be made is that batch's :class:`ErrorElement`.  An
+    input's error comes out at once, and the batch begun is lost, as in TF."""
+    batch = []
+    for element in inner.elements():
+        if type(element) is ErrorElement:
+            batch = []
+            yield element
+            continue
+        batch.append(element)
+        if len(batch) == size:
+            yield _combined(combine, batch)
+            batch = []
+    if batch and not drop:
+        yield _combined(combine, batch)
+
+
+def _combined(combine, batch):
+    try:
+        return combine(batch)
+    except errors.OpError as e:
+        return ErrorElement(e)
 
 
 def _stack(batch):
     out = []
     for k in range(len(batch[0])):
         first = _shape(batch[0][k])
-        for i, element in enumerate(batch[1:], 1):
-            if _shape(element[k]) != first:
+        for element in batch[1:]:
+            if _shape(element[k]) != first:  # (TF 1.15 compares the numbers of elements)
                 raise invalid_argument(
-                    "Cannot batch tensors with different shapes in component %d. First element "
-                    "had shape %s and element %d had shape %s."
-                    % (k, _shape_text(first), i, _shape_text(_shape(element[k])))
+                    "Cannot add tensor to the batch: number of elements does not match. Shapes "
+                    "are: [tensor]: %s, [batch]: %s"
+                    % (_shape_text(_shape(element[k])), _shape_text(first))
                 )
         if isinstance(batch[0][k], bytes):
             column = np.empty(len(batch), dtype=object)
@@ -246,67 +280,26 @@ def _stack(batch):
     return tuple(out)
 
 
-def _padded_batch(op, device, ins):
-    """Each component padded to its padded shape (-1: the batch's longest) with its padding
-    value, then stacked."""
-    n = op.get_attr("N")
-    inner, size = ins[0], _int(ins[1])
-    shapes = [[int(d) for d in np.asarray(s).reshape(-1)] for s in ins[2 : 2 + n]]
-    values = [np.asarray(v) for v in ins[2 + n : 2 + 2 * n]]
-    drop = bool(np.asarray(ins[2 + 2 * n]))
-    if size <= 0:
-        raise invalid_argument("Batch size must be greater than zero.")
-
-    def pad(batch):
-        out = []
-        for k, (shape, value) in enumerate(zip(shapes, values)):
-            parts = [
-                np.asarray(element[k], dtype=object if isinstance(element[k], bytes) else None)
-                for element in batch
-            ]
-            for part in parts:
-                if part.ndim != len(shape):
-                    raise invalid_argument(
-                        "All elements in a batch must have the same rank as the padded shape "
-                        "for component%d: expected rank %d but got element with rank %d"
-                        % (k, len(shape), part.ndim)
-                    )
-            dims = [d if d >= 0 else max(p.shape[i] for p in parts) for i, d in enumerate(shape)]
-            result = np.full([len(parts)] + dims, value, dtype=parts[0].dtype)
-            for i, part in enumerate(parts):
-                if any(a > b for a, b in zip(part.shape, dims)):
-                    raise invalid_argument(
-                        "Attempted to pad to a smaller size than the input element."
-                    )
-                if part.ndim:
-                    result[(i,) + tuple(slice(0, d) for d in part.shape)] = part
-                else:  # (an object scalar would go in whole, as an array)
-                    result[i] = part.item()
-            out.append(result)
-        return tuple(out)
-
-    def make():
-        batch = []
-        for element in inner.elements():
-            if type(element) is ErrorElement:
-                batch = []
-                yield element
-                continue
-            batch.append(element)
-            if len(batch) == size:
-                yield _padded(pad, batch)
-                batch = []
-        if batch and not drop:
-            yield _padded(pad, batch)
-
-    return make
-
-
-def _padded(pad, batch):
-    try:
-        return pad(batch)
-    except errors.OpError as e:
-        return ErrorElement(e)
+def _pad_component(values, k, shape, padding):
+    """Component ``k`` of a batch, each value padded to ``shape`` with ``padding``."""
+    parts = [np.asarray(v, dtype=object if isinstance(v, bytes) else None) for v in values]
+    for part in parts:
+        if part.ndim != len(shape):
+            raise invalid_argument(
+                "All elements in a batch must have the same rank as the padded shape for "
+                "component%d: expected rank %d but got element with rank %d"
+                % (k, len(shape), part.ndim)
+            )
+    dims = [d if d >= 0 else max(p.shape[i] for p in parts) for i, d in enumerate(shape)]
+    result = np.full([len(parts)] + dims, padding, dtype=parts[0].dtype)
+    for i, part in enumerate(parts):
+        if any(a > b for a, b in zip(part.shape, dims)):
+            raise invalid_argument("Attempted to pad to a smaller size than the input element.")
+        if part.ndim:
+            result[(i,) + tuple(slice(0, d) for d in part.shape)] = part
+        else:  # (an object scalar would go in whole, as an array)
+            result[i] = part.item()
+    return result
 
 
 def _shape_text(shape):
@@ -429,38 +422,38 @@ _dataset_kernel("ShuffleDataset", _shuffle)
 # -- transformations with a function -----------------------------------------------------------
 
 
-def _function(op, device, ins, n_inputs):
-    """``(runner, captured values)``: the op's function and the values it captured."""
-    runner = device.function_runner(op.get_attr("f" if op.type != "FilterDataset" else "predicate"))
-    return runner, [np.asarray(x) if not hasattr(x, "elements") else x for x in ins[n_inputs:]]
+def _function(op, device, ins):
+    """``(apply, n)``: ``apply(element)`` runs the op's function on an element and the values
+    it captured (the op's ``n`` inputs after its dataset), giving the results or the
+    :class:`ErrorElement` of its failure (TF prefixes the message with ``{{function_node
+    <name>}}``); an ErrorElement passes through."""
+    runner = device.function_runner(op.get_attr("predicate" if op.type == "FilterDataset" else "f"))
+    n = len(op.get_attr("Targuments"))
+    captured = [x if isinstance(x, DatasetValue) else _component(x) for x in ins[1 : 1 + n]]
+
+    def apply(element):
+        if type(element) is ErrorElement:
+            return element
+        try:
+            return tuple(runner(list(element) + captured))
+        except errors.OpError as e:
+            message = "{{function_node %s}} %s" % (runner.name, e.message)
+            return ErrorElement(type(e)(None, None, message))
+
+    return apply, n
 
 
 def _map(op, device, ins):
-    inner = ins[0]
-    n_other = len(op.get_attr("Targuments"))
-    runner, captured = _function(op, device, ins[: 1 + n_other], 1)
-
-    def make():
-        for element in inner.elements():
-            if type(element) is ErrorElement:
-                yield element
-            else:
-                yield _call(runner, list(element) + captured)
-
-    return make
+    inner, (apply, _) = ins[0], _function(op, device, ins)
+    return lambda: (apply(element) for element in inner.elements())
 
 
 def _filter(op, device, ins):
-    inner = ins[0]
-    runner, captured = _function(op, device, ins, 1)
+    inner, (apply, _) = ins[0], _function(op, device, ins)
 
     def make():
         for element in inner.elements():
-            keep = (
-                element
-                if type(element) is ErrorElement
-                else _call(runner, list(element) + captured)
-            )
+            keep = apply(element)
             if type(keep) is ErrorElement:
                 yield keep
             elif bool(keep[0]):
@@ -470,16 +463,11 @@ def _filter(op, device, ins):
 
 
 def _flat_map(op, device, ins):
-    inner = ins[0]
-    runner, captured = _function(op, device, ins, 1)
+    inner, (apply, _) = ins[0], _function(op, device, ins)
 
     def make():
         for element in inner.elements():
-            made = (
-                element
-                if type(element) is ErrorElement
-                else _call(runner, list(element) + captured)
-            )
+            made = apply(element)
             if type(made) is ErrorElement:
                 yield made
             else:
@@ -492,48 +480,40 @@ def _interleave(op, device, ins):
     """TF's InterleaveDataset: up to ``cycle_length`` inner datasets open at once; take
     ``block_length`` elements from each in turn; one that ends gives its place to the dataset
     of the next input element."""
-    inner = ins[0]
-    n_other = len(op.get_attr("Targuments"))
-    runner, captured = _function(op, device, ins[: 1 + n_other], 1)
-    cycle, block = _int(ins[1 + n_other]), _int(ins[2 + n_other])
+    inner, (apply, n) = ins[0], _function(op, device, ins)
+    cycle, block = _int(ins[1 + n]), _int(ins[2 + n])
     if cycle == -1:  # AUTOTUNE: TF's number of schedulable cores
         cycle = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if cycle <= 0:
         raise invalid_argument("cycle_length must be greater than zero.")
     if block <= 0:
         raise invalid_argument("block_length must be greater than zero.")
+    return lambda: _interleaved(inner.elements(), apply, cycle, block)
 
-    def make():
-        outer = inner.elements()
-        slots = [None] * cycle
-        more = True
-        while True:
-            for i in range(cycle):
-                if slots[i] is None and more:
-                    element = next(outer, None)
-                    more = element is not None
-                    if more:
-                        made = (
-                            element
-                            if type(element) is ErrorElement
-                            else _call(runner, list(element) + captured)
-                        )
-                        if type(made) is ErrorElement:
-                            yield made
-                            continue
-                        slots[i] = made[0].elements()
-                for _ in range(block):
-                    if slots[i] is None:
-                        break
-                    element = next(slots[i], None)
-                    if element is None:
-                        slots[i] = None
-                        break
-                    yield element
-            if not more and all(s is None for s in slots):
-                return
 
-    return make
+def _interleaved(outer, apply, cycle, block):
+    slots, more = [None] * cycle, True
+    while True:
+        for i in range(cycle):
+            if slots[i] is None and more:
+                element = next(outer, None)
+                more = element is not None
+                if more:
+                    made = apply(element)
+                    if type(made) is ErrorElement:
+                        yield made
+                        continue
+                    slots[i] = made[0].elements()
+            for _ in range(block):
+                if slots[i] is None:
+                    break
+                element = next(slots[i], None)
+                if element is None:
+                    slots[i] = None
+                    break
+                yield element
+        if not more and all(s is None for s in slots):
+            return
 
 
 _dataset_kernel("MapDataset", _map)

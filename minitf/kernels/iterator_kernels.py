@@ -12,22 +12,31 @@ function builds.  ``IteratorGetNext`` takes the next element; after the last one
 
 from __future__ import annotations
 
+import itertools
 import threading
+import weakref
 
 import numpy as np
 
 from minitf.framework import errors
-from minitf.framework.resource_mgr import check_container_name
 from minitf.kernels.dataset_kernels import ErrorElement
-from minitf.kernels.queue_kernels import _private_ids
 from minitf.kernels.registry import register
+from minitf.kernels.resource_kernels import find_or_make, resource_op
+
+#: string handle -> iterator, for ``Iterator.from_string_handle`` (a handle names an iterator
+#: of this process; it goes when its iterator does)
+_by_handle: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_handle_ids = itertools.count(1)
 
 
 class IteratorResource:
-    """One iterator's state: the pass in progress (None before the first initialization)."""
+    """One iterator's state: the pass in progress (None before the first initialization), and
+    the string handle that names it (``IteratorToStringHandle``)."""
 
-    def __init__(self, name: str, output_types, output_shapes) -> None:
+    def __init__(self, name: str, output_types, output_shapes, device_name: str = "") -> None:
         self.name = name
+        self.handle = ("%s;%d;%s" % (device_name, next(_handle_ids), name)).encode()
+        _by_handle[self.handle] = self
         self.output_types = list(output_types)
         self.output_shapes = list(output_shapes)
         self._lock = threading.Lock()
@@ -62,13 +71,13 @@ class IteratorResource:
 
 
 def _iterator_op(op, device):
-    """``IteratorV2`` / ``OneShotIterator``: the iterator, found or made at the first run; a
-    one-shot iterator also starts its pass then, over what its ``dataset_factory`` builds."""
-    held = []
-    lock = threading.Lock()
+    """``IteratorV2`` / ``OneShotIterator``: the iterator, found or made at the first run (a
+    resource op like a queue's); a one-shot iterator also starts its pass then, over what its
+    ``dataset_factory`` builds."""
 
     def make(name):
-        it = IteratorResource(name, op.get_attr("output_types"), op.get_attr("output_shapes"))
+        types, shapes = op.get_attr("output_types"), op.get_attr("output_shapes")
+        it = IteratorResource(name, types, shapes, device.name)
         if op.type == "OneShotIterator":
             factory = device.function_runner(op.get_attr("dataset_factory"))
             try:
@@ -77,20 +86,7 @@ def _iterator_op(op, device):
                 raise _in_function_of(e, op) from None
         return it
 
-    def compute(ctx, ins):
-        with lock:
-            if not held:
-                check_container_name(op.get_attr("container"))
-                shared = op.get_attr("shared_name")
-                if not shared:
-                    held.append(make("_%d_%s" % (next(_private_ids), op.name)))
-                else:
-                    rm = device.resource_manager
-                    container = op.get_attr("container")
-                    held.append(rm.lookup_or_create(container, shared, lambda: make(shared)))
-        return (held[0],)
-
-    return compute
+    return resource_op(lambda: find_or_make(op, device, make))
 
 
 def _make_iterator(op, device):
@@ -121,17 +117,35 @@ def _get_next(op, device):
 
 
 def _string_handle(op, device):
-    """TF's handle is a serialized ``ResourceHandle``; minitf's names the device and the
-    resource."""
+    """TF's handle is a serialized ``ResourceHandle``; minitf's names the device, a number and
+    the iterator."""
 
     def compute(ctx, ins):
-        return (np.array(("%s;%s" % (device.name, ins[0].name)).encode(), dtype=object),)
+        return (ins[0].handle,)
+
+    return compute
+
+
+def _from_string_handle(op, device):
+    """``IteratorFromStringHandleV2``: the iterator a string handle names (a feedable
+    iterator: one ``get_next`` reads whichever iterator the step's handle names)."""
+
+    def compute(ctx, ins):
+        handle = ins[0]
+        handle = handle.item() if isinstance(handle, np.ndarray) else handle
+        found = _by_handle.get(handle if isinstance(handle, bytes) else str(handle).encode())
+        if found is None:
+            raise errors.InvalidArgumentError(
+                None, None, "Could not parse string_handle as a valid ResourceHandle"
+            )
+        return (found,)
 
     return compute
 
 
 register("IteratorV2", _iterator_op, cpu="any")
 register("IteratorToStringHandle", _string_handle, cpu="any")
+register("IteratorFromStringHandleV2", _from_string_handle, cpu="any")
 register("OneShotIterator", _iterator_op, cpu="any")
 register("MakeIterator", _make_iterator, cpu="any")
 register("IteratorGetNext", _get_next, cpu="any", cost="expensive")

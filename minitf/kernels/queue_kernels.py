@@ -11,9 +11,6 @@ when the step is cancelled (a timeout, a closed session), through the step's can
 ``ctx.on_cancel``.
 """
 
-import itertools
-import threading
-
 import numpy as np
 
 from minitf.framework import dtypes, errors
@@ -23,11 +20,9 @@ from minitf.framework.queue_resource import (
     PriorityQueue,
     RandomShuffleQueue,
 )
-from minitf.framework.resource_mgr import check_container_name
 from minitf.kernels.registry import register
+from minitf.kernels.resource_kernels import find_or_make, resource_op
 from minitf.kernels.tensor_ops import invalid_argument
-
-_private_ids = itertools.count()  # the process-wide counter of private resource names
 
 
 def _shape_text(shape):
@@ -125,36 +120,24 @@ def _check_random_shuffle(op):
 
 
 def _queue_kernel(make, check=None):
-    """The kernel of a queue-making op: finds or makes its queue at its first run."""
+    """The kernel of a queue-making op: finds or makes its queue at its first run (TF checks
+    a shared queue found against the op: ``_check_match``)."""
 
     def factory(op, device):
-        held = []
-        lock = threading.Lock()
+        def find():
+            if check is not None:
+                check(op)
+            return find_or_make(
+                op,
+                device,
+                lambda name: make(op, name),
+                shared_names_public=True,
+                check_found=lambda queue, name: _check_match(queue, op, name),
+            )
 
-        def compute(ctx, ins):
-            with lock:
-                if not held:
-                    if check is not None:
-                        check(op)
-                    held.append(_find_or_make(op, device, lambda name: make(op, name)))
-            return (held[0],)
-
-        return compute
+        return resource_op(find)
 
     return factory
-
-
-def _find_or_make(op, device, make):
-    container = op.get_attr("container")
-    shared = op.get_attr("shared_name")
-    check_container_name(container)
-    if not shared:
-        return make("_%d_%s" % (next(_private_ids), op.name))
-    if shared.startswith("_"):
-        raise invalid_argument("shared_name cannot start with '_':%s" % shared)
-    queue = device.resource_manager.lookup_or_create(container, shared, lambda: make(shared))
-    _check_match(queue, op, shared)
-    return queue
 
 
 # -- waiting for the queue ---------------------------------------------------------------------

@@ -23,9 +23,8 @@ from collections import deque
 import numpy as np
 
 from minitf.framework import dtypes, errors
-from minitf.framework.resource_mgr import check_container_name
-from minitf.kernels.queue_kernels import _private_ids
 from minitf.kernels.registry import register
+from minitf.kernels.resource_kernels import find_or_make, resource_op
 from minitf.kernels.tensor_ops import invalid_argument
 from minitf.lib import tf_record
 
@@ -391,30 +390,14 @@ _SOURCES = {
 
 def _reader_op(op, device):
     """A reader op: its reader, found or made at the kernel's first run (like ``FIFOQueueV2``:
-    private ``_<n>_<op name>`` unless ``shared_name``; its container's name checked as TF does,
-    then left to the resource manager's default when empty)."""
-    held = []
-    lock = threading.Lock()
+    private ``_<n>_<op name>`` unless ``shared_name``)."""
 
     def make(name):
         serializable = op.type in ("WholeFileReaderV2", "IdentityReaderV2")
         op_name = "%s '%s'" % (op.type[: -len("V2")], op.name)  # TF's "WholeFileReader 'wr'"
         return Reader(name, _SOURCES[op.type](op), op_name, serializable)
 
-    def compute(ctx, ins):
-        with lock:
-            if not held:
-                check_container_name(op.get_attr("container"))
-                shared = op.get_attr("shared_name")
-                if not shared:
-                    held.append(make("_%d_%s" % (next(_private_ids), op.name)))
-                else:
-                    rm = device.resource_manager
-                    container = op.get_attr("container")
-                    held.append(rm.lookup_or_create(container, shared, lambda: make(shared)))
-        return (held[0],)
-
-    return compute
+    return resource_op(lambda: find_or_make(op, device, make))
 
 
 def _as_strings(texts):

@@ -22,13 +22,13 @@ from __future__ import annotations
 import logging
 
 from minitf.framework import dtypes, tensor_shape
-from minitf.framework.graph import Tensor
+from minitf.framework.graph import Tensor, convert_to_tensor
 from minitf.framework.tensor_spec import TensorSpec
 from minitf.lib import nest
 from minitf.ops import func_graph
 from minitf.ops.op_def import NotDifferentiable, apply_op, register_op
 
-for _op_type in ("OneShotIterator", "IteratorV2"):
+for _op_type in ("OneShotIterator", "IteratorV2", "IteratorFromStringHandleV2"):
     register_op(_op_type, is_stateful=True, has_container=True)
     NotDifferentiable(_op_type)
 for _op_type in ("MakeIterator", "IteratorGetNext", "IteratorToStringHandle"):
@@ -113,17 +113,38 @@ class Iterator:
         return _make_iterator(dataset, self._iterator_resource, name or "make_initializer")
 
     @staticmethod
+    def from_string_handle(string_handle, output_types, output_shapes=None, output_classes=None):
+        """A feedable iterator: ``IteratorFromStringHandleV2`` reads the iterator whose
+        ``string_handle()`` value the step gives it (a placeholder fed with the handle of a
+        training or of a validation iterator, say)."""
+        structure = _structure_of(output_types, output_shapes)
+        handle = convert_to_tensor(string_handle, dtype=dtypes.string)
+        op = apply_op(
+            "IteratorFromStringHandleV2",
+            [handle],
+            [(dtypes.resource, _SCALAR)],
+            "IteratorFromStringHandleV2",
+            _structure_attrs(structure),
+        )
+        return Iterator(op.outputs[0], None, structure)
+
+    @staticmethod
     def from_structure(output_types, output_shapes=None, shared_name=None, output_classes=None):
         """An iterator of no dataset yet, for elements of these types (and shapes)."""
-        if output_shapes is None:
-            output_shapes = nest.map_structure(
-                lambda _: tensor_shape.unknown_shape(), output_types, lists=False
-            )
-        flat_types = nest.flatten(output_types, lists=False)
-        flat_shapes = _flat_shapes(output_shapes, len(flat_types))
-        specs = [TensorSpec(s, t) for t, s in zip(flat_types, flat_shapes)]
-        structure = nest.pack_sequence_as(output_types, specs, lists=False)
+        structure = _structure_of(output_types, output_shapes)
         return Iterator(_iterator_v2(structure, shared_name), None, structure)
+
+
+def _structure_of(output_types, output_shapes):
+    """The element structure of these types (a nest) and shapes (unknown when None)."""
+    if output_shapes is None:
+        output_shapes = nest.map_structure(
+            lambda _: tensor_shape.unknown_shape(), output_types, lists=False
+        )
+    flat_types = nest.flatten(output_types, lists=False)
+    flat_shapes = _flat_shapes(output_shapes, len(flat_types))
+    specs = [TensorSpec(s, t) for t, s in zip(flat_types, flat_shapes)]
+    return nest.pack_sequence_as(output_types, specs, lists=False)
 
 
 def _warn_get_next_in_loop():
