@@ -147,6 +147,7 @@ from minitf.ops.reader_ops import (
     TFRecordReader,
     WholeFileReader,
 )
+from minitf.ops.script_ops import py_func
 from minitf.ops.split_ops import split, unstack
 from minitf.ops.state_ops import assign, assign_add, assign_sub, count_up_to
 from minitf.ops.string_ops import string_split

@@ -646,3 +646,68 @@ def test_text_line_dataset_reads_the_lines_a_text_line_reader_reads(tmp_path_fac
         want.append(record[1])
     with tf.Graph().as_default():
         assert _flat(tf.data.TextLineDataset([str(path)])) == want
+
+
+def test_from_generator_builds_tfs_graph_and_converts_what_the_generator_yields():
+    def gen():
+        for i in range(3):
+            yield i, [1.0] * i
+
+    d = tf.data.Dataset.from_generator(
+        gen, (tf.int64, tf.float32), (tf.TensorShape([]), tf.TensorShape([None]))
+    )
+    assert repr(d) == "<DatasetV1Adapter shapes: ((), (?,)), types: (tf.int64, tf.float32)>"
+    assert [(op.name, op.type) for op in tf.get_default_graph().get_operations()] == [
+        ("normalize_element/component_0", "Const"),
+        ("TensorDataset", "TensorDataset"),
+        ("FlatMapDataset", "FlatMapDataset"),
+    ]
+    nxt = d.make_one_shot_iterator().get_next()
+    got = _values(nxt)
+    assert [(int(i), v.tolist()) for i, v in got] == [(0, []), (1, [1.0]), (2, [1.0, 1.0])]
+    assert got[2][1].dtype == np.float32
+    # each pass calls the generator afresh; args are handed to it
+    twice = tf.data.Dataset.from_generator(lambda k: iter(range(k)), tf.int64, args=(2,))
+    assert _flat(twice.repeat(2)) == [0, 1, 0, 1]
+    assert _flat(tf.data.Dataset.from_generator(lambda: iter([(1, 2)]), tf.int64)) == [[1, 2]]
+
+
+def test_from_generator_fails_an_element_that_does_not_fit_and_goes_on():
+    cases = [
+        (
+            lambda: iter(["a", 5]),
+            tf.int64,
+            None,
+            "TypeError: `generator` yielded an element that "
+            "could not be converted to the expected type. The expected type was int64, but the "
+            "yielded element was a.",
+            5,
+        ),
+        (
+            lambda: iter([[1, 2, 3], [4, 5]]),
+            tf.int64,
+            tf.TensorShape([2]),
+            "ValueError: "
+            "`generator` yielded an element of shape (3,) where an element of shape (2,) was "
+            "expected.",
+            [4, 5],
+        ),
+        (
+            lambda: iter([5, (6, 7)]),
+            (tf.int64, tf.int64),
+            None,
+            "TypeError: `generator` yielded "
+            "an element that did not match the expected structure. The expected structure was "
+            "(tf.int64, tf.int64), but the yielded element was 5.",
+            [6, 7],
+        ),
+    ]
+    for gen, types, shapes, text, then in cases:
+        nxt = tf.data.Dataset.from_generator(gen, types, shapes).make_one_shot_iterator().get_next()
+        sess = tf.Session()
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            sess.run(nxt)
+        assert e.value.message.startswith(text)
+        assert np.asarray(sess.run(nxt)).tolist() == then
+    with pytest.raises(TypeError, match="`generator` must be callable."):
+        tf.data.Dataset.from_generator(3, tf.int64)

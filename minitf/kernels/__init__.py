@@ -22,6 +22,7 @@ from minitf.kernels import (  # noqa: F401
     queue_kernels,
     random_kernels,
     reader_kernels,
+    script_kernels,
     sendrecv_kernels,
     state_kernels,
     summary_kernels,

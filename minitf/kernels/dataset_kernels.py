@@ -18,11 +18,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from minitf.framework import errors
+from minitf.framework import dtypes, errors, tensor_shape
 from minitf.kernels.reader_kernels import _load, _TFRecords, _uncompressed
 from minitf.kernels.registry import register
 from minitf.kernels.tensor_ops import invalid_argument
+from minitf.lib import nest
 from minitf.lib.philox import PhiloxSampler
+from minitf.ops import script_ops
 
 
 class DatasetValue:
@@ -156,6 +158,58 @@ def _compression(kind):
         )
 
 
+def _generator(op, device, ins):
+    """``GeneratorDataset``: a fresh call of the generator its token names for each pass; each
+    value it yields is flattened and converted to the element's dtypes and checked against its
+    shapes (a failure is that element's :class:`ErrorElement`: the generator goes on)."""
+    token = op.get_attr("token")
+    token = token.decode() if isinstance(token, bytes) else token
+    types = list(op.get_attr("output_types"))
+    shapes = list(op.get_attr("output_shapes"))
+    args = [_component(x) for x in ins]
+
+    def make():
+        fn = script_ops.lookup(token)
+        if fn is None:
+            raise invalid_argument("ValueError: callback %s is not found" % token)
+        for value in fn(*args):
+            try:
+                yield _generated(value, fn.output_types, types, shapes)
+            except errors.OpError as e:
+                yield ErrorElement(e)
+
+    return make
+
+
+def _generated(value, structure, types, shapes):
+    try:
+        flat = nest.flatten_up_to(structure, value, lists=False)
+    except ValueError:
+        raise invalid_argument(
+            "TypeError: `generator` yielded an element that did not match the expected "
+            "structure. The expected structure was %s, but the yielded element was %s."
+            % (structure, value)
+        ) from None
+    out = []
+    for v, dtype, shape in zip(flat, types, shapes):
+        try:
+            c = _component(v) if dtype == dtypes.string else np.asarray(v, dtype.as_numpy_dtype)
+        except (TypeError, ValueError, OverflowError):
+            raise invalid_argument(
+                "TypeError: `generator` yielded an element that could not be converted to the "
+                "expected type. The expected type was %s, but the yielded element was %s."
+                % (dtype.name, v)
+            ) from None
+        if not shape.is_compatible_with(tensor_shape.TensorShape(_shape(c))):
+            raise invalid_argument(
+                "ValueError: `generator` yielded an element of shape %s where an element of "
+                "shape %s was expected." % (tensor_shape.TensorShape(_shape(c)), shape)
+            )
+        out.append(c[()] if isinstance(c, np.ndarray) and c.ndim == 0 else c)
+    return tuple(out)
+
+
+_dataset_kernel("GeneratorDataset", _generator)
 _dataset_kernel("TensorDataset", _tensor)
 _dataset_kernel("TensorSliceDataset", _tensor_slices)
 _dataset_kernel("RangeDataset", _range)

@@ -47,3 +47,21 @@ def pack_sequence_as(structure: Any, flat: list, lists: bool = True) -> Any:
 def map_structure(fn, structure: Any, lists: bool = True) -> Any:
     """``structure`` with ``fn`` applied to each leaf."""
     return pack_sequence_as(structure, [fn(x) for x in flatten(structure, lists)], lists)
+
+
+def flatten_up_to(shallow: Any, value: Any, lists: bool = True) -> list:
+    """``value`` flattened as deep as ``shallow`` goes (a leaf of ``shallow`` takes the whole
+    of ``value`` there); ValueError when ``value`` does not have ``shallow``'s nest."""
+    if not is_sequence(shallow, lists):
+        return [value]
+    if not is_sequence(value, lists) or isinstance(value, dict) != isinstance(shallow, dict):
+        raise ValueError("%r does not have the structure of %r" % (value, shallow))
+    if isinstance(shallow, dict):
+        if sorted(shallow) != sorted(value):
+            raise ValueError("%r does not have the keys of %r" % (value, shallow))
+        pairs = [(shallow[k], value[k]) for k in sorted(shallow)]
+    else:
+        if len(shallow) != len(value):
+            raise ValueError("%r does not have the length of %r" % (value, shallow))
+        pairs = list(zip(shallow, value))
+    return [leaf for s, v in pairs for leaf in flatten_up_to(s, v, lists)]

@@ -19,7 +19,7 @@ from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import Tensor, convert_to_tensor, name_scope
 from minitf.framework.tensor_spec import TensorSpec
 from minitf.lib import deprecation, nest
-from minitf.ops import array_ops, func_graph, iterator_ops, math_ops, random_ops
+from minitf.ops import array_ops, func_graph, iterator_ops, math_ops, random_ops, script_ops
 from minitf.ops.op_def import NotDifferentiable, apply_op, register_op
 
 AUTOTUNE = -1
@@ -54,6 +54,8 @@ _DATASET_OPS = (
 for _op_type in _DATASET_OPS:
     register_op(_op_type)
     NotDifferentiable(_op_type)
+register_op("GeneratorDataset", is_stateful=True)  # it calls a Python generator
+NotDifferentiable("GeneratorDataset")
 
 
 def _flat(structure):
@@ -127,6 +129,26 @@ class DatasetV1:
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (args + (1,))[:3]
         inputs = [_int64(v, name) for v, name in ((start, "start"), (stop, "stop"), (step, "step"))]
         return _make("RangeDataset", inputs, TensorSpec([], dtypes.int64))
+
+    @staticmethod
+    def from_generator(generator, output_types, output_shapes=None, args=None) -> DatasetV1:
+        """The elements a Python generator yields, each converted to ``output_types`` (and
+        checked against ``output_shapes``).  As in TF, a ``flat_map`` over a one-element
+        dataset (of ``args``, when given) calls ``generator(*args)`` afresh for each pass;
+        the generator runs in this process (``ops/script_ops.py``), its elements one per
+        ``get_next``."""
+        if not callable(generator):
+            raise TypeError("`generator` must be callable.")
+        structure = iterator_ops.structure_of(output_types, output_shapes)
+        token = script_ops.register(_Generator(generator, output_types))
+
+        def flat_map_fn(*values):
+            inputs = [] if args is None else list(values)
+            attrs = {"token": token, "Targuments": [t.dtype.base_dtype for t in inputs]}
+            return _make("GeneratorDataset", inputs, structure, attrs)
+
+        seed = DatasetV1.from_tensors(0 if args is None else tuple(args))
+        return seed.flat_map(flat_map_fn)
 
     @staticmethod
     def zip(datasets) -> DatasetV1:
@@ -306,6 +328,18 @@ class DatasetV1:
 
 
 Dataset = DatasetV1
+
+
+class _Generator:
+    """What a ``GeneratorDataset``'s token names: the generator, and the nest of dtypes its
+    values are flattened by (as deep as that nest goes)."""
+
+    def __init__(self, generator, output_types) -> None:
+        self.generator = generator
+        self.output_types = output_types
+
+    def __call__(self, *args):
+        return self.generator(*args)
 
 
 class _FileDataset(DatasetV1):

@@ -117,7 +117,7 @@ class Iterator:
         """A feedable iterator: ``IteratorFromStringHandleV2`` reads the iterator whose
         ``string_handle()`` value the step gives it (a placeholder fed with the handle of a
         training or of a validation iterator, say)."""
-        structure = _structure_of(output_types, output_shapes)
+        structure = structure_of(output_types, output_shapes)
         handle = convert_to_tensor(string_handle, dtype=dtypes.string)
         op = apply_op(
             "IteratorFromStringHandleV2",
@@ -131,11 +131,11 @@ class Iterator:
     @staticmethod
     def from_structure(output_types, output_shapes=None, shared_name=None, output_classes=None):
         """An iterator of no dataset yet, for elements of these types (and shapes)."""
-        structure = _structure_of(output_types, output_shapes)
+        structure = structure_of(output_types, output_shapes)
         return Iterator(_iterator_v2(structure, shared_name), None, structure)
 
 
-def _structure_of(output_types, output_shapes):
+def structure_of(output_types, output_shapes):
     """The element structure of these types (a nest) and shapes (unknown when None)."""
     if output_shapes is None:
         output_shapes = nest.map_structure(
