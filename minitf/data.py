@@ -16,7 +16,7 @@ from minitf.ops.iterator_ops import (
 )
 
 #: ``tf.data.experimental``: what of it TF 1.15's graph code reaches for
-experimental = SimpleNamespace(AUTOTUNE=AUTOTUNE)
+experimental = SimpleNamespace(AUTOTUNE=AUTOTUNE, unbatch=lambda: lambda d: d.unbatch())
 
 __all__ = [
     "Dataset",

@@ -711,3 +711,38 @@ def test_from_generator_fails_an_element_that_does_not_fit_and_goes_on():
         assert np.asarray(sess.run(nxt)).tolist() == then
     with pytest.raises(TypeError, match="`generator` must be callable."):
         tf.data.Dataset.from_generator(3, tf.int64)
+
+
+def test_shard_cache_and_unbatch_build_and_give_what_tf_does():
+    r = tf.data.Dataset.range
+    sharded = r(10).shard(3, 1)
+    assert [t.op.name for t in sharded._variant_tensor.op.inputs[1:]] == ["num_shards", "index"]
+    assert _flat(sharded) == [1, 4, 7]
+    for args, text in (
+        ((0, 0), "Number of shards must be greater than zero (currently num_shards = 0)."),
+        ((3, 3), "Index must be between 0 and 2 (currently index = 3)."),
+        ((3, -1), "Index must be between 0 and 2 (currently index = -1)."),
+    ):
+        nxt = r(3).shard(*args).make_one_shot_iterator().get_next()
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            tf.Session().run(nxt)
+        assert e.value.message.startswith(text)
+    # the second epoch replays the first instead of drawing new numbers
+    drawn = _flat(r(3).map(lambda x: tf.random_uniform([])).cache().repeat(2))
+    assert drawn[:3] == drawn[3:] and len(set(drawn[:3])) == 3
+    pairs = tf.data.Dataset.from_tensor_slices(([[1, 2], [3, 4]], [[5, 6], [7, 8]])).unbatch()
+    assert repr(pairs) == "<_UnbatchDataset shapes: ((), ()), types: (tf.int32, tf.int32)>"
+    assert [op.type for op in tf.get_default_graph().get_operations()][-2:] == [
+        "MapDataset",
+        "UnbatchDataset",
+    ]
+    assert _flat(pairs) == [[1, 5], [2, 6], [3, 7], [4, 8]]
+    flat = tf.data.Dataset.from_tensor_slices([[1, 2], [3, 4]]).apply(
+        tf.data.experimental.unbatch()
+    )
+    assert _flat(flat) == [1, 2, 3, 4]
+    with pytest.raises(ValueError) as e:
+        tf.data.Dataset.from_tensors(5).unbatch()
+    assert str(e.value) == (
+        'Value Tensor("args_0:0", shape=(), dtype=int32) has insufficient rank for batching.'
+    )

@@ -382,6 +382,67 @@ def _prefetch(op, device, ins):
     return ins[0].elements
 
 
+def _shard(op, device, ins):
+    inner, shards, index = ins[0], _int(ins[1]), _int(ins[2])
+    if shards <= 0:
+        raise invalid_argument(
+            "Number of shards must be greater than zero (currently num_shards = %d)." % shards
+        )
+    if not 0 <= index < shards:
+        raise invalid_argument(
+            "Index must be between 0 and %d (currently index = %d)." % (shards - 1, index)
+        )
+    return lambda: (e for i, e in enumerate(inner.elements()) if i % shards == index)
+
+
+def _cache(op, device, ins):
+    """In memory: the first pass that reaches the end is kept; later passes replay it."""
+    inner, name = ins[0], _component(ins[1])
+    if name:
+        raise errors.UnimplementedError(
+            None, None, "minitf caches datasets in memory only (filename %r)" % (name,)
+        )
+    kept = []
+
+    def make():
+        if kept:
+            yield from kept[0]
+            return
+        seen = []
+        for element in inner.elements():
+            seen.append(element)
+            yield element
+        kept.append(seen)
+
+    return make
+
+
+def _unbatch(op, device, ins):
+    def make():
+        for element in ins[0].elements():
+            if type(element) is ErrorElement:
+                yield element
+                continue
+            sizes = [len(c) for c in element]
+            if any(n != sizes[0] for n in sizes):
+                k = next(i for i, n in enumerate(sizes) if n != sizes[0])
+                yield ErrorElement(
+                    invalid_argument(
+                        "Input element must have the same batch size in each component. "
+                        "Component 0 had size %d but component %d had size %d."
+                        % (sizes[0], k, sizes[k])
+                    )
+                )
+                continue
+            for i in range(sizes[0] if sizes else 0):
+                yield tuple(c[i] for c in element)
+
+    return make
+
+
+_dataset_kernel("ShardDataset", _shard)
+_dataset_kernel("CacheDataset", _cache)
+_dataset_kernel("UnbatchDataset", _unbatch)
 _dataset_kernel("RepeatDataset", _repeat)
 _dataset_kernel("SkipDataset", _skip_or_take(True))
 _dataset_kernel("TakeDataset", _skip_or_take(False))

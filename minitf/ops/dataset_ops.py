@@ -50,6 +50,9 @@ _DATASET_OPS = (
     "ParallelInterleaveDatasetV2",
     "OptimizeDataset",
     "ModelDataset",
+    "ShardDataset",
+    "CacheDataset",
+    "UnbatchDataset",
 )
 for _op_type in _DATASET_OPS:
     register_op(_op_type)
@@ -192,6 +195,37 @@ class DatasetV1:
     def take(self, count) -> DatasetV1:
         return self._unary("TakeDataset", [_int64(count, "count")])
 
+    def shard(self, num_shards, index) -> DatasetV1:
+        """``ShardDataset``: every ``num_shards``-th element from the ``index``-th on (one
+        worker's share of the input, in data parallelism)."""
+        shards, at = _int64(num_shards, "num_shards"), _int64(index, "index")
+        return self._unary("ShardDataset", [shards, at], {"require_non_empty": False})
+
+    def cache(self, filename="") -> DatasetV1:
+        """``CacheDataset``: the first complete pass is kept (in memory), later passes read
+        it instead of the input."""
+        name = convert_to_tensor(filename, dtype=dtypes.string, name="filename")
+        return self._unary("CacheDataset", [name])
+
+    def unbatch(self) -> DatasetV1:
+        """``UnbatchDataset``: each element split along its first dimension (TF 1.15 first
+        maps each element through a function that checks every component has one)."""
+
+        def normalize(*args):
+            for t in args:
+                if t.shape.ndims == 0:
+                    raise ValueError("Value %s has insufficient rank for batching." % t)
+            return args if len(args) > 1 else args[0]
+
+        checked = (
+            self.map(normalize)
+            if type(self._structure) is tuple
+            else self.map(lambda x: normalize(x))
+        )
+        structure = _map_specs(lambda s: TensorSpec(s.shape[1:], s.dtype), self._structure)
+        d = _make("UnbatchDataset", [checked._variant_tensor], structure)
+        return _UnbatchDataset(d._variant_tensor, structure)
+
     def prefetch(self, buffer_size) -> DatasetV1:
         return self._unary("PrefetchDataset", [_int64(buffer_size, "buffer_size")])
 
@@ -328,6 +362,13 @@ class DatasetV1:
 
 
 Dataset = DatasetV1
+
+
+class _UnbatchDataset(DatasetV1):
+    """What ``unbatch`` gives (TF 1.15 prints it under this name, not ``DatasetV1Adapter``)."""
+
+    def __repr__(self) -> str:
+        return super().__repr__().replace("DatasetV1Adapter", "_UnbatchDataset", 1)
 
 
 class _Generator:
