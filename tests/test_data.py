@@ -746,3 +746,21 @@ def test_shard_cache_and_unbatch_build_and_give_what_tf_does():
     assert str(e.value) == (
         'Value Tensor("args_0:0", shape=(), dtype=int32) has insufficient rank for batching.'
     )
+
+
+def test_a_monitored_session_stops_when_its_pipeline_ends(tmp_path):
+    xs = np.random.RandomState(0).rand(40, 2).astype(np.float32)
+    ys = xs @ np.array([[1.0], [2.0]], np.float32)
+    d = tf.data.Dataset.from_tensor_slices((xs, ys)).batch(10).repeat(3)
+    x, y = d.make_one_shot_iterator().get_next()
+    w = tf.Variable(tf.zeros([2, 1]))
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+    step = tf.train.get_or_create_global_step()
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss, global_step=step)
+    runs = 0
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path)) as sess:
+        while not sess.should_stop():
+            sess.run(train)
+            runs += 1
+    assert runs == 12  # 4 batches a pass, 3 passes, then OutOfRangeError ends it
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-12")
