@@ -547,9 +547,9 @@ def test_a_pipeline_feeds_a_model_on_a_card():
 
 
 def test_interleave_cycles_over_the_cores_by_default_and_may_name_its_parallel_calls():
-    import os
+    from minitf.lib.cores import schedulable_cores
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = schedulable_cores()
     d = tf.data.Dataset.range(4).interleave(lambda x: tf.data.Dataset.from_tensors(x).repeat(2))
     assert d._variant_tensor.op.inputs[1].op.get_attr("value") == -1  # AUTOTUNE, as TF
     want = [

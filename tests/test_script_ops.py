@@ -24,6 +24,8 @@ def test_a_python_function_runs_as_an_op_with_tfs_names_and_tokens():
     got = sess.run([y, pair], {x: 3.0})
     assert got[0] == 6.0 and [float(v) for v in got[1]] == [3.0, 4.0]
     assert sess.run(tf.py_func(lambda: "ab", [], tf.string)) == b"ab"
+    strings = sess.run(tf.py_func(lambda: np.array(["a", "bc"]), [], tf.string))
+    assert strings.tolist() == [b"a", b"bc"]  # minitf's strings are bytes, as TF's
 
 
 def test_the_values_returned_must_have_the_dtypes_promised():

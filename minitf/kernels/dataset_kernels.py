@@ -13,18 +13,19 @@ function's runner (``runtime/function_library.py``) for each element.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import numpy as np
 
 from minitf.framework import dtypes, errors, tensor_shape
-from minitf.kernels.reader_kernels import _load, _TFRecords, _uncompressed
+from minitf.kernels import script_kernels
+from minitf.kernels.reader_kernels import _load, _TFRecords
 from minitf.kernels.registry import register
+from minitf.kernels.script_kernels import tensor_value
 from minitf.kernels.tensor_ops import invalid_argument
 from minitf.lib import nest
+from minitf.lib.cores import schedulable_cores
 from minitf.lib.philox import PhiloxSampler
-from minitf.ops import script_ops
 
 
 class DatasetValue:
@@ -68,23 +69,6 @@ def _int(x) -> int:
     return int(np.asarray(x))
 
 
-def _component(x):
-    """A value as an element's component, as minitf holds tensors: a string scalar as
-    ``bytes``, a string array as an object array of ``bytes``, anything else as an array."""
-    if isinstance(x, str):
-        return x.encode("utf-8")
-    if isinstance(x, bytes):
-        return x
-    arr = np.asarray(x)
-    if arr.dtype.kind in "SU":
-        arr = np.vectorize(
-            lambda v: v.encode("utf-8") if isinstance(v, str) else bytes(v), otypes=[object]
-        )(arr)
-    if arr.dtype.kind == "O" and arr.ndim == 0:
-        return _component(arr.item())
-    return arr
-
-
 def _shape(x) -> tuple:
     return () if isinstance(x, bytes) else x.shape
 
@@ -93,12 +77,12 @@ def _shape(x) -> tuple:
 
 
 def _tensor(op, device, ins):
-    element = tuple(_component(x) for x in ins)
+    element = tuple(tensor_value(x) for x in ins)
     return lambda: iter((element,))
 
 
 def _tensor_slices(op, device, ins):
-    comps = [_component(x) for x in ins]
+    comps = [tensor_value(x) for x in ins]
     n = comps[0].shape[0]
     for c in comps[1:]:
         if c.shape[0] != n:
@@ -162,16 +146,13 @@ def _generator(op, device, ins):
     """``GeneratorDataset``: a fresh call of the generator its token names for each pass; each
     value it yields is flattened and converted to the element's dtypes and checked against its
     shapes (a failure is that element's :class:`ErrorElement`: the generator goes on)."""
-    token = op.get_attr("token")
-    token = token.decode() if isinstance(token, bytes) else token
+    token = script_kernels.token_of(op)
     types = list(op.get_attr("output_types"))
     shapes = list(op.get_attr("output_shapes"))
-    args = [_component(x) for x in ins]
+    args = [tensor_value(x) for x in ins]
 
     def make():
-        fn = script_ops.lookup(token)
-        if fn is None:
-            raise invalid_argument("ValueError: callback %s is not found" % token)
+        fn = script_kernels.registered(token)
         for value in fn(*args):
             try:
                 yield _generated(value, fn.output_types, types, shapes)
@@ -193,7 +174,7 @@ def _generated(value, structure, types, shapes):
     out = []
     for v, dtype, shape in zip(flat, types, shapes):
         try:
-            c = _component(v) if dtype == dtypes.string else np.asarray(v, dtype.as_numpy_dtype)
+            c = tensor_value(v) if dtype == dtypes.string else np.asarray(v, dtype.as_numpy_dtype)
         except (TypeError, ValueError, OverflowError):
             raise invalid_argument(
                 "TypeError: `generator` yielded an element that could not be converted to the "
@@ -215,7 +196,6 @@ _dataset_kernel("TensorSliceDataset", _tensor_slices)
 _dataset_kernel("RangeDataset", _range)
 _dataset_kernel("TextLineDataset", _text_lines)
 _dataset_kernel("TFRecordDataset", _tf_records)
-del _uncompressed  # (the readers' own check; datasets read their compression_type tensor)
 
 
 # -- transformations without a function --------------------------------------------------------
@@ -275,7 +255,7 @@ def _padded_batch(op, device, ins):
 
     def pad(batch):
         return tuple(
-            _pad_component([element[k] for element in batch], k, shape, value)
+            _padtensor_value([element[k] for element in batch], k, shape, value)
             for k, (shape, value) in enumerate(zip(shapes, values))
         )
 
@@ -334,7 +314,7 @@ def _stack(batch):
     return tuple(out)
 
 
-def _pad_component(values, k, shape, padding):
+def _padtensor_value(values, k, shape, padding):
     """Component ``k`` of a batch, each value padded to ``shape`` with ``padding``."""
     parts = [np.asarray(v, dtype=object if isinstance(v, bytes) else None) for v in values]
     for part in parts:
@@ -397,7 +377,7 @@ def _shard(op, device, ins):
 
 def _cache(op, device, ins):
     """In memory: the first pass that reaches the end is kept; later passes replay it."""
-    inner, name = ins[0], _component(ins[1])
+    inner, name = ins[0], tensor_value(ins[1])
     if name:
         raise errors.UnimplementedError(
             None, None, "minitf caches datasets in memory only (filename %r)" % (name,)
@@ -480,12 +460,9 @@ def _shuffle(op, device, ins):
         s, s2 = (seeds(), seeds()) if reshuffle else (seed, seed2)
         return _shuffled(inner, 1, size, PhiloxSampler(s, s2))
 
-    value_make = make
-    if reshuffle:  # what RepeatDataset over it runs instead (kernels' _repeat)
-        value_make.repeated = lambda count: _shuffled(
-            inner, count, size, PhiloxSampler(seed, seed2)
-        )
-    return value_make
+    if reshuffle:  # what a RepeatDataset over it runs instead (_repeat)
+        make.repeated = lambda count: _shuffled(inner, count, size, PhiloxSampler(seed, seed2))
+    return make
 
 
 def _shuffled(inner, count, size, sample):
@@ -544,7 +521,7 @@ def _function(op, device, ins):
     <name>}}``); an ErrorElement passes through."""
     runner = device.function_runner(op.get_attr("predicate" if op.type == "FilterDataset" else "f"))
     n = len(op.get_attr("Targuments"))
-    captured = [x if isinstance(x, DatasetValue) else _component(x) for x in ins[1 : 1 + n]]
+    captured = [x if isinstance(x, DatasetValue) else tensor_value(x) for x in ins[1 : 1 + n]]
 
     def apply(element):
         if type(element) is ErrorElement:
@@ -598,7 +575,7 @@ def _interleave(op, device, ins):
     inner, (apply, n) = ins[0], _function(op, device, ins)
     cycle, block = _int(ins[1 + n]), _int(ins[2 + n])
     if cycle == -1:  # AUTOTUNE: TF's number of schedulable cores
-        cycle = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        cycle = schedulable_cores()
     if cycle <= 0:
         raise invalid_argument("cycle_length must be greater than zero.")
     if block <= 0:

@@ -33,12 +33,10 @@ class IteratorResource:
     """One iterator's state: the pass in progress (None before the first initialization), and
     the string handle that names it (``IteratorToStringHandle``)."""
 
-    def __init__(self, name: str, output_types, output_shapes, device_name: str = "") -> None:
+    def __init__(self, name: str, device_name: str) -> None:
         self.name = name
         self.handle = ("%s;%d;%s" % (device_name, next(_handle_ids), name)).encode()
         _by_handle[self.handle] = self
-        self.output_types = list(output_types)
-        self.output_shapes = list(output_shapes)
         self._lock = threading.Lock()
         self._elements = None
 
@@ -76,8 +74,7 @@ def _iterator_op(op, device):
     ``dataset_factory`` builds."""
 
     def make(name):
-        types, shapes = op.get_attr("output_types"), op.get_attr("output_shapes")
-        it = IteratorResource(name, types, shapes, device.name)
+        it = IteratorResource(name, device.name)
         if op.type == "OneShotIterator":
             factory = device.function_runner(op.get_attr("dataset_factory"))
             try:

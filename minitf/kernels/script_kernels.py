@@ -18,23 +18,44 @@ from minitf.kernels.registry import register
 from minitf.ops import script_ops
 
 
-def _dtype_of(value):
-    """The dtype of a returned value (``str``/``bytes`` and their arrays: string)."""
-    if isinstance(value, (bytes, str)):
-        return dtypes.string, np.array(value.encode() if isinstance(value, str) else value, object)
-    arr = np.asarray(value)
-    if arr.dtype.kind in "SUO":
-        return dtypes.string, arr.astype(object)
-    return dtypes.as_dtype(arr.dtype), arr
+def tensor_value(x):
+    """A Python value (what a generator or a ``py_func`` gives, a dataset's component) as
+    minitf holds a tensor's: a string scalar as ``bytes``, a string array as an object array of
+    ``bytes``, anything else as a numpy array."""
+    if isinstance(x, str):
+        return x.encode("utf-8")
+    if isinstance(x, bytes):
+        return x
+    arr = np.asarray(x)
+    if arr.dtype.kind in "SU":
+        arr = np.vectorize(
+            lambda v: v.encode("utf-8") if isinstance(v, str) else bytes(v), otypes=[object]
+        )(arr)
+    if arr.dtype.kind == "O" and arr.ndim == 0:
+        return tensor_value(arr.item())
+    return arr
 
 
-def call(token, tout, args):
-    """The values ``token``'s function returns for ``args``, checked against ``tout``."""
+def token_of(op) -> str:
+    """The token an op's ``token`` attr holds, as text."""
+    token = op.get_attr("token")
+    return token.decode() if isinstance(token, bytes) else token
+
+
+def registered(token):
+    """The function ``token`` names in this process (TF's error when it names none: the op
+    was made by another process)."""
     fn = script_ops.lookup(token)
     if fn is None:
         raise errors.InvalidArgumentError(
             None, None, "ValueError: callback %s is not found" % token
         )
+    return fn
+
+
+def _call(token, tout, args):
+    """The values ``token``'s function returns for ``args``, checked against ``tout``."""
+    fn = registered(token)
     try:
         ret = fn(*args)
     except Exception as e:  # noqa: BLE001 - whatever the learner's function raises
@@ -53,7 +74,8 @@ def call(token, tout, args):
         )
     out = []
     for i, (value, want) in enumerate(zip(values, tout)):
-        got, arr = _dtype_of(value)
+        value = tensor_value(value)
+        got = dtypes.string if isinstance(value, bytes) else dtypes.as_dtype(value.dtype)
         if got != want:
             raise errors.InvalidArgumentError(
                 None,
@@ -61,14 +83,13 @@ def call(token, tout, args):
                 "%d-th value returned by %s is %s, but expects %s"
                 % (i, token, got.type_string, want.type_string),
             )
-        out.append(arr[()] if arr.ndim == 0 else arr)  # a scalar as numpy's (bytes for strings)
+        out.append(value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value)
     return tuple(out)
 
 
 def _py_func(op, device):
-    token, tout = op.get_attr("token"), list(op.get_attr("Tout"))
-    token = token.decode() if isinstance(token, bytes) else token
-    return lambda ctx, ins: call(
+    token, tout = token_of(op), list(op.get_attr("Tout"))
+    return lambda ctx, ins: _call(
         token, tout, [np.asarray(x) if not isinstance(x, bytes) else x for x in ins]
     )
 

@@ -28,6 +28,7 @@ import threading
 import time
 
 from minitf.framework import errors
+from minitf.lib.cores import schedulable_cores
 
 _thread_ids = itertools.count(1)  # 0 is the caller thread of a run
 _local = threading.local()
@@ -37,15 +38,6 @@ def current_thread():
     """(thread id, thread name) of the calling thread as traces show it."""
     t = getattr(_local, "ident", None)
     return t if t is not None else (0, "caller")
-
-
-def schedulable_cores() -> int:
-    """The cores this process may run on: its CPU affinity (``taskset``, a container's
-    cpuset), as TF's ``port::NumSchedulableCPUs`` counts them, not every core of the machine."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # no affinity on this platform
-        return os.cpu_count() or 1
 
 
 def default_threads(n):
