@@ -19,7 +19,15 @@ from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import Tensor, convert_to_tensor, name_scope
 from minitf.framework.tensor_spec import TensorSpec
 from minitf.lib import deprecation, nest
-from minitf.ops import array_ops, func_graph, iterator_ops, math_ops, random_ops, script_ops
+from minitf.ops import (
+    array_ops,
+    element_spec,
+    func_graph,
+    iterator_ops,
+    math_ops,
+    random_ops,
+    script_ops,
+)
 from minitf.ops.op_def import NotDifferentiable, apply_op, register_op
 
 AUTOTUNE = -1
@@ -61,36 +69,23 @@ register_op("GeneratorDataset", is_stateful=True)  # it calls a Python generator
 NotDifferentiable("GeneratorDataset")
 
 
-def _flat(structure):
-    return nest.flatten(structure, lists=False)
+_flat = element_spec.flat
+_map_specs = element_spec.map_specs
 
 
-def _map_specs(fn, structure):
-    return nest.map_structure(fn, structure, lists=False)
-
-
-class DatasetV1:
+class DatasetV1(element_spec.HasElementSpec):
     """A dataset of a graph: its ``variant`` tensor and its element structure."""
+
+    #: the class name TF 1.15 prints for it
+    _repr_name = "DatasetV1Adapter"
 
     def __init__(self, variant: Tensor, structure: Any) -> None:
         self._variant_tensor = variant
         self._structure = structure
 
-    # -- what an element is -------------------------------------------------------------------
-    @property
-    def output_types(self):
-        return _map_specs(lambda s: s.dtype, self._structure)
-
-    @property
-    def output_shapes(self):
-        return _map_specs(lambda s: s.shape, self._structure)
-
-    @property
-    def output_classes(self):
-        return _map_specs(lambda s: Tensor, self._structure)
-
     def __repr__(self) -> str:
-        return "<DatasetV1Adapter shapes: %s, types: %s>" % (
+        return "<%s shapes: %s, types: %s>" % (
+            self._repr_name,
             _nest_text(self.output_shapes),
             _nest_text(self.output_types),
         )
@@ -114,9 +109,7 @@ class DatasetV1:
         dimension, which must agree)."""
         comps = _components(tensors)
         flat = _flat(comps)
-        for t in flat:
-            if t.shape.ndims == 0:
-                raise ValueError("Value %s has insufficient rank for batching." % t)
+        _check_batched(flat)
         first = tensor_shape.Dimension(None)
         for t in flat:
             first = first.merge_with(t.shape[0])
@@ -142,7 +135,7 @@ class DatasetV1:
         ``get_next``."""
         if not callable(generator):
             raise TypeError("`generator` must be callable.")
-        structure = iterator_ops.structure_of(output_types, output_shapes)
+        structure = element_spec.structure_of(output_types, output_shapes)
         token = script_ops.register(_Generator(generator, output_types))
 
         def flat_map_fn(*values):
@@ -173,7 +166,7 @@ class DatasetV1:
 
     # -- transformations ------------------------------------------------------------------------
     def concatenate(self, dataset: DatasetV1) -> DatasetV1:
-        if _types_and_nest(self) != _types_and_nest(dataset):
+        if not element_spec.same_types(self._structure, dataset._structure):
             raise TypeError(
                 "Two datasets to concatenate have different types %s and %s"
                 % (self.output_types, dataset.output_types)
@@ -212,16 +205,10 @@ class DatasetV1:
         maps each element through a function that checks every component has one)."""
 
         def normalize(*args):
-            for t in args:
-                if t.shape.ndims == 0:
-                    raise ValueError("Value %s has insufficient rank for batching." % t)
+            _check_batched(args)
             return args if len(args) > 1 else args[0]
 
-        checked = (
-            self.map(normalize)
-            if type(self._structure) is tuple
-            else self.map(lambda x: normalize(x))
-        )
+        checked = self.map(normalize)
         structure = _map_specs(lambda s: TensorSpec(s.shape[1:], s.dtype), self._structure)
         d = _make("UnbatchDataset", [checked._variant_tensor], structure)
         return _UnbatchDataset(d._variant_tensor, structure)
@@ -233,12 +220,9 @@ class DatasetV1:
         """``BatchDatasetV2``: ``batch_size`` consecutive elements stacked (the last batch may
         be smaller unless ``drop_remainder``, so the batch dimension is unknown)."""
         size = _int64(batch_size, "batch_size")
-        drop = convert_to_tensor(drop_remainder, dtype=dtypes.bool, name="drop_remainder")
-        static = array_ops._static_value(size) if drop_remainder is True else None
-        dim = None if static is None else int(static)
+        drop, batch = _drop_remainder(drop_remainder), _batch_dim(size, drop_remainder)
         structure = _map_specs(
-            lambda s: TensorSpec(tensor_shape.TensorShape([dim]).concatenate(s.shape), s.dtype),
-            self._structure,
+            lambda s: TensorSpec(batch.concatenate(s.shape), s.dtype), self._structure
         )
         return _make(
             "BatchDatasetV2",
@@ -269,9 +253,7 @@ class DatasetV1:
             )
             for spec, v in zip(specs, values)
         ]
-        drop = convert_to_tensor(drop_remainder, dtype=dtypes.bool, name="drop_remainder")
-        static = array_ops._static_value(size) if drop_remainder is True else None
-        batch = tensor_shape.TensorShape([None if static is None else int(static)])
+        drop, batch = _drop_remainder(drop_remainder), _batch_dim(size, drop_remainder)
         out = [
             TensorSpec(batch.concatenate(shape), spec.dtype) for spec, shape in zip(specs, shapes)
         ]
@@ -367,8 +349,7 @@ Dataset = DatasetV1
 class _UnbatchDataset(DatasetV1):
     """What ``unbatch`` gives (TF 1.15 prints it under this name, not ``DatasetV1Adapter``)."""
 
-    def __repr__(self) -> str:
-        return super().__repr__().replace("DatasetV1Adapter", "_UnbatchDataset", 1)
+    _repr_name = "_UnbatchDataset"
 
 
 class _Generator:
@@ -406,20 +387,19 @@ class _FileDataset(DatasetV1):
         d = files.flat_map(read_one_file)
         super().__init__(d._variant_tensor, d._structure)
 
-    def __repr__(self) -> str:
-        return super().__repr__().replace("DatasetV1Adapter", type(self).__name__ + "V1", 1)
-
 
 class TextLineDataset(_FileDataset):
     """The lines of text files (without their newline), one string per element."""
 
     op_type = "TextLineDataset"
+    _repr_name = "TextLineDatasetV1"
 
 
 class TFRecordDataset(_FileDataset):
     """The records of TFRecord files, one string per element."""
 
     op_type = "TFRecordDataset"
+    _repr_name = "TFRecordDatasetV1"
 
 
 def _filenames_dataset(filenames) -> DatasetV1:
@@ -451,10 +431,7 @@ def _deprecated(method):
 
 
 def _make(op_type, inputs, structure, attrs=None) -> DatasetV1:
-    flat = _flat(structure)
-    a = dict(attrs or {})
-    a["output_types"] = [s.dtype for s in flat]
-    a["output_shapes"] = [s.shape for s in flat]
+    a = dict(attrs or {}, **element_spec.attrs_of(structure))
     op = apply_op(op_type, inputs, [(dtypes.variant, _SCALAR)], op_type, a)
     return DatasetV1(op.outputs[0], structure)
 
@@ -472,6 +449,24 @@ def _seed_tensors(seed):
         both_zero = math_ops.logical_and(math_ops.equal(first, 0), math_ops.equal(second, 0))
         big = convert_to_tensor(2**31 - 1, dtype=dtypes.int64)
         return first, math_ops.where(both_zero, big, second, name=scope)
+
+
+def _check_batched(tensors):
+    """TF's check that each component has a dimension to slice or unbatch along."""
+    for t in tensors:
+        if t.shape.ndims == 0:
+            raise ValueError("Value %s has insufficient rank for batching." % t)
+
+
+def _batch_dim(size, drop_remainder):
+    """A batch's first dimension as a shape: known only when only whole batches of a constant
+    ``size`` are kept."""
+    static = array_ops._static_value(size) if drop_remainder is True else None
+    return tensor_shape.TensorShape([None if static is None else int(static)])
+
+
+def _drop_remainder(drop_remainder):
+    return convert_to_tensor(drop_remainder, dtype=dtypes.bool, name="drop_remainder")
 
 
 def _int64(value, name) -> Tensor:
@@ -531,10 +526,6 @@ def _nests_in(x):
 
 def _types(comps):
     return [t.dtype.base_dtype for t in _flat(comps)]
-
-
-def _types_and_nest(d):
-    return [s.dtype for s in _flat(d._structure)], _map_specs(lambda s: 0, d._structure)
 
 
 def _nest_text(x) -> str:

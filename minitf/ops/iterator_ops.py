@@ -23,9 +23,8 @@ import logging
 
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.graph import Tensor, convert_to_tensor
-from minitf.framework.tensor_spec import TensorSpec
 from minitf.lib import nest
-from minitf.ops import func_graph
+from minitf.ops import element_spec, func_graph
 from minitf.ops.op_def import NotDifferentiable, apply_op, register_op
 
 for _op_type in ("OneShotIterator", "IteratorV2", "IteratorFromStringHandleV2"):
@@ -42,7 +41,7 @@ ITERATORS = "iterators"
 _GET_NEXT_WARNING_THRESHOLD = 32
 
 
-class Iterator:
+class Iterator(element_spec.HasElementSpec):
     """An iterator of a graph: its resource tensor, its initializer (None for a one-shot
     iterator) and its element structure."""
 
@@ -74,38 +73,23 @@ class Iterator:
             raise ValueError("Iterator does not have an initializer.")
         return self._initializer
 
-    @property
-    def output_types(self):
-        return nest.map_structure(lambda s: s.dtype, self._structure, lists=False)
-
-    @property
-    def output_shapes(self):
-        return nest.map_structure(lambda s: s.shape, self._structure, lists=False)
-
-    @property
-    def output_classes(self):
-        return nest.map_structure(lambda s: Tensor, self._structure, lists=False)
-
     def get_next(self, name=None):
         """``IteratorGetNext``: the next element, in the structure of the dataset's."""
         self._get_next_calls += 1
         if self._get_next_calls > _GET_NEXT_WARNING_THRESHOLD:
             _warn_get_next_in_loop()
-        flat = nest.flatten(self._structure, lists=False)
         op = apply_op(
             "IteratorGetNext",
             [self._iterator_resource],
-            [(s.dtype, s.shape) for s in flat],
+            [(s.dtype, s.shape) for s in element_spec.flat(self._structure)],
             name or "IteratorGetNext",
-            _structure_attrs(self._structure),
+            element_spec.attrs_of(self._structure),
         )
         return nest.pack_sequence_as(self._structure, list(op.outputs), lists=False)
 
     def make_initializer(self, dataset, name=None):
         """``MakeIterator``: the op that starts this iterator over ``dataset``."""
-        mine = [s.dtype for s in nest.flatten(self._structure, lists=False)]
-        theirs = [s.dtype for s in nest.flatten(dataset._structure, lists=False)]
-        if mine != theirs or _nest_of(self._structure) != _nest_of(dataset._structure):
+        if not element_spec.same_types(self._structure, dataset._structure):
             raise TypeError(
                 "Expected output types %s but got dataset with output types %s."
                 % (self.output_types, dataset.output_types)
@@ -117,34 +101,22 @@ class Iterator:
         """A feedable iterator: ``IteratorFromStringHandleV2`` reads the iterator whose
         ``string_handle()`` value the step gives it (a placeholder fed with the handle of a
         training or of a validation iterator, say)."""
-        structure = structure_of(output_types, output_shapes)
+        structure = element_spec.structure_of(output_types, output_shapes)
         handle = convert_to_tensor(string_handle, dtype=dtypes.string)
         op = apply_op(
             "IteratorFromStringHandleV2",
             [handle],
             [(dtypes.resource, _SCALAR)],
             "IteratorFromStringHandleV2",
-            _structure_attrs(structure),
+            element_spec.attrs_of(structure),
         )
         return Iterator(op.outputs[0], None, structure)
 
     @staticmethod
     def from_structure(output_types, output_shapes=None, shared_name=None, output_classes=None):
         """An iterator of no dataset yet, for elements of these types (and shapes)."""
-        structure = structure_of(output_types, output_shapes)
+        structure = element_spec.structure_of(output_types, output_shapes)
         return Iterator(_iterator_v2(structure, shared_name), None, structure)
-
-
-def structure_of(output_types, output_shapes):
-    """The element structure of these types (a nest) and shapes (unknown when None)."""
-    if output_shapes is None:
-        output_shapes = nest.map_structure(
-            lambda _: tensor_shape.unknown_shape(), output_types, lists=False
-        )
-    flat_types = nest.flatten(output_types, lists=False)
-    flat_shapes = _flat_shapes(output_shapes, len(flat_types))
-    specs = [TensorSpec(s, t) for t, s in zip(flat_types, flat_shapes)]
-    return nest.pack_sequence_as(output_types, specs, lists=False)
 
 
 def _warn_get_next_in_loop():
@@ -158,13 +130,6 @@ def _warn_get_next_in_loop():
     )
 
 
-def _flat_shapes(output_shapes, n):
-    """The flat shapes of ``output_shapes`` (a TensorShape or a list of dims is one shape)."""
-    if n == 1 and isinstance(output_shapes, (tensor_shape.TensorShape, list)):
-        return [tensor_shape.as_shape(output_shapes)]
-    return [tensor_shape.as_shape(s) for s in nest.flatten(output_shapes, lists=False)]
-
-
 def _make_iterator(dataset, resource, name):
     with resource.graph.colocate_with(resource.op):
         return apply_op(
@@ -172,17 +137,8 @@ def _make_iterator(dataset, resource, name):
         )
 
 
-def _structure_attrs(structure):
-    flat = nest.flatten(structure, lists=False)
-    return {"output_types": [s.dtype for s in flat], "output_shapes": [s.shape for s in flat]}
-
-
-def _nest_of(structure):
-    return nest.map_structure(lambda s: 0, structure, lists=False)
-
-
 def _iterator_v2(structure, shared_name):
-    attrs = dict(_structure_attrs(structure), container="", shared_name=shared_name or "")
+    attrs = dict(element_spec.attrs_of(structure), container="", shared_name=shared_name or "")
     op = apply_op("IteratorV2", [], [(dtypes.resource, _SCALAR)], "IteratorV2", attrs)
     return op.outputs[0]
 
@@ -198,7 +154,7 @@ def make_one_shot_iterator(dataset) -> Iterator:
             "objects, such as a `Variable` or `LookupTable`. In these cases, use "
             "`Dataset.make_initializable_iterator()`. (Original error: %s)" % e
         ) from None
-    attrs = dict(_structure_attrs(dataset._structure), dataset_factory=factory)
+    attrs = dict(element_spec.attrs_of(dataset._structure), dataset_factory=factory)
     attrs.update(container="", shared_name="")
     op = apply_op("OneShotIterator", [], [(dtypes.resource, _SCALAR)], "OneShotIterator", attrs)
     return Iterator(op.outputs[0], None, dataset._structure)
