@@ -20,7 +20,7 @@ from minitf.framework import errors
 from minitf.framework.graph import Graph
 from minitf.framework.resource_mgr import ResourceMgr
 from minitf.ops.sendrecv_ops import ARG_OP
-from minitf.runtime import executor, graph_partition, subgraph
+from minitf.runtime import executor, subgraph
 from minitf.runtime.gc_pause import gc_paused
 
 
@@ -105,13 +105,8 @@ class Item:
             consumed.update(op.control_inputs)
         targets = [op for op in self.ops if op not in consumed]
         step = subgraph.build_step_graph(self.ops, self.device_of, fetches, targets, (), None)
-        parts = graph_partition.partition(
-            step,
-            lambda n: n.device,
-            graph_partition.namer("%s_G%d", {op.name for op in self.ops}),
-            lambda name: self.devices[name].incarnation,
-        )
-        return executor.build(parts, self.devices, self.kernels)
+        names = ("%s_G%d", {op.name for op in self.ops})
+        return executor.plan(step, self.devices, self.kernels, names)
 
     def args_from(self, sends):
         """The values of this graph's ``_Arg`` nodes, by index, from a step's named sends."""

@@ -27,7 +27,6 @@ from minitf.runtime import devices as devices_mod
 from minitf.runtime import (
     executor,
     gpu_process_state,
-    graph_partition,
     placer,
     pools,
     step_run,
@@ -156,22 +155,14 @@ class DirectSession:
                     config=self.config,
                 )
                 taken = {n.name for n in step.nodes}
-                parts = graph_partition.partition(
-                    step,
-                    lambda n: n.device,
-                    graph_partition.namer("%s/_%d", taken),
-                    self._incarnation,
-                    fetch_device=self._client,
+                eplan = executor.plan(
+                    step, self._by_name, self._kernels, ("%s/_%d", taken), self._client
                 )
-                eplan = executor.build(parts, self._by_name, self._kernels)
             eplan.session_devices = [d.name for d in self.devices]
             eplan.config = self.config
             eplan.feed_tensors = list(feed_tensors)
             self._plans[key] = eplan
         return eplan
-
-    def _incarnation(self, device_name):
-        return self._by_name[device_name].incarnation
 
     # -- running -------------------------------------------------------------------------------
     def run(

@@ -30,6 +30,7 @@ from minitf.framework.dead_tensor import DEAD
 from minitf.framework.resource_mgr import VariableRef
 from minitf.kernels import registry
 from minitf.ops.op_def import get_op_def
+from minitf.runtime import graph_partition
 from minitf.runtime.allocator import shape_string, type_string
 from minitf.runtime.deadness import dead_aware, may_see_dead
 from minitf.runtime.gc_pause import gc_paused
@@ -359,6 +360,26 @@ def _plan_kernels(nodes, node_devices, kdefs, raw, lifetimes, kernel_cache):
             None if p < 0 else _wrap(raw[i].forwarding[p], node, i, device, kdef, kernel_cache)
         )
     return kernels, forwarding
+
+
+def plan(
+    step,
+    devices: dict,
+    kernel_cache: KernelCache,
+    names: tuple[str, set],
+    fetch_device: str | None = None,
+) -> ExecutionPlan:
+    """A step graph split by device (a ``_Send``/``_Recv`` pair on each edge that crosses, its
+    nodes named by ``names``: a pattern and the names taken) and made an
+    :class:`ExecutionPlan`: what a local session, a worker's graph and a function each run."""
+    parts = graph_partition.partition(
+        step,
+        lambda n: n.device,
+        graph_partition.namer(*names),
+        lambda name: devices[name].incarnation,
+        fetch_device=fetch_device,
+    )
+    return build(parts, devices, kernel_cache)
 
 
 def build(parts: Partitions, devices: dict, kernel_cache: KernelCache) -> ExecutionPlan:

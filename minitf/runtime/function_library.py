@@ -14,7 +14,7 @@ import threading
 
 from minitf.framework import errors
 from minitf.framework.dead_tensor import DEAD
-from minitf.runtime import executor, graph_partition, step_run, subgraph
+from minitf.runtime import executor, step_run, subgraph
 
 
 class FunctionRunner:
@@ -32,15 +32,10 @@ class FunctionRunner:
             feeds,
             lambda t: device.name,
         )
-        parts = graph_partition.partition(
-            step,
-            lambda n: n.device,
-            graph_partition.namer("%s/_%d", {n.name for n in step.nodes}),
-            lambda name: device.incarnation,
-            fetch_device=device.name,
-        )
         self._device = device
-        self._plan = executor.build(parts, {device.name: device}, executor.KernelCache())
+        names = ("%s/_%d", {n.name for n in step.nodes})
+        kernels = executor.KernelCache()
+        self._plan = executor.plan(step, {device.name: device}, kernels, names, device.name)
 
     def __call__(self, args) -> list:
         ctx = executor.StepContext(list(args))
