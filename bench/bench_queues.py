@@ -95,34 +95,32 @@ def minitf_csv_lines_per_s(path, lines):
 
 
 def dataset_csv_lines_per_s(path, lines):
-    graph = tf.Graph()
-    with graph.as_default():
+    def pipeline():
         rows = tf.data.TextLineDataset([path]).batch(1000)
-        columns = rows.map(lambda r: tf.decode_csv(r, record_defaults=[[0.0]] * 4))
-        nxt = columns.make_one_shot_iterator().get_next()
-    count = 0
-    with tf.Session(graph=graph) as sess:
-        start = time.perf_counter()
-        try:
-            while True:
-                count += len(sess.run(nxt)[0])
-        except tf.errors.OutOfRangeError:
-            elapsed = time.perf_counter() - start
-    assert count == lines, (count, lines)
-    return lines / elapsed
+        return rows.map(lambda r: tf.decode_csv(r, record_defaults=[[0.0]] * 4))
+
+    return _elements_per_s(pipeline, lines, lambda columns: len(columns[0]))
 
 
 def map_elements_per_s(n):
+    def pipeline():
+        return tf.data.Dataset.range(n).map(lambda x: x * 2).batch(1000)
+
+    return _elements_per_s(pipeline, n, len)
+
+
+def _elements_per_s(pipeline, n, size):
+    """Elements per second read through a one-shot iterator over ``pipeline()`` (built in a
+    graph of its own) to its end; ``size(batch)`` counts a batch's elements (``n`` in all)."""
     graph = tf.Graph()
     with graph.as_default():
-        doubled = tf.data.Dataset.range(n).map(lambda x: x * 2).batch(1000)
-        nxt = doubled.make_one_shot_iterator().get_next()
+        nxt = pipeline().make_one_shot_iterator().get_next()
     count = 0
     with tf.Session(graph=graph) as sess:
         start = time.perf_counter()
         try:
             while True:
-                count += len(sess.run(nxt))
+                count += size(sess.run(nxt))
         except tf.errors.OutOfRangeError:
             elapsed = time.perf_counter() - start
     assert count == n, (count, n)
