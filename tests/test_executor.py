@@ -207,6 +207,25 @@ def test_default_pools_are_shared_between_sessions():
     assert s1._impl._owned_pools == [] and s2._impl._owned_pools == []
 
 
+def test_a_session_with_its_own_pools_leaves_the_shared_ones_to_the_first_that_uses_them(
+    monkeypatch,
+):
+    """TF creates the process-wide pools for the first session that uses them: a session with
+    pools of its own before it does not size them (it used to, and a one-thread session made
+    every later default session run its steps on the caller)."""
+    monkeypatch.setattr(pools, "_global_default", {})
+    own = tf.Session(config=_config(1, intra=1))
+    shared = tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=3))
+    try:
+        assert own._impl._pool_sets[0].inter_threads == 1
+        assert shared._impl._pool_sets[0].inter_threads == 3
+        assert shared._impl._pool_sets[0] is pools._global_default["global"]
+    finally:
+        own.close()
+        shared.close()
+        shared._impl._pool_sets[0].close()
+
+
 def test_per_session_pools_are_owned_and_stopped_on_close():
     """use_per_session_threads gives the session its own pools; close() stops their threads."""
     x, ends = _branches(depth=1)

@@ -323,17 +323,18 @@ def session_pools(config) -> tuple[list[PoolSet], list[PoolSet]]:
     inter = default_threads(0 if caller else config.inter_op_parallelism_threads)
     intra = default_threads(config.intra_op_parallelism_threads)
     mode, gpu_threads = gpu_thread_mode(), gpu_thread_count()
+    entries = list(config.session_inter_op_thread_pool)
+    if not entries and config.use_per_session_threads:
+        # minitf: a session with its own pools also sizes its own intra-op pool (in TF the
+        # intra-op pool stays process-wide), so a notebook can compare sizes.  As in TF it
+        # leaves the process-wide pools alone: the first session that uses them sizes them.
+        own = PoolSet(inter, intra, mode, gpu_threads)
+        return [own], [own]
     with _global_lock:
         default = _global_default.get(mode)
         if default is None:
             default = _global_default[mode] = PoolSet(inter, intra, mode, gpu_threads)
-        entries = list(config.session_inter_op_thread_pool)
         if not entries:
-            if config.use_per_session_threads:
-                # minitf: a session with its own pools also sizes its own intra-op pool (in TF
-                # the intra-op pool stays process-wide), so a notebook can compare sizes.
-                own = PoolSet(inter, intra, mode, gpu_threads)
-                return [own], [own]
             return [default], []
         intra = default.intra_threads  # shared pools: the first session's size wins
         sets, owned = [], []
