@@ -6,14 +6,15 @@ cheap ones to other threads (TF 2.x's ``KernelStats``: a kernel whose measured c
 threshold runs inline).  In CPython a hand-off costs far more than in C++ (a thread wake and
 the GIL, tens of microseconds, see ``bench/README.md``, "Where a split pays"), so minitf asks
 the same question of a whole step: over a plan's first threaded runs it times every
-*expensive* node; a node that took at least :data:`HEAVY_MICROS` is *heavy*.  If no two heavy
-nodes can be ready together (each heavy node depends on the one before it), or every heavy node
-is a CPU matmul and there are at least as many intra-op threads as inter-op ones (BLAS's own
-threads then keep as many cores busy on one product as the inter-op threads could on several),
-the inter-op pool has nothing worth overlapping; and if every heavy node that splits its work
-is a CPU matmul, the intra-op work can be BLAS's own threads.  Such a step may then run on its
-caller, one node after another (``step_run._pools_add_nothing``), without the hand-offs.  Only
-untraced steps take that path: a trace shows every pool thread at work.
+*expensive* node; a node that took at least :data:`HEAVY_MICROS` is *heavy*.  The inter-op
+pool can only gain where two heavy nodes may be ready together (neither depends on the other);
+if there are none, or every heavy node that could run beside another is a CPU matmul and there
+are at least as many intra-op threads as inter-op ones (BLAS's own threads then keep as many
+cores busy on one product as the inter-op threads could on several), the inter-op pool has
+nothing worth overlapping; and if every heavy node that splits its work is a CPU matmul, the
+intra-op work can be BLAS's own threads.  Such a step may then run on its caller, one node
+after another (``step_run._pools_add_nothing``), without the hand-offs.  Only untraced steps
+take that path: a trace shows every pool thread at work.
 """
 
 from __future__ import annotations
@@ -61,9 +62,9 @@ class KernelStats:
         "cpu_blas",
         "runs",
         "heavy",
-        "one_chain",
+        "overlap",
+        "overlap_blas",
         "pool_free",
-        "all_cpu_blas",
     )
 
     def __init__(
@@ -83,8 +84,9 @@ class KernelStats:
         self.cpu_blas = cpu_blas
         self.runs = 0
         self.heavy: list[int] | None = None  # the heavy nodes of the last decision
-        # nothing is decided before the runs
-        self.one_chain = self.pool_free = self.all_cpu_blas = False
+        # nothing is decided before the runs.  overlap: two heavy nodes can be ready together;
+        # overlap_blas: every heavy node that can run beside another is a CPU matmul
+        self.overlap = self.overlap_blas = self.pool_free = False
 
     def record(self, i: int, micros: float) -> None:
         """Node ``i`` (expensive) ran in ``micros`` in a threaded untraced run."""
@@ -100,52 +102,51 @@ class KernelStats:
         # (a node never timed, a constant computed once with the plan, costs a step nothing)
         heavy = [i for i in self.timed if HEAVY_MICROS <= costs[i] < math.inf]
         if heavy != self.heavy:
-            self.one_chain = is_chain(self.plan, heavy)
+            beside = unordered(self.plan, heavy)
+            self.overlap = bool(beside)
+            self.overlap_blas = all(self.cpu_blas[i] for i in beside)
             self.pool_free = all(self.no_pool[i] for i in heavy)
-            self.all_cpu_blas = all(self.cpu_blas[i] for i in heavy)
             self.heavy = heavy
 
     def caller_may_run(self, inter_threads: int, intra_threads: int) -> bool:
         """Whether, with pools of these sizes, the caller loses nothing by running the step
         alone, one node at a time with BLAS at ``intra_threads``:
 
-        * the inter-op threads have nothing to gain: one thread, or the heavy nodes in one
-          chain, or every heavy node a CPU matmul with at least as many intra-op threads as
-          inter-op ones (BLAS then gives each product the cores that overlapping that many
-          single-threaded products would keep busy, without the hand-offs);
+        * the inter-op threads have nothing to gain: one thread, or no two heavy nodes that
+          can be ready together, or every heavy node that can run beside another a CPU matmul
+          with at least as many intra-op threads as inter-op ones (BLAS then gives each product
+          the cores that overlapping that many single-threaded products would keep busy,
+          without the hand-offs);
         * and no heavy node needs the intra-op pool: one intra-op thread, or none that splits
           its work but a BLAS call."""
         if self.heavy is None:
             return False
         inter_ok = (
             inter_threads == 1
-            or self.one_chain
-            or (self.all_cpu_blas and intra_threads >= inter_threads)
+            or not self.overlap
+            or (self.overlap_blas and intra_threads >= inter_threads)
         )
         return inter_ok and (intra_threads == 1 or self.pool_free)
 
 
-def is_chain(plan: Plan, nodes: Sequence[int]) -> bool:
-    """Whether every two of ``nodes`` are ordered by the plan's edges (no two can be ready at
-    once).  Each node's heavy ancestors as one integer bit set, in topological order."""
+def unordered(plan: Plan, nodes: Sequence[int]) -> list[int]:
+    """The nodes of ``nodes`` that some other of them is not ordered with by the plan's edges
+    (the two can be ready at once); empty when ``nodes`` form one chain.  Each node's marked
+    ancestors and descendants as integer bit sets, in one pass each way."""
     if len(nodes) <= 1:
-        return True
+        return []
     bit = {j: 1 << k for k, j in enumerate(nodes)}
     order = serial_order(plan)
     before = [0] * plan.n  # the marked nodes each node depends on
-    preds: list[list[int]] = [[] for _ in range(plan.n)]
-    for i in range(plan.n):
-        for j in plan.successors[i]:
-            preds[j].append(i)
     for i in order:
+        acc = before[i] | bit.get(i, 0)
+        for j in plan.successors[i]:
+            before[j] |= acc
+    after = [0] * plan.n  # the marked nodes that depend on each node
+    for i in reversed(order):
         acc = 0
-        for p in preds[i]:
-            acc |= before[p] | bit.get(p, 0)
-        before[i] = acc
-    # a chain: the k-th node (by count of marked ancestors) has exactly the k before it
-    seen = 0
-    for j in sorted(nodes, key=lambda j: before[j].bit_count()):
-        if before[j] != seen:
-            return False
-        seen |= bit[j]
-    return True
+        for j in plan.successors[i]:
+            acc |= after[j] | bit.get(j, 0)
+        after[i] = acc
+    everything = (1 << len(nodes)) - 1
+    return [j for j in nodes if before[j] | after[j] | bit[j] != everything]
