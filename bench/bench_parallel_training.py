@@ -12,7 +12,9 @@ Every device or worker is held to one core: one BLAS thread (``OPENBLAS_NUM_THRE
 friends, set before numpy loads, and in the cluster's processes), sessions with
 ``intra_op_parallelism_threads=1`` (the cluster's servers too: a task's intra-op pool is its
 server's), and each worker task of the cluster pinned to a core of its own
-(``os.sched_setaffinity``, every thread).  The machine has 2 cores.
+(``os.sched_setaffinity``, every thread).  The VM the figures were first taken on has 2 cores,
+so there the three tasks and two clients share them; on a machine with more, each task has a
+core of its own (a 16-core host: bench/README).
 
 1. *Towers on emulated GPUs* (one process, ``tf.config.emulate_gpus(2)``): the 784-300-100-10 MLP
    on synthetic data, batch 256 per tower, its variables on the CPU; samples/s of 2 towers (seed
@@ -39,11 +41,12 @@ server's), and each worker task of the cluster pinned to a core of its own
    asynchronous, >= 1.3x synchronous.  Under each: the CPU milliseconds that one run costs in
    each process in the last round, read while every replica was in its timed runs (a thread
    reads the tasks' CPU every 20 ms; set-up and traced runs left out), and from them, round by
-   round, the most that two idle cores could give: 2 core-seconds a second over the CPU one
-   run takes with 2 workers is the most runs a second 2 workers can make, which is divided by
-   the runs a second of 1 worker in the same round (a ceiling pairs with its own round's
-   ratio; until the fourteenth session the bench printed the last round's ceiling under the
-   median ratio, and a median from a quieter round could stand above it).
+   round, the most the machine's idle cores could give: on C cores, C core-seconds a second
+   over the CPU one run takes with 2 workers, or 2 over a worker task's CPU a run (each has
+   one core), whichever is less, is the most runs a second 2 workers can make, which is
+   divided by the runs a second of 1 worker in the same round (a ceiling pairs with its own
+   round's ratio; until the fourteenth session the bench printed the last round's ceiling
+   under the median ratio, and a median from a quieter round could stand above it).
    (Until 2026-11-27 the bench divided 2 x the CPU of a 1-worker run by that of a 2-worker run,
    measured over the whole training with its set-up: that assumed one worker keeps exactly one
    core busy, and it keeps more, the ps working beside it.)
@@ -86,6 +89,7 @@ import minitf as tf  # noqa: E402
 from minitf.distributed import LocalCluster  # noqa: E402
 
 BATCH = 256
+CORES = len(os.sched_getaffinity(0))  # the cores this process (and the cluster it starts) may use
 ONE_CORE = dict(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
 # each task's server: a worker's intra-op pool is the server's (as in TF), not the session's
 SERVER_CONFIG = tf.ConfigProto(intra_op_parallelism_threads=1)
@@ -428,18 +432,22 @@ def _cpu_per_run(cpu):
 
 
 def _print_ceiling(twos, ones):
-    """The most two idle cores allow, round by round: 2 core-seconds a second over a round's
-    CPU per run with 2 workers, divided by the same round's runs a second of 1 worker (each
-    ceiling pairs with its own round's ratio: the machine's load drifts between rounds)."""
+    """The most this machine's idle cores allow, round by round: on ``CORES`` cores, ``CORES``
+    core-seconds a second over a round's CPU per run with 2 workers, and (each worker task
+    pinned to a core of its own) 2 core-seconds over a worker task's CPU per run, whichever is
+    less, divided by the same round's runs a second of 1 worker (each ceiling pairs with its
+    own round's ratio: the machine's load drifts between rounds).  On 2 cores the first
+    bounds it; with a core for every task the second does."""
     rounds = []
     for two, one in zip(twos, ones, strict=True):
         per_run, runs_one = _cpu_per_run(two[3]) / 1000, one[0] / BATCH
-        rounds.append(
-            "%.2f (%.1f ms, %.1f/s)" % (2 / (per_run * runs_one), 1000 * per_run, runs_one)
-        )
+        worker = max(v for k, v in two[3][0].items() if k.startswith("worker")) / 1000
+        most = min(CORES / per_run, 2 / worker)
+        rounds.append("%.2f (%.1f ms, %.1f/s)" % (most / runs_one, 1000 * per_run, runs_one))
     print(
-        "      on 2 idle cores at most 2 / (CPU a run takes with 2 workers x runs a second of "
-        "1 worker), per round: %s" % ", ".join(rounds)
+        "      on %d idle cores at most min(%d / CPU a run takes with 2 workers, 2 / a worker "
+        "task's CPU a run) / runs a second of 1 worker, per round: %s"
+        % (CORES, CORES, ", ".join(rounds))
     )
 
 
