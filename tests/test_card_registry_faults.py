@@ -60,7 +60,9 @@ DAMAGED = [
 ]
 
 
-@pytest.mark.parametrize("content", DAMAGED)
+# ids by position: some contents hold this process's id, and xdist's workers must collect the
+# same test ids
+@pytest.mark.parametrize("content", DAMAGED, ids=["damaged%d" % i for i in range(len(DAMAGED))])
 def test_damaged_or_foreign_file_is_an_error_naming_it_never_a_silent_reset(registry_dir, content):
     path = _write(registry_dir, content)
     for call in (
