@@ -324,9 +324,9 @@ def run_replicas(model, mode, workers, steps):
 
     extra = ["--mode", mode, "--workers", workers, "--model", model, "--steps", steps]
     extra += ["--batch", BATCH, "--trace-steps", 2, "--lr", 0.05]
-    with LocalCluster(
-        {"ps": 1, "worker": workers}, env=dict(os.environ), config=SERVER_CONFIG
-    ) as cluster:
+    # the tasks compute on their CPUs: a CUDA card on the machine would take the model
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    with LocalCluster({"ps": 1, "worker": workers}, env=env, config=SERVER_CONFIG) as cluster:
         _pin([cluster.pid("worker", i) for i in range(workers)])
         tasks = {"ps": cluster.pid("ps", 0)}
         tasks.update({"worker %d" % i: cluster.pid("worker", i) for i in range(workers)})

@@ -112,8 +112,10 @@ def run_numpy(steps, data, threads):
     return rate, float(loss)
 
 
-def run_minitf(steps, data, threads, rewrite=False, device=None):
-    """minitf's steps/s and last loss, with pools of ``threads`` threads (0: the default)."""
+def run_minitf(steps, data, threads, rewrite=False, device="/cpu:0"):
+    """minitf's steps/s and last loss, with pools of ``threads`` threads (0: the default), every
+    op on ``device``: the CPU unless told otherwise (on a machine with a CUDA card the placer
+    would put the model on the card, and the figure would not be the CPU's)."""
     sess, *model = minitf_model(make_weights(), threads or None, rewrite, device)
     # the step's plan is made, and learns its nodes' costs (``runtime/kernel_stats.py``),
     # outside the timing; then the weights start again from the same values as numpy's
