@@ -19,7 +19,8 @@ but then the in-place updates race with the backward pass, in TF as here, and th
 longer agree.)
 
 ``--tf PATH`` (an interpreter of a throw-away venv with tensorflow-cpu, never a minitf
-dependency) adds TensorFlow's own step to every round, the same model from the same weights in
+dependency; tensorflow-cpu 1.15.0 under Python 3.7 works too, so ``train_model.py`` keeps to
+what Python 3.7 reads) adds TensorFlow's own step to every round, the same model from the same weights in
 TF1 graph mode with Grappler as TF runs it by default (``tf_train_child.py``): the yardstick
 the goal stands against, measured on the same machine in the same rounds.
 
