@@ -20,9 +20,10 @@ longer agree.)
 
 ``--tf PATH`` (an interpreter of a throw-away venv with tensorflow-cpu, never a minitf
 dependency; tensorflow-cpu 1.15.0 under Python 3.7 works too, so ``train_model.py`` keeps to
-what Python 3.7 reads) adds TensorFlow's own step to every round, the same model from the same weights in
-TF1 graph mode with Grappler as TF runs it by default (``tf_train_child.py``): the yardstick
-the goal stands against, measured on the same machine in the same rounds.
+what Python 3.7 reads) adds TensorFlow's own step to every round, the same model from the
+same weights in TF1 graph mode with Grappler as TF runs it by default
+(``tf_train_child.py``): the yardstick the goal stands against, measured on the same machine
+in the same rounds.
 
 The model is an MLP 784-300-100-10 (ReLU, softmax cross entropy), batch 128, plain SGD,
 float32, on synthetic data (a fixed seed).  Both sides start from the same weights and see the
