@@ -5,6 +5,8 @@ and their errors."""
 
 import importlib.util
 import logging
+import re
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minitf as tf
+from helpers import wait_until
 from minitf.distributed import LocalCluster, wire
 from minitf.distributed import protocol_pb2 as pb
 
@@ -412,6 +415,90 @@ def test_a_map_error_fails_one_element_and_the_pass_goes_on():
     assert sess.run(nxt) == 3.0
     with pytest.raises(tf.errors.OutOfRangeError):
         sess.run(nxt)
+
+
+# -- prefetch: a thread of its own ---------------------------------------------------------------
+
+
+def _outcomes(dataset, limit=20):
+    """What each ``get_next`` gives up to the end: a value, or an error's class and message
+    (function names' trace counters left out)."""
+    nxt = dataset.make_one_shot_iterator().get_next()
+    sess = tf.Session()
+    out = []
+    for _ in range(limit):
+        try:
+            out.append(np.asarray(sess.run(nxt)).tolist())
+        except tf.errors.OutOfRangeError:
+            return out
+        except tf.errors.OpError as e:
+            out.append("%s: %s" % (type(e).__name__, re.sub(r"_\d+", "_N", e.message)))
+    raise AssertionError("no end after %d elements" % limit)
+
+
+def _parse(line):
+    return tf.decode_csv(line, [[0.0]])[0]
+
+
+@pytest.mark.parametrize("size", [0, 1, 3, tf.data.experimental.AUTOTUNE])
+def test_prefetch_gives_its_inputs_elements_and_errors_in_order(size):
+    """Behind a prefetch the elements, the failed ones and the end come as its input gives
+    them: a map that fails two lines of five, a generator that yields a wrong value."""
+    pipelines = (
+        lambda: tf.data.Dataset.from_tensor_slices(["1", "a", "3", "b", "5"]).map(_parse),
+        lambda: tf.data.Dataset.from_generator(lambda: iter([1, "x", 3]), tf.int64),
+    )
+    for make in pipelines:
+        with tf.Graph().as_default():  # each in its own graph: the same node names
+            plain = _outcomes(make())
+        with tf.Graph().as_default():
+            assert _outcomes(make().prefetch(size)) == plain
+        assert len(plain) in (3, 5) and all(isinstance(v, str) for v in plain[1::2])
+
+
+def test_prefetch_runs_its_input_ahead_on_a_thread_of_its_own():
+    """TF's prefetch: a thread of its own runs the input ahead of the consumer, from the first
+    element asked for, until ``buffer_size`` elements wait (and one more is made, waiting for
+    room); the consumer then takes them in order."""
+    seen = []
+
+    def record(x):
+        seen.append(threading.current_thread().name)
+        return x
+
+    d = tf.data.Dataset.range(10).map(lambda x: tf.py_func(record, [x], tf.int64)).prefetch(2)
+    nxt = d.make_one_shot_iterator().get_next()
+    sess = tf.Session()
+    assert sess.run(nxt) == 0
+    # element 0 taken, 1 and 2 in the buffer, 3 made and waiting for room
+    assert wait_until(lambda: len(seen) == 4, 10)
+    assert set(seen) == {"prefetch"}
+    assert [sess.run(nxt) for _ in range(9)] == list(range(1, 10))
+    with pytest.raises(tf.errors.OutOfRangeError):
+        sess.run(nxt)
+
+
+def _prefetch_threads():
+    return {t for t in threading.enumerate() if t.name == "prefetch"}
+
+
+def test_a_prefetch_thread_starts_with_the_first_element_and_stops_when_its_pass_goes():
+    """No thread before the first ``get_next``; running the initializer again (a new pass)
+    stops the old pass's thread, and so does closing the session; the new pass reads from the
+    start."""
+    before = _prefetch_threads()
+    it = tf.data.Dataset.range(100).prefetch(1).make_initializable_iterator()
+    nxt = it.get_next()
+    with tf.Session() as sess:
+        sess.run(it.initializer)
+        assert _prefetch_threads() == before
+        assert sess.run(nxt) == 0
+        (first,) = _prefetch_threads() - before
+        sess.run(it.initializer)
+        assert wait_until(lambda: not first.is_alive(), 10)
+        assert [sess.run(nxt) for _ in range(3)] == [0, 1, 2]
+        (second,) = _prefetch_threads() - before
+    assert wait_until(lambda: not second.is_alive(), 10)
 
 
 # -- a pipeline that trains ------------------------------------------------------------------------

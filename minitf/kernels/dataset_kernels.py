@@ -6,13 +6,16 @@ a recipe that knows its input datasets and arguments.  Only an iterator (``kerne
 iterator_kernels.py``) asks a dataset for elements, through ``elements()``: a fresh Python
 generator of elements, each a tuple of numpy arrays (the flat components).  Pulling from it
 pulls from its inputs in turn, so a pipeline runs one element at a time, inside the
-``IteratorGetNext`` kernel that asked (TF runs it on the iterator's background threads; the
-order of the elements is the same).  A transformation with a function (``map`` ...) calls the
+``IteratorGetNext`` kernel that asked, except behind a ``prefetch``, whose own thread runs its
+input ahead, as TF's does (TF runs other transformations on background threads too; the order
+of the elements is the same).  A transformation with a function (``map`` ...) calls the
 function's runner (``runtime/function_library.py``) for each element.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -357,9 +360,60 @@ def _concatenate(op, device, ins):
 
 
 def _prefetch(op, device, ins):
-    if _int(ins[1]) < -1:  # -1: AUTOTUNE
+    """A background thread runs the input ahead of the consumer, up to ``buffer_size``
+    elements (AUTOTUNE: 1, where TF's autotuner starts; 0: no thread, the input as it is)."""
+    inner, size = ins[0], _int(ins[1])
+    if size < -1:  # -1: AUTOTUNE
         raise invalid_argument("buffer_size must be >= 0 or set buffer_size to be AUTOTUNE.")
-    return ins[0].elements
+    if size == 0:
+        return inner.elements
+    return lambda: _prefetched(inner, 1 if size == -1 else size)
+
+
+class _Raised:
+    """An exception the input raised on the prefetch thread, for the consumer to raise."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+_END = object()
+
+
+def _prefetched(inner: DatasetValue, size: int) -> Iterator[tuple]:
+    """One pass over ``inner`` whose elements a thread of its own computes and buffers (TF's
+    ``PrefetchDatasetOp``).  As in TF the thread starts at the first element asked for; the
+    order is the input's, errors included.  When the pass goes (the iterator starts another,
+    or its session closes) the thread stops after at most the element it is computing."""
+    buffer: queue.Queue = queue.Queue(size)
+    stop = threading.Event()
+
+    def produce():
+        try:
+            for element in inner.elements():
+                buffer.put(element)
+                if stop.is_set():  # the consumer drained the buffer once it set this
+                    return
+            buffer.put(_END)
+        except BaseException as e:  # noqa: BLE001  (handed to the consumer, which raises it)
+            buffer.put(_Raised(e))
+
+    threading.Thread(target=produce, name="prefetch", daemon=True).start()
+    try:
+        while True:
+            item = buffer.get()
+            if item is _END:
+                return
+            if type(item) is _Raised:
+                raise item.error
+            yield item
+    finally:
+        stop.set()
+        while True:  # room for the one put the thread may still make before it sees ``stop``
+            try:
+                buffer.get_nowait()
+            except queue.Empty:
+                break
 
 
 def _shard(op, device, ins):
