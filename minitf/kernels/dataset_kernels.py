@@ -258,7 +258,7 @@ def _padded_batch(op, device, ins):
 
     def pad(batch):
         return tuple(
-            _padtensor_value([element[k] for element in batch], k, shape, value)
+            _pad_component([element[k] for element in batch], k, shape, value)
             for k, (shape, value) in enumerate(zip(shapes, values))
         )
 
@@ -317,7 +317,7 @@ def _stack(batch):
     return tuple(out)
 
 
-def _padtensor_value(values, k, shape, padding):
+def _pad_component(values, k, shape, padding):
     """Component ``k`` of a batch, each value padded to ``shape`` with ``padding``."""
     parts = [np.asarray(v, dtype=object if isinstance(v, bytes) else None) for v in values]
     for part in parts:
