@@ -87,9 +87,10 @@ from ratios import paired_ratio  # noqa: E402
 
 import minitf as tf  # noqa: E402
 from minitf.distributed import LocalCluster  # noqa: E402
+from minitf.lib.cores import schedulable_cores  # noqa: E402
 
 BATCH = 256
-CORES = len(os.sched_getaffinity(0))  # the cores this process (and the cluster it starts) may use
+CORES = schedulable_cores()  # the cores this process (and the cluster it starts) may use
 ONE_CORE = dict(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
 # each task's server: a worker's intra-op pool is the server's (as in TF), not the session's
 SERVER_CONFIG = tf.ConfigProto(intra_op_parallelism_threads=1)
@@ -424,11 +425,15 @@ def _cpu_line(cpu):
     return "CPU ms per run: %s; the tasks kept %.2f cores busy" % (parts, cores)
 
 
+def _workers_ms(per_run):
+    """The worker tasks' CPU ms per run, from a ``{process: ms}`` of :func:`_cpu_per_task`."""
+    return [v for k, v in per_run.items() if k.startswith("worker")]
+
+
 def _cpu_per_run(cpu):
     """CPU ms that one replica's run costs, over every process (the ps and client shares)."""
     per_run, _ = cpu
-    workers = [v for k, v in per_run.items() if k.startswith("worker")]
-    return per_run["ps"] + float(np.mean(workers)) + per_run["client"]
+    return per_run["ps"] + float(np.mean(_workers_ms(per_run))) + per_run["client"]
 
 
 def _print_ceiling(twos, ones):
@@ -441,7 +446,7 @@ def _print_ceiling(twos, ones):
     rounds = []
     for two, one in zip(twos, ones, strict=True):
         per_run, runs_one = _cpu_per_run(two[3]) / 1000, one[0] / BATCH
-        worker = max(v for k, v in two[3][0].items() if k.startswith("worker")) / 1000
+        worker = max(_workers_ms(two[3][0])) / 1000
         most = min(CORES / per_run, 2 / worker)
         rounds.append("%.2f (%.1f ms, %.1f/s)" % (most / runs_one, 1000 * per_run, runs_one))
     print(

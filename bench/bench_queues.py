@@ -98,12 +98,14 @@ def minitf_csv_lines_per_s(path, lines):
     return lines / elapsed
 
 
-def dataset_csv_lines_per_s(path, lines):
-    def pipeline():
-        rows = tf.data.TextLineDataset([path]).batch(1000)
-        return rows.map(lambda r: tf.decode_csv(r, record_defaults=[[0.0]] * 4))
+def _csv_batches(path):
+    """Figure 3's pipeline: the file's lines, 1000 a batch, decoded into four float columns."""
+    rows = tf.data.TextLineDataset([path]).batch(1000)
+    return rows.map(lambda r: tf.decode_csv(r, record_defaults=[[0.0]] * 4))
 
-    return _elements_per_s(pipeline, lines, lambda columns: len(columns[0]))
+
+def dataset_csv_lines_per_s(path, lines):
+    return _elements_per_s(lambda: _csv_batches(path), lines, lambda columns: len(columns[0]))
 
 
 def map_elements_per_s(n):
@@ -136,8 +138,7 @@ def prefetch_batches_per_s(path, lines, prefetch):
     also makes two 512x512 products, in a one-thread session, to the pipeline's end."""
     graph = tf.Graph()
     with graph.as_default():
-        rows = tf.data.TextLineDataset([path]).batch(1000)
-        d = rows.map(lambda r: tf.decode_csv(r, record_defaults=[[0.0]] * 4))
+        d = _csv_batches(path)
         columns = (d.prefetch(1) if prefetch else d).make_one_shot_iterator().get_next()
         # a variable, not a constant: a plan computes a product of constants once
         w = tf.Variable(np.random.default_rng(0).random((512, 512), dtype=np.float32) / 512)

@@ -57,7 +57,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 os.environ.setdefault("MINITF_EMULATED_GPUS", "0")
 
-from minitf.runtime.pools import schedulable_cores  # noqa: E402
+from minitf.lib.cores import schedulable_cores  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ratios import paired_ratio  # noqa: E402
