@@ -89,6 +89,71 @@ def tensor_to_proto(value: Any, dtype: Any = None, msg: pb.TensorProto | None = 
     return msg
 
 
+def shape_from_proto(msg: pb.TensorShapeProto) -> tensor_shape.TensorShape:
+    """The TensorShape of ``msg`` (-1: an unknown dimension)."""
+    if msg.unknown_rank:
+        return tensor_shape.unknown_shape()
+    return tensor_shape.TensorShape([None if d.size < 0 else d.size for d in msg.dim])
+
+
+def tensor_from_proto(msg: pb.TensorProto) -> np.ndarray:
+    """The array of a TensorProto in any of TF's layouts (``tf.make_ndarray``): a typed field
+    shorter than the shape repeats its last value, an empty one means zeros."""
+    dtype = dtypes.as_dtype(msg.dtype).base_dtype
+    shape = [d.size for d in msg.tensor_shape.dim]
+    n = int(np.prod(shape, dtype=np.int64))
+    if dtype.name == "string":
+        values = np.array(list(msg.string_val), dtype=object)
+    elif msg.tensor_content:
+        little = np.dtype(dtype.as_numpy_dtype).newbyteorder("<")
+        return np.frombuffer(msg.tensor_content, little).astype(dtype.as_numpy_dtype).reshape(shape)
+    elif dtype.name == "float16":
+        values = np.array(msg.half_val, np.uint16).view(np.float16)
+    elif dtype.is_complex:
+        pairs = np.array(getattr(msg, _VAL_FIELDS[dtype.name]), dtype.real_dtype.as_numpy_dtype)
+        values = (pairs[0::2] + 1j * pairs[1::2]).astype(dtype.as_numpy_dtype)
+    else:
+        values = np.array(getattr(msg, _VAL_FIELDS[dtype.name]), dtype.as_numpy_dtype)
+    if values.size == n:
+        return values.reshape(shape)
+    if not values.size:
+        empty = b"" if dtype.name == "string" else 0
+        return np.full(shape, empty, dtype=values.dtype)
+    out = np.empty(n, values.dtype)
+    out[: values.size] = values[:n]
+    out[values.size :] = values[-1]
+    return out.reshape(shape)
+
+
+def _one_from_proto(kind: str, v: Any, raw_bytes: bool) -> Any:
+    if kind == "type":
+        return dtypes.as_dtype(v)
+    if kind == "shape":
+        return shape_from_proto(v)
+    if kind == "tensor":
+        return tensor_from_proto(v)
+    if kind == "s":
+        return bytes(v) if raw_bytes else bytes(v).decode("utf-8", "surrogateescape")
+    return {"i": int, "f": float, "b": bool}[kind](v)
+
+
+def attr_from_proto(msg: pb.AttrValue, key: str) -> Any:
+    """The minitf value of attr ``key`` (the inverse of :func:`attr_to_proto`): text attrs are
+    ``str``, except the colocation groups of ``_class``, which minitf keeps as bytes.
+    Raises ValueError for a kind minitf has no value for (a function, a placeholder)."""
+    which = msg.WhichOneof("value")
+    raw = key == "_class"
+    if which == "list":
+        kinds = [k for k in ("s", "i", "f", "b", "type", "shape", "tensor") if getattr(msg.list, k)]
+        if len(kinds) > 1:
+            raise ValueError("attr %s mixes kinds %s" % (key, kinds))
+        items = getattr(msg.list, kinds[0]) if kinds else []
+        return [_one_from_proto(kinds[0], v, raw) for v in items]
+    if which in ("s", "i", "f", "b", "type", "shape", "tensor"):
+        return _one_from_proto(which, getattr(msg, which), raw)
+    raise ValueError("attr %s has a value minitf cannot read (%s)" % (key, which))
+
+
 def _kind(v: Any) -> str | None:
     """The AttrValue field of a single value, or None when it has none."""
     if isinstance(v, (bool, np.bool_)):
@@ -146,15 +211,21 @@ def attr_to_proto(value: Any) -> pb.AttrValue | None:
     return msg
 
 
-def node_to_proto(op: Operation, msg: pb.NodeDef, add_shapes: bool = False) -> pb.NodeDef:
+def node_to_proto(
+    op: Operation, msg: pb.NodeDef, add_shapes: bool = False, add_types: bool = False
+) -> pb.NodeDef:
     """Fills NodeDef ``msg`` from ``op``; ``add_shapes`` adds TF's ``_output_shapes`` attr (what
-    ``FileWriter.add_graph`` asks for, so that TensorBoard labels edges with shapes)."""
+    ``FileWriter.add_graph`` and a Saver's ``.meta`` ask for, so that TensorBoard labels edges
+    with shapes), ``add_types`` minitf's ``_output_types`` (what a graph imported from a
+    ``.meta`` file needs: minitf has no per-op type inference; TF ignores ``_`` attrs)."""
     nd = op.node_def
     msg.name, msg.op, msg.device = nd.name, nd.op, nd.device
     msg.input.extend(nd.input)
     attrs = dict(nd.attr)
     if add_shapes:
         attrs["_output_shapes"] = [t.shape for t in op.outputs]
+    if add_types:
+        attrs["_output_types"] = [t.dtype for t in op.outputs]
     for key in sorted(attrs):
         value = attrs[key]
         if op.type == "Const" and key == "value":
@@ -167,11 +238,11 @@ def node_to_proto(op: Operation, msg: pb.NodeDef, add_shapes: bool = False) -> p
     return msg
 
 
-def graph_def_proto(graph: Graph, add_shapes: bool = False) -> pb.GraphDef:
+def graph_def_proto(graph: Graph, add_shapes: bool = False, add_types: bool = False) -> pb.GraphDef:
     """The GraphDef message of ``graph``: its ops in creation order (TF's order too)."""
     msg = pb.GraphDef()
     for op in graph.get_operations():
-        node_to_proto(op, msg.node.add(), add_shapes)
+        node_to_proto(op, msg.node.add(), add_shapes, add_types)
     msg.versions.producer = GRAPH_DEF_VERSION
     return msg
 
@@ -182,13 +253,20 @@ def graph_def(graph: Graph, add_shapes: bool = False) -> bytes:
 
 
 def _collection_def(items: list) -> pb.CollectionDef | None:
-    """A collection of graph elements as a ``node_list`` of their names; TF's other collection
-    kinds (variables, queue runners as protos) are left out."""
-    if not items or not all(isinstance(i, (Operation, Tensor)) for i in items):
+    """A collection of graph elements as a ``node_list`` of their names, and one of variables
+    as a ``bytes_list`` of their ``VariableDef`` protos (``Variable.to_proto``), as TF writes
+    them; other kinds (queue runners, cond contexts) are left out."""
+    if not items:
         return None
     msg = pb.CollectionDef()
-    msg.node_list.value.extend(i.name for i in items)
-    return msg
+    if all(isinstance(i, (Operation, Tensor)) for i in items):
+        msg.node_list.value.extend(i.name for i in items)
+        return msg
+    protos = [i.to_proto() if hasattr(i, "to_proto") else None for i in items]
+    if all(isinstance(p, pb.VariableDef) for p in protos):
+        msg.bytes_list.value.extend(p.SerializeToString() for p in protos)
+        return msg
+    return None
 
 
 def meta_graph_from_graph_def(
@@ -206,11 +284,13 @@ def meta_graph_from_graph_def(
 
 
 def meta_graph_def_proto(
-    graph: Graph, saver_def: pb.SaverDef | None = None, add_shapes: bool = False
+    graph: Graph, saver_def: pb.SaverDef | None = None, add_shapes: bool = True
 ) -> pb.MetaGraphDef:
     """TF's ``create_meta_graph_def(graph=...)``: :func:`meta_graph_from_graph_def` of the
-    graph, plus each collection of tensors/operations as a ``node_list``."""
-    msg = meta_graph_from_graph_def(graph_def_proto(graph, add_shapes), saver_def)
+    graph (with ``_output_shapes``, as a Saver exports it, and ``_output_types``, which
+    importing it needs), plus its collections (see :func:`_collection_def`)."""
+    graph_def_msg = graph_def_proto(graph, add_shapes, add_types=True)
+    msg = meta_graph_from_graph_def(graph_def_msg, saver_def)
     for key in sorted(graph.get_all_collection_keys()):
         coll = _collection_def(graph.get_collection(key))
         if coll is not None:

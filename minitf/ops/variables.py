@@ -27,6 +27,7 @@ from minitf.framework.graph import (
     register_tensor_conversion_function,
 )
 from minitf.framework.tensor_shape import TensorShape
+from minitf.lib.protobuf.tf_protos_pb2 import SaveSliceInfoDef, VariableDef
 from minitf.lib.tensor_slice import TensorSlice
 from minitf.ops import array_ops, control_flow_ops, math_ops, slicing, state_ops
 from minitf.ops.array_ops import TensorLike
@@ -53,6 +54,27 @@ class SaveSliceInfo:
         """The ``shape_and_slice`` string of the shard: ``"10 4 4,3:0,4"``."""
         slc = TensorSlice(self.var_offset, self.var_shape)
         return " ".join(str(d) for d in self.full_shape) + " " + str(slc)
+
+    def to_proto(self, export_scope: str | None = None) -> SaveSliceInfoDef:
+        """TF's ``SaveSliceInfoDef`` of this shard (``full_name`` without ``export_scope``)."""
+        return SaveSliceInfoDef(
+            full_name=strip_scope(self.full_name, export_scope),
+            full_shape=self.full_shape,
+            var_offset=self.var_offset,
+            var_shape=self.var_shape,
+        )
+
+
+def strip_scope(name: str, scope: str | None) -> str:
+    """``name`` with a leading ``scope/`` taken off (TF's ``ops.strip_name_scope``)."""
+    if scope and name.startswith(scope + "/"):
+        return name[len(scope) + 1 :]
+    return name
+
+
+def prepend_scope(name: str, scope: str | None) -> str:
+    """``name`` under ``scope`` (TF's ``ops.prepend_name_scope``)."""
+    return scope + "/" + name if scope else name
 
 
 class Variable:
@@ -139,6 +161,55 @@ class Variable:
 
     def _ref(self):
         return self._variable
+
+    def to_proto(self, export_scope: str | None = None) -> VariableDef:
+        """TF's ``VariableDef``: the names of this variable's ops, as a MetaGraphDef's
+        variable collections hold it (names without ``export_scope``)."""
+
+        def name(t):
+            return strip_scope(t.name, export_scope)
+
+        msg = VariableDef(
+            variable_name=name(self._variable),
+            initializer_name=name(self._initializer_op),
+            snapshot_name=name(self._snapshot),
+            trainable=self._trainable,
+        )
+        if self._initial_value is not None:
+            msg.initial_value_name = name(self._initial_value)
+        if self._save_slice_info is not None:
+            msg.save_slice_info_def.CopyFrom(self._save_slice_info.to_proto(export_scope))
+        return msg
+
+    @staticmethod
+    def from_proto(variable_def: VariableDef, import_scope: str | None = None) -> Variable:
+        """The Variable whose ops ``variable_def`` names in the default graph (TF's
+        ``Variable.from_proto``; the graph's collections are left as they are)."""
+        if variable_def.is_resource:
+            raise ValueError("minitf implements TF1 reference variables only (use_resource=False)")
+        g = get_default_graph()
+
+        def element(name):
+            return g.as_graph_element(prepend_scope(name, import_scope))
+
+        v = Variable.__new__(Variable)
+        v._variable = element(variable_def.variable_name)
+        v._initializer_op = element(variable_def.initializer_name)
+        v._snapshot = element(variable_def.snapshot_name)
+        v._initial_value = (
+            element(variable_def.initial_value_name) if variable_def.initial_value_name else None
+        )
+        v._trainable = variable_def.trainable
+        v._caching_device = None
+        if variable_def.HasField("save_slice_info_def"):
+            info = variable_def.save_slice_info_def
+            v._save_slice_info = SaveSliceInfo(
+                prepend_scope(info.full_name, import_scope),
+                info.full_shape,
+                info.var_offset,
+                info.var_shape,
+            )
+        return v
 
     def _as_graph_element(self):
         return self._variable

@@ -64,6 +64,7 @@ from minitf.train.learning_rate_decay import (  # noqa: F401
     exponential_decay,
     piecewise_constant,
 )
+from minitf.train.meta_graph import export_meta_graph, import_meta_graph  # noqa: F401
 from minitf.train.momentum import MomentumOptimizer  # noqa: F401
 from minitf.train.monitored_session import (  # noqa: F401
     ChiefSessionCreator,
