@@ -501,6 +501,75 @@ def test_a_prefetch_thread_starts_with_the_first_element_and_stops_when_its_pass
     assert wait_until(lambda: not second.is_alive(), 10)
 
 
+# -- map with num_parallel_calls: threads of its own ----------------------------------------------
+
+
+@pytest.mark.parametrize("calls", [1, 3, tf.data.experimental.AUTOTUNE])
+def test_a_parallel_map_gives_the_elements_and_errors_in_order(calls):
+    """``num_parallel_calls`` changes when elements are mapped, not what comes out: the same
+    values, failed lines and end as a plain map, from a map that fails and from an input that
+    does."""
+    pipelines = (
+        lambda c: tf.data.Dataset.from_tensor_slices(["1", "a", "3", "b", "5"]).map(_parse, c),
+        lambda c: tf.data.Dataset.from_generator(lambda: iter([1, "x", 3]), tf.int64).map(
+            lambda x: x * 2, c
+        ),
+    )
+    for make in pipelines:
+        with tf.Graph().as_default():
+            plain = _outcomes(make(None))
+        with tf.Graph().as_default():
+            assert _outcomes(make(calls)) == plain
+        assert len(plain) in (3, 5) and all(isinstance(v, str) for v in plain[1::2])
+
+
+def test_a_parallel_map_maps_that_many_elements_at_once_on_threads_of_its_own():
+    """Each call waits at a barrier of three: the map only gets through if three calls run at
+    the same time, which ``num_parallel_calls=3`` gives and a plain map cannot."""
+    barrier, names = threading.Barrier(3, timeout=30), []
+
+    def meet(x):
+        names.append(threading.current_thread().name)
+        barrier.wait()
+        return x
+
+    d = tf.data.Dataset.range(6).map(lambda x: tf.py_func(meet, [x], tf.int64), 3)
+    nxt = d.make_one_shot_iterator().get_next()
+    sess = tf.Session()
+    assert [sess.run(nxt) for _ in range(6)] == list(range(6))
+    assert names and set(names) == {"parallel_map"}
+    with pytest.raises(tf.errors.OutOfRangeError):
+        sess.run(nxt)
+
+
+def _map_threads():
+    return {t for t in threading.enumerate() if t.name == "parallel_map"}
+
+
+def test_parallel_map_threads_start_with_the_first_element_and_stop_when_the_pass_goes():
+    before = _map_threads()
+    it = tf.data.Dataset.range(100).map(lambda x: x + 1, 2).make_initializable_iterator()
+    nxt = it.get_next()
+    with tf.Session() as sess:
+        sess.run(it.initializer)
+        assert _map_threads() == before
+        assert sess.run(nxt) == 1
+        first = _map_threads() - before
+        assert len(first) == 2
+        sess.run(it.initializer)
+        assert wait_until(lambda: not any(t.is_alive() for t in first), 10)
+        assert [sess.run(nxt) for _ in range(3)] == [1, 2, 3]
+        second = _map_threads() - before
+    assert wait_until(lambda: not any(t.is_alive() for t in second), 10)
+
+
+def test_num_parallel_calls_must_be_positive_or_autotune():
+    it = tf.data.Dataset.range(3).map(lambda x: x, 0).make_initializable_iterator()
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="must be greater than zero"):
+            sess.run(it.initializer)
+
+
 # -- a pipeline that trains ------------------------------------------------------------------------
 
 

@@ -7,8 +7,9 @@ iterator_kernels.py``) asks a dataset for elements, through ``elements()``: a fr
 generator of elements, each a tuple of numpy arrays (the flat components).  Pulling from it
 pulls from its inputs in turn, so a pipeline runs one element at a time, inside the
 ``IteratorGetNext`` kernel that asked, except behind a ``prefetch``, whose own thread runs its
-input ahead, as TF's does (TF runs other transformations on background threads too; the order
-of the elements is the same).  A transformation with a function (``map`` ...) calls the
+input ahead, and in a ``map`` with ``num_parallel_calls``, whose threads map that many elements
+at once, as TF's do (TF runs other transformations on background threads too; the order of the
+elements is the same).  A transformation with a function (``map`` ...) calls the
 function's runner (``runtime/function_library.py``) for each element.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections import deque
 from collections.abc import Iterator
 
 import numpy as np
@@ -590,8 +592,58 @@ def _function(op, device, ins):
 
 
 def _map(op, device, ins):
-    inner, (apply, _) = ins[0], _function(op, device, ins)
+    inner, (apply, n) = ins[0], _function(op, device, ins)
+    if op.type == "ParallelMapDataset":
+        calls = _int(ins[1 + n])
+        if calls <= 0 and calls != -1:  # -1: AUTOTUNE
+            raise invalid_argument("num_parallel_calls must be greater than zero.")
+        calls = schedulable_cores() if calls == -1 else calls
+        return lambda: _parallel_mapped(inner, apply, calls)
     return lambda: (apply(element) for element in inner.elements())
+
+
+def _parallel_mapped(inner: DatasetValue, apply, calls: int) -> Iterator[tuple]:
+    """One pass of a ``map(num_parallel_calls=calls)`` (TF's ``ParallelMapDatasetOp``, not
+    sloppy): up to ``calls`` elements are mapped at once, on threads of their own, which start
+    at the first element asked for; the results, failures and the input's own errors come in
+    the input's order.  When the pass goes the threads stop after the element they are on."""
+    tasks: queue.SimpleQueue = queue.SimpleQueue()
+
+    def work():
+        while (job := tasks.get()) is not None:
+            slot, element = job
+            try:
+                slot.put(apply(element))
+            except BaseException as e:  # noqa: BLE001  (raised by the consumer, in order)
+                slot.put(_Raised(e))
+
+    for _ in range(calls):
+        threading.Thread(target=work, name="parallel_map", daemon=True).start()
+    source, pending, error = inner.elements(), deque(), None
+    try:
+        while True:
+            while source is not None and len(pending) < calls:
+                try:
+                    element = next(source)
+                except StopIteration:
+                    source = None
+                    break
+                except BaseException as e:  # noqa: BLE001  (after the elements before it)
+                    source, error = None, e
+                    break
+                pending.append(queue.SimpleQueue())
+                tasks.put((pending[-1], element))
+            if not pending:
+                if error is not None:
+                    raise error
+                return
+            result = pending.popleft().get()
+            if type(result) is _Raised:
+                raise result.error
+            yield result
+    finally:
+        for _ in range(calls):
+            tasks.put(None)
 
 
 def _filter(op, device, ins):
