@@ -570,6 +570,104 @@ def test_num_parallel_calls_must_be_positive_or_autotune():
             sess.run(it.initializer)
 
 
+# -- interleave with num_parallel_calls: a reader thread per open dataset -------------------------
+
+
+def _read_all(dataset):
+    nxt = dataset.make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        out = []
+        try:
+            while True:
+                out.append(int(sess.run(nxt)))
+        except tf.errors.OutOfRangeError:
+            return out
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 5), min_size=1, max_size=5),
+    cycle=st.integers(1, 4),
+    block=st.integers(1, 3),
+    calls=st.sampled_from([1, 2, 4, tf.data.experimental.AUTOTUNE]),
+)
+def test_a_parallel_interleave_gives_the_plain_interleaves_order(sizes, cycle, block, calls):
+    def run(num_parallel_calls):
+        with tf.Graph().as_default():
+            d = tf.data.Dataset.from_tensor_slices(np.array(sizes, np.int64)).interleave(
+                lambda n: tf.data.Dataset.range(n * 10, n * 10 + n),
+                cycle_length=cycle,
+                block_length=block,
+                num_parallel_calls=num_parallel_calls,
+            )
+            return _read_all(d)
+
+    assert run(calls) == run(None)
+
+
+def test_a_parallel_interleave_gives_failures_in_order():
+    def make(calls):
+        lines = tf.data.Dataset.from_tensor_slices(["1", "a", "3"])
+        return lines.interleave(
+            lambda line: tf.data.Dataset.from_tensors(line).repeat(2).map(_parse),
+            cycle_length=2,
+            num_parallel_calls=calls,
+        )
+
+    with tf.Graph().as_default():
+        plain = _outcomes(make(None))
+    with tf.Graph().as_default():
+        assert _outcomes(make(2)) == plain
+    assert len(plain) == 6 and all(isinstance(v, str) for v in plain[1:4:2])
+
+
+def test_a_parallel_interleave_reads_its_open_datasets_at_once():
+    """The first element of each of the three open datasets waits at a barrier of three: the
+    interleave gets through only if their readers run at the same time."""
+    barrier, names = threading.Barrier(3, timeout=30), []
+
+    def meet(x):
+        names.append(threading.current_thread().name)
+        if x % 10 == 0:
+            barrier.wait()
+        return x
+
+    d = tf.data.Dataset.range(3).interleave(
+        lambda f: tf.data.Dataset.range(2).map(lambda y: tf.py_func(meet, [y + 10 * f], tf.int64)),
+        cycle_length=3,
+        num_parallel_calls=3,
+    )
+    assert _read_all(d) == [0, 10, 20, 1, 11, 21]
+    assert set(names) == {"parallel_interleave"}
+
+
+def _interleave_threads():
+    return {t for t in threading.enumerate() if t.name == "parallel_interleave"}
+
+
+def test_parallel_interleave_readers_stop_when_the_pass_goes():
+    before = _interleave_threads()
+    d = tf.data.Dataset.range(2).interleave(
+        lambda f: tf.data.Dataset.range(100), cycle_length=2, num_parallel_calls=2
+    )
+    it = d.make_initializable_iterator()
+    nxt = it.get_next()
+    with tf.Session() as sess:
+        sess.run(it.initializer)
+        assert sess.run(nxt) == 0
+        first = _interleave_threads() - before
+        assert len(first) == 2
+        sess.run(it.initializer)
+        assert wait_until(lambda: not any(t.is_alive() for t in first), 10)
+        assert [sess.run(nxt) for _ in range(4)] == [0, 0, 1, 1]
+    bad = tf.data.Dataset.range(2).interleave(
+        lambda f: tf.data.Dataset.range(3), cycle_length=2, num_parallel_calls=0
+    )
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="must be greater than zero"):
+            sess.run(bad.make_initializable_iterator().initializer)
+
+
 # -- a pipeline that trains ------------------------------------------------------------------------
 
 

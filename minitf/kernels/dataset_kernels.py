@@ -7,14 +7,16 @@ iterator_kernels.py``) asks a dataset for elements, through ``elements()``: a fr
 generator of elements, each a tuple of numpy arrays (the flat components).  Pulling from it
 pulls from its inputs in turn, so a pipeline runs one element at a time, inside the
 ``IteratorGetNext`` kernel that asked, except behind a ``prefetch``, whose own thread runs its
-input ahead, and in a ``map`` with ``num_parallel_calls``, whose threads map that many elements
-at once, as TF's do (TF runs other transformations on background threads too; the order of the
-elements is the same).  A transformation with a function (``map`` ...) calls the
-function's runner (``runtime/function_library.py``) for each element.
+input ahead, in a ``map`` with ``num_parallel_calls``, whose threads map that many elements at
+once, and in an ``interleave`` with ``num_parallel_calls``, which reads each open dataset ahead
+on a thread of its own, as TF's do (the order of the elements is the same).  A transformation
+with a function (``map`` ...) calls the function's runner (``runtime/function_library.py``) for
+each element.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections import deque
@@ -384,15 +386,27 @@ _END = object()
 
 def _prefetched(inner: DatasetValue, size: int) -> Iterator[tuple]:
     """One pass over ``inner`` whose elements a thread of its own computes and buffers (TF's
-    ``PrefetchDatasetOp``).  As in TF the thread starts at the first element asked for; the
-    order is the input's, errors included.  When the pass goes (the iterator starts another,
-    or its session closes) the thread stops after at most the element it is computing."""
+    ``PrefetchDatasetOp``).  As in TF the thread starts at the first element asked for."""
+    yield from _read_ahead(inner, size, "prefetch")
+
+
+def _read_ahead(inner: DatasetValue, size: int, name: str, permits=None) -> _Taken:
+    """Starts a thread named ``name`` that reads a pass over ``inner`` into a buffer of
+    ``size`` elements (holding one of ``permits``, a semaphore, while it computes an element);
+    returns the :class:`_Taken` that hands them on.  When that is closed (the pass ends, the
+    iterator starts another, its session closes) the thread stops after at most the element
+    it is computing."""
     buffer: queue.Queue = queue.Queue(size)
     stop = threading.Event()
 
     def produce():
         try:
-            for element in inner.elements():
+            elements = inner.elements()
+            while True:
+                with permits if permits is not None else contextlib.nullcontext():
+                    element = next(elements, _END)
+                if element is _END:
+                    break
                 buffer.put(element)
                 if stop.is_set():  # the consumer drained the buffer once it set this
                     return
@@ -400,22 +414,47 @@ def _prefetched(inner: DatasetValue, size: int) -> Iterator[tuple]:
         except BaseException as e:  # noqa: BLE001  (handed to the consumer, which raises it)
             buffer.put(_Raised(e))
 
-    threading.Thread(target=produce, name="prefetch", daemon=True).start()
-    try:
-        while True:
-            item = buffer.get()
+    threading.Thread(target=produce, name=name, daemon=True).start()
+    return _Taken(buffer, stop)
+
+
+class _Taken:
+    """The consumer's end of a read-ahead thread: ``next`` takes its elements in order (its
+    errors raised in their place); ``close`` (also when the pass ends, or when this goes)
+    stops the thread, even if no element was ever taken."""
+
+    def __init__(self, buffer: queue.Queue, stop: threading.Event) -> None:
+        self._buffer, self._stop = buffer, stop
+
+    def __iter__(self) -> _Taken:
+        return self
+
+    def __next__(self) -> tuple:
+        if self._stop.is_set():
+            raise StopIteration
+        item = self._buffer.get()
+        if item is _END or type(item) is _Raised:
+            self.close()
             if item is _END:
-                return
-            if type(item) is _Raised:
-                raise item.error
-            yield item
-    finally:
-        stop.set()
+                raise StopIteration
+            raise item.error
+        return item
+
+    def close(self) -> None:
+        if self._stop.is_set():
+            return
+        self._stop.set()
         while True:  # room for the one put the thread may still make before it sees ``stop``
             try:
-                buffer.get_nowait()
+                self._buffer.get_nowait()
             except queue.Empty:
                 break
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown: nothing left to stop
+            pass
 
 
 def _shard(op, device, ins):
@@ -686,32 +725,68 @@ def _interleave(op, device, ins):
         raise invalid_argument("cycle_length must be greater than zero.")
     if block <= 0:
         raise invalid_argument("block_length must be greater than zero.")
-    return lambda: _interleaved(inner.elements(), apply, cycle, block)
+    if op.type == "ParallelInterleaveDatasetV2":
+        calls = _int(ins[3 + n])
+        if calls <= 0 and calls != -1:  # -1: AUTOTUNE
+            raise invalid_argument("num_parallel_calls must be greater than zero.")
+        calls = cycle if calls == -1 else min(calls, cycle)
+        return lambda: _interleaved(
+            inner.elements(), apply, cycle, block, _reader(block, calls), eager=True
+        )
+    return lambda: _interleaved(inner.elements(), apply, cycle, block, DatasetValue.elements)
 
 
-def _interleaved(outer, apply, cycle, block):
-    slots, more = [None] * cycle, True
-    while True:
-        for i in range(cycle):
-            if slots[i] is None and more:
-                element = next(outer, None)
-                more = element is not None
-                if more:
-                    made = apply(element)
-                    if type(made) is ErrorElement:
-                        yield made
-                        continue
-                    slots[i] = made[0].elements()
-            for _ in range(block):
-                if slots[i] is None:
-                    break
-                element = next(slots[i], None)
-                if element is None:
-                    slots[i] = None
-                    break
-                yield element
-        if not more and all(s is None for s in slots):
-            return
+def _reader(block: int, calls: int):
+    """How a parallel interleave opens an inner dataset (TF's ``ParallelInterleaveDatasetV2``,
+    not sloppy): on a thread of its own that reads ``block`` elements ahead from the moment it
+    opens, at most ``calls`` of the cycle's threads computing at a time."""
+    permits = threading.BoundedSemaphore(calls)
+    return lambda dataset: _read_ahead(dataset, block, "parallel_interleave", permits)
+
+
+def _interleaved(outer, apply, cycle, block, open_dataset, eager=False):
+    """The interleave's order: ``block`` elements from each open dataset in turn; an empty
+    place takes the dataset of the next input element at its turn (``eager``: at the start
+    of each round, so that their readers start at once; the order is the same)."""
+    slots, failed, more = [None] * cycle, [None] * cycle, True
+
+    def fill(i):
+        nonlocal more
+        element = next(outer, None)
+        more = element is not None
+        if more:
+            made = apply(element)
+            if type(made) is ErrorElement:
+                failed[i] = made
+            else:
+                slots[i] = open_dataset(made[0])
+
+    try:
+        while True:
+            for i in range(cycle) if eager else ():
+                if slots[i] is None and failed[i] is None and more:
+                    fill(i)
+            for i in range(cycle):
+                if not eager and slots[i] is None and more:
+                    fill(i)
+                if failed[i] is not None:
+                    yield failed[i]
+                    failed[i] = None
+                    continue
+                for _ in range(block):
+                    if slots[i] is None:
+                        break
+                    element = next(slots[i], None)
+                    if element is None:
+                        slots[i] = None
+                        break
+                    yield element
+            if not more and all(s is None for s in slots):
+                return
+    finally:  # a pass cut short: the open datasets' readers stop now
+        for slot in slots:
+            if slot is not None:
+                slot.close()
 
 
 _dataset_kernel("MapDataset", _map)
