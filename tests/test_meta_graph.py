@@ -141,13 +141,15 @@ def test_text_format_files_and_export_meta_graph(tmp_path):
             assert [v.name for v in tf.global_variables()] == ["v:0"]
 
 
-def test_a_graph_without_variables_gives_no_saver(tmp_path):
+def test_a_graph_without_variables_gives_no_saver_and_lists_keep_their_values(tmp_path):
     with tf.Graph().as_default():
         tf.constant(1.0, name="c")
         meta = tf.train.export_meta_graph()
+    meta.collection_def["counts"].int64_list.value.extend([3, 4])  # a list TF may write
     with tf.Graph().as_default() as g:
         assert tf.train.import_meta_graph(meta) is None
         assert g.get_operation_by_name("c").type == "Const"
+        assert tf.get_collection("counts") == [3, 4]
 
 
 def test_bad_files_get_tf_errors(tmp_path):

@@ -116,10 +116,11 @@ def _wire_graph_def(graph_def: GraphDef, clear_devices: bool, scope: str | None)
     return wire_pb.GraphDef(node=topological(nodes))
 
 
-def _restore_collections(meta: MetaGraphDef, graph: Any, scope: str | None) -> dict:
-    """Adds the collections of ``meta`` to ``graph``; returns the imported variables by the
-    name of their ``VariableDef`` bytes (one object for every collection holding it)."""
-    variables: dict[bytes, Variable] = {}
+def _restore_collections(meta: MetaGraphDef, graph: Any, scope: str | None) -> None:
+    """Adds the collections of ``meta`` to ``graph``: one Variable per ``VariableDef`` (the
+    same object in every variable collection that holds it), graph elements by name, and the
+    values of other lists as they are."""
+    variables: dict[bytes, Variable] = {}  # by the VariableDef's bytes
     for key in sorted(meta.collection_def):
         coll = meta.collection_def[key]
         kind = coll.WhichOneof("kind")
@@ -134,7 +135,6 @@ def _restore_collections(meta: MetaGraphDef, graph: Any, scope: str | None) -> d
         elif kind is not None:  # int64, float and other bytes lists: the values as they are
             for value in getattr(coll, kind).value:
                 graph.add_to_collection(key, value)
-    return variables
 
 
 def _imported_saver(meta: MetaGraphDef, scope: str | None) -> Saver | None:
