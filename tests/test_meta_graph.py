@@ -211,3 +211,29 @@ def test_every_attr_comes_back_as_it_was():
         assert set(new._attrs) == set(op._attrs), op.name
         for key, value in op._attrs.items():
             assert _same(new._attrs[key], value), (op.name, key, value, new._attrs[key])
+
+
+@pytest.mark.cluster
+def test_a_model_saved_on_a_cluster_restores_on_one_machine(tmp_path):
+    """Trained on two ps tasks with a sharded Saver, rebuilt from its ``.meta`` with
+    ``clear_devices=True`` in a local session: the imported restore ops read both shards."""
+    from minitf.distributed import LocalCluster
+
+    with LocalCluster({"ps": 2, "worker": 1}) as cluster, tf.Graph().as_default():
+        setter = tf.train.replica_device_setter(ps_tasks=2, cluster=cluster.cluster_spec)
+        with tf.device(setter):
+            w = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2), name="w")
+            b = tf.Variable([1.0, 2.0], name="b")
+            out = tf.matmul(tf.ones([1, 3]), w) + b
+        saver = tf.train.Saver(sharded=True)
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(tf.global_variables_initializer())
+            path = saver.save(sess, str(tmp_path / "model"))
+            want = sess.run(out)
+    assert {w.device, b.device} == {"/job:ps/task:0", "/job:ps/task:1"}
+    with tf.Graph().as_default() as g:
+        saver = tf.train.import_meta_graph(path + ".meta", clear_devices=True)
+        assert {op.device for op in g.get_operations()} == {""}
+        with tf.Session() as sess:
+            saver.restore(sess, path)
+            np.testing.assert_array_equal(sess.run(out.name), want)
