@@ -125,6 +125,9 @@ def tensor_from_proto(msg: pb.TensorProto) -> np.ndarray:
     return out.reshape(shape)
 
 
+_VALUE_KINDS = ("s", "i", "f", "b", "type", "shape", "tensor")  # the AttrValue kinds read
+
+
 def _one_from_proto(kind: str, v: Any, raw_bytes: bool) -> Any:
     if kind == "type":
         return dtypes.as_dtype(v)
@@ -144,12 +147,12 @@ def attr_from_proto(msg: pb.AttrValue, key: str) -> Any:
     which = msg.WhichOneof("value")
     raw = key == "_class"
     if which == "list":
-        kinds = [k for k in ("s", "i", "f", "b", "type", "shape", "tensor") if getattr(msg.list, k)]
+        kinds = [k for k in _VALUE_KINDS if getattr(msg.list, k)]
         if len(kinds) > 1:
             raise ValueError("attr %s mixes kinds %s" % (key, kinds))
         items = getattr(msg.list, kinds[0]) if kinds else []
         return [_one_from_proto(kinds[0], v, raw) for v in items]
-    if which in ("s", "i", "f", "b", "type", "shape", "tensor"):
+    if which in _VALUE_KINDS:
         return _one_from_proto(which, getattr(msg, which), raw)
     raise ValueError("attr %s has a value minitf cannot read (%s)" % (key, which))
 

@@ -633,12 +633,20 @@ def _function(op, device, ins):
 def _map(op, device, ins):
     inner, (apply, n) = ins[0], _function(op, device, ins)
     if op.type == "ParallelMapDataset":
-        calls = _int(ins[1 + n])
-        if calls <= 0 and calls != -1:  # -1: AUTOTUNE
-            raise invalid_argument("num_parallel_calls must be greater than zero.")
-        calls = schedulable_cores() if calls == -1 else calls
+        calls = _parallel_calls(ins[1 + n], autotune=schedulable_cores)
         return lambda: _parallel_mapped(inner, apply, calls)
     return lambda: (apply(element) for element in inner.elements())
+
+
+def _parallel_calls(x, autotune) -> int:
+    """A ``num_parallel_calls`` operand: more than zero, or AUTOTUNE (-1), which takes
+    ``autotune()``."""
+    calls = _int(x)
+    if calls == -1:
+        return autotune()
+    if calls <= 0:
+        raise invalid_argument("num_parallel_calls must be greater than zero.")
+    return calls
 
 
 def _parallel_mapped(inner: DatasetValue, apply, calls: int) -> Iterator[tuple]:
@@ -726,10 +734,7 @@ def _interleave(op, device, ins):
     if block <= 0:
         raise invalid_argument("block_length must be greater than zero.")
     if op.type == "ParallelInterleaveDatasetV2":
-        calls = _int(ins[3 + n])
-        if calls <= 0 and calls != -1:  # -1: AUTOTUNE
-            raise invalid_argument("num_parallel_calls must be greater than zero.")
-        calls = cycle if calls == -1 else min(calls, cycle)
+        calls = min(_parallel_calls(ins[3 + n], autotune=lambda: cycle), cycle)
         return lambda: _interleaved(
             inner.elements(), apply, cycle, block, _reader(block, calls), eager=True
         )
